@@ -1,0 +1,1 @@
+"""The trio daemon: listener, connections, sessions, sandbox, language servers, tools."""

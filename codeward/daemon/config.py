@@ -1,0 +1,138 @@
+"""Configuration: `$XDG_CONFIG_HOME/codeward/config.toml`, and a project's narrowing `.codeward.toml`.
+
+Read with tomllib, validated with msgspec; an error names the bad key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+from msgspec import Struct, field
+
+Approval = Literal["allow", "confirm", "deny"]
+_STRICTNESS: dict[str, int] = {"allow": 0, "confirm": 1, "deny": 2}
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; the message names the file and the key."""
+
+
+class DaemonConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    idle_timeout: float = 600.0
+    max_message_bytes: int = 16 * 1024 * 1024
+    max_header_bytes: int = 8 * 1024
+    max_connections: int = 1024
+    log_level: str = "info"
+
+
+class PolicyConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    git_write: Approval = "confirm"
+    git_destructive: Approval = "confirm"
+    confirm_timeout: float = 60.0
+
+    def narrowed(self, other: PolicyConfig) -> PolicyConfig:
+        """The stricter of this policy and `other`, key by key (a project may only narrow)."""
+        return PolicyConfig(
+            git_write=_stricter(self.git_write, other.git_write),
+            git_destructive=_stricter(self.git_destructive, other.git_destructive),
+            confirm_timeout=min(self.confirm_timeout, other.confirm_timeout),
+        )
+
+
+def _stricter(a: Approval, b: Approval) -> Approval:
+    return a if _STRICTNESS[a] >= _STRICTNESS[b] else b
+
+
+class LuaConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    cpu_seconds: float = 1.0
+    wall_seconds: float = 60.0
+    memory_mb: int = 64
+    host_calls: int = 1000
+    result_bytes: int = 1024 * 1024
+
+
+class GitConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    timeout: float = 60.0
+    output_bytes: int = 1024 * 1024
+
+
+class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    command: list[str]
+    settings: dict[str, Any] = field(default_factory=dict)
+    init_options: dict[str, Any] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    languages: list[str] = field(default_factory=list)
+    install_hint: str = ""
+
+
+class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    patterns: list[str]
+    servers: list[str]
+    language_id: str = ""
+
+
+class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    request_timeout: float = 30.0
+    method_timeouts: dict[str, float] = field(default_factory=dict)
+    initialize_timeout: float = 60.0
+    settle_timeout: float = 10.0
+    ready_timeout: float = 20.0
+    max_open_documents: int = 200
+    shutdown_timeout: float = 3.0
+
+
+class Config(Struct, forbid_unknown_fields=True, kw_only=True):
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    lua: LuaConfig = field(default_factory=LuaConfig)
+    git: GitConfig = field(default_factory=GitConfig)
+    lsp: LspConfig = field(default_factory=LspConfig)
+    servers: dict[str, ServerConfig] = field(default_factory=dict)
+    languages: dict[str, LanguageConfig] = field(default_factory=dict)
+
+
+class ProjectConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    """`.codeward.toml`: it may only narrow. It can never name a command."""
+
+    policy: PolicyConfig | None = None
+    servers: dict[str, list[str]] = field(default_factory=dict)  # language -> chosen servers
+
+
+def config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "codeward" / "config.toml"
+
+
+def _decode(data: dict[str, Any], type_: type, source: str) -> Any:
+    try:
+        return msgspec.convert(data, type=type_)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def load_config(path: Path | None = None) -> Config:
+    """The user's config (defaults where the file is missing)."""
+    path = path or config_path()
+    if not path.exists():
+        return Config()
+    return _decode(_read_toml(path), Config, str(path))
+
+
+def load_project_config(root: Path) -> ProjectConfig:
+    path = root / ".codeward.toml"
+    if not path.is_file():
+        return ProjectConfig()
+    data = _read_toml(path)
+    return _decode(data, ProjectConfig, ".codeward.toml")

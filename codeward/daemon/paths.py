@@ -1,0 +1,61 @@
+"""Input paths of tools: relative to the root or absolute inside it, resolved through symlinks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from codeward.protocol.errors import ErrorKind, ToolError
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Whether `path` (already resolved) is `root` or below it."""
+    return path == root or root in path.parents
+
+
+def resolve_input_path(
+    root: Path, path: str, *, must_exist: bool = True, allow_dir: bool = False
+) -> Path:
+    """The canonical path of a tool's `path` argument, checked to lie inside `root`.
+
+    Raises `path_outside_project`, `file_not_found` or `invalid_arguments`; a message shows
+    the path as the caller wrote it, never an absolute path outside the project.
+    """
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `path` as a non-empty file path.")
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    resolved = Path(os.path.realpath(candidate))
+    if not is_inside(resolved, root):
+        raise ToolError(
+            ErrorKind.PATH_OUTSIDE_PROJECT,
+            f"{_shown(path, root)} is outside the project; give a path inside the root.",
+        )
+    if must_exist and not resolved.exists():
+        raise ToolError(
+            ErrorKind.FILE_NOT_FOUND,
+            f"{_shown(path, root)} does not exist; check the path (relative to the root).",
+        )
+    if must_exist and not allow_dir and resolved.is_dir():
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"{_shown(path, root)} is a directory; give a file.",
+        )
+    return resolved
+
+
+def relative(path: Path, root: Path) -> str:
+    """A root-relative POSIX path for output (the path must be inside the root)."""
+    return path.relative_to(root).as_posix() if path != root else "."
+
+
+def _shown(path: str, root: Path) -> str:
+    """The path as it may appear in a message: root-relative, or the caller's own words."""
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            return repr(p.relative_to(root).as_posix())
+        except ValueError:
+            return "the given path"
+    return repr(path)

@@ -1,0 +1,1 @@
+"""Tools: declared once in the registry; importing this package registers them all."""

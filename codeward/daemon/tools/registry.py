@@ -1,0 +1,138 @@
+"""The one place a tool is declared: name, description, argument Struct, handler.
+
+`tools/list` renders the argument Struct's JSON Schema in every format;
+`tools/call` validates arguments against it and dispatches to the handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+
+from codeward.protocol.errors import ErrorKind, ToolError
+from codeward.protocol.tools import ToolSpec
+
+if TYPE_CHECKING:
+    from codeward.daemon.session import Session
+
+
+class Caller(Protocol):
+    """The client on whose behalf a tool runs: what it declared it can do."""
+
+    @property
+    def can_confirm(self) -> bool: ...
+
+    async def confirm(self, session_id: str, tool: str, summary: str, argv: list[str]) -> bool:
+        """Ask the client `client/confirm`; False on no, no answer in time, or a disconnect."""
+        ...
+
+
+class NoCaller:
+    """A caller that can confirm nothing (scripts, benchmarks, nested calls without a client)."""
+
+    can_confirm = False
+
+    async def confirm(self, session_id: str, tool: str, summary: str, argv: list[str]) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    session: Session
+    caller: Caller
+
+
+Handler = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    arguments: type[msgspec.Struct]
+    handler: Handler
+    changes_files: bool = False  # finishes, shielded, when its client disconnects
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, argument_schema(self.arguments))
+
+
+def argument_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
+    """The flat JSON Schema object of an argument Struct (no `$ref`s at the top)."""
+    schema = msgspec.json.schema(struct)
+    defs = schema.pop("$defs", {})
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        schema = defs.pop(ref.removeprefix("#/$defs/"))
+    schema.pop("title", None)
+    if defs:
+        schema["$defs"] = defs
+    schema.setdefault("properties", {})
+    schema.setdefault("required", [])
+    schema["additionalProperties"] = False
+    return schema
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> Tool:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is declared twice")
+        self._tools[tool.name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            known = ", ".join(sorted(self._tools)) or "none"
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"There is no tool named {name!r}; call tools/list (known: {known}).",
+            ) from None
+
+    def __iter__(self):
+        return iter(sorted(self._tools.values(), key=lambda t: t.name))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def validate(self, tool: Tool, arguments: Any) -> msgspec.Struct:
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"The arguments of {tool.name} must be a JSON object.",
+            )
+        try:
+            return msgspec.convert(arguments, type=tool.arguments)
+        except msgspec.ValidationError as exc:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"Invalid arguments for {tool.name}: {exc}; see tools/list for its schema.",
+            ) from None
+
+    async def call(self, name: str, arguments: Any, ctx: ToolContext) -> dict[str, Any]:
+        tool = self.get(name)
+        return await tool.handler(ctx, self.validate(tool, arguments))
+
+
+REGISTRY = ToolRegistry()
+
+
+def tool(
+    name: str, description: str, arguments: type[msgspec.Struct], *, changes_files: bool = False
+) -> Callable[[Handler], Handler]:
+    """Declare a tool in the registry: `@tool("name", "what it does", ArgsStruct)`."""
+
+    def register(handler: Handler) -> Handler:
+        REGISTRY.register(Tool(name, description, arguments, handler, changes_files))
+        return handler
+
+    return register

@@ -1,0 +1,135 @@
+"""Incremental frame decoders and encoders: newline-delimited JSON and `Content-Length`.
+
+Sans-IO: feed bytes in, take whole message bodies out. The framing of a connection is
+chosen from its first byte (`{` or `[`: NDJSON; `C`: Content-Length headers).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+DEFAULT_MAX_HEADER = 8 * 1024
+DEFAULT_MAX_MESSAGE = 16 * 1024 * 1024
+
+
+class Framing(StrEnum):
+    NDJSON = "ndjson"
+    CONTENT_LENGTH = "content-length"
+
+
+class FrameError(Exception):
+    """The stream broke a framing rule; the connection cannot go on."""
+
+
+def detect_framing(first: bytes) -> Framing:
+    """The framing a connection uses, from its first non-blank byte."""
+    if first[:1] in (b"{", b"["):
+        return Framing.NDJSON
+    if first[:1] in (b"C", b"c"):
+        return Framing.CONTENT_LENGTH
+    raise FrameError("Unknown framing: start with '{', '[' or a Content-Length header.")
+
+
+class NdjsonDecoder:
+    """One JSON message per line; blank lines are skipped, a trailing `\\r` is dropped."""
+
+    def __init__(self, max_message: int = DEFAULT_MAX_MESSAGE) -> None:
+        self.max_message = max_message
+        self._buffer = bytearray()
+        self._scanned = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buffer += data
+        messages: list[bytes] = []
+        start = 0
+        while True:
+            end = self._buffer.find(b"\n", max(start, self._scanned))
+            if end < 0:
+                break
+            line = bytes(self._buffer[start:end]).rstrip(b"\r")
+            if len(line) > self.max_message:
+                raise FrameError(f"Message over the {self.max_message}-byte limit.")
+            if line.strip():
+                messages.append(line)
+            start = end + 1
+            self._scanned = start
+        del self._buffer[:start]
+        self._scanned = len(self._buffer)
+        if self._scanned > self.max_message:
+            raise FrameError(f"Message over the {self.max_message}-byte limit.")
+        return messages
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
+
+
+class ContentLengthDecoder:
+    """LSP base protocol: `Content-Length: N\\r\\n` (other headers ignored), a blank line, N bytes."""
+
+    def __init__(
+        self, max_message: int = DEFAULT_MAX_MESSAGE, max_header: int = DEFAULT_MAX_HEADER
+    ) -> None:
+        self.max_message = max_message
+        self.max_header = max_header
+        self._buffer = bytearray()
+        self._length: int | None = None
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buffer += data
+        messages: list[bytes] = []
+        while True:
+            if self._length is None:
+                end = self._buffer.find(b"\r\n\r\n")
+                if end < 0:
+                    if len(self._buffer) > self.max_header:
+                        raise FrameError(f"Header block over the {self.max_header}-byte limit.")
+                    break
+                if end > self.max_header:
+                    raise FrameError(f"Header block over the {self.max_header}-byte limit.")
+                self._length = self._parse_headers(bytes(self._buffer[:end]))
+                del self._buffer[: end + 4]
+            if len(self._buffer) < self._length:
+                break
+            messages.append(bytes(self._buffer[: self._length]))
+            del self._buffer[: self._length]
+            self._length = None
+        return messages
+
+    def _parse_headers(self, block: bytes) -> int:
+        length: int | None = None
+        for line in block.split(b"\r\n"):
+            name, sep, value = line.partition(b":")
+            if not sep:
+                raise FrameError("Malformed header line: expected 'Name: value'.")
+            if name.strip().lower() == b"content-length":
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    raise FrameError("Content-Length is not a number.") from None
+        if length is None or length < 0:
+            raise FrameError("Missing Content-Length header.")
+        if length > self.max_message:
+            raise FrameError(f"Message over the {self.max_message}-byte limit.")
+        return length
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
+
+
+FrameDecoder = NdjsonDecoder | ContentLengthDecoder
+
+
+def make_decoder(
+    framing: Framing, max_message: int = DEFAULT_MAX_MESSAGE, max_header: int = DEFAULT_MAX_HEADER
+) -> FrameDecoder:
+    if framing is Framing.NDJSON:
+        return NdjsonDecoder(max_message)
+    return ContentLengthDecoder(max_message, max_header)
+
+
+def encode_frame(framing: Framing, body: bytes) -> bytes:
+    if framing is Framing.NDJSON:
+        return body + b"\n"
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body

@@ -1,0 +1,143 @@
+"""JSON-RPC 2.0 messages as msgspec Structs, and the envelope decoder.
+
+Responses carry no `method`, so a message is first decoded into an `Envelope` whose
+`params`, `result` and `error` stay `Raw`; `classify` then makes it a `Request`,
+`Notification` or `Response`. Encoding keeps `"result": null` (fields are UNSET, not
+omitted by default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType
+
+from codeward.protocol.errors import ErrorCode, RpcError
+
+Id = int | str
+_EMPTY = Raw(b"")
+
+
+class ErrorObject(Struct, omit_defaults=True):
+    code: int
+    message: str
+    data: Any = UNSET
+
+
+class Request(Struct, omit_defaults=True):
+    id: Id
+    method: str
+    params: Any = UNSET
+    jsonrpc: str = "2.0"
+
+
+class Notification(Struct, omit_defaults=True):
+    method: str
+    params: Any = UNSET
+    jsonrpc: str = "2.0"
+
+
+class Response(Struct, omit_defaults=True):
+    id: Id | None
+    result: Any = UNSET
+    error: ErrorObject | UnsetType = UNSET
+    jsonrpc: str = "2.0"
+
+    @property
+    def ok(self) -> bool:
+        return self.error is UNSET
+
+
+Message = Request | Notification | Response
+
+
+class Envelope(Struct):
+    """Any JSON-RPC message, with its payload left undecoded."""
+
+    jsonrpc: str | UnsetType = UNSET
+    id: Id | None | UnsetType = UNSET
+    method: str | UnsetType = UNSET
+    params: Raw = _EMPTY
+    result: Raw = _EMPTY
+    error: ErrorObject | UnsetType = UNSET
+
+
+class Incoming(Struct):
+    """A decoded message whose params or result are still raw JSON."""
+
+    kind: str  # "request", "notification" or "response"
+    id: Id | None
+    method: str
+    payload: Raw  # params for requests and notifications, result for responses
+    error: ErrorObject | UnsetType = UNSET
+
+    def decode(self, type_: Any = Any) -> Any:
+        """Decode the payload (missing params decode as an empty object)."""
+        data = bytes(self.payload) or b"{}"
+        return msgspec.json.decode(data, type=type_)
+
+
+_envelope_decoder = msgspec.json.Decoder(Envelope)
+_raw_list_decoder = msgspec.json.Decoder(list[Raw])
+_encoder = msgspec.json.Encoder()
+
+
+def _parse_error(exc: BaseException) -> RpcError:
+    reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    return RpcError(ErrorCode.PARSE_ERROR, f"Parse error: {reason}; send one JSON-RPC message.")
+
+
+def decode_batch(data: bytes) -> tuple[list[Incoming | RpcError], bool]:
+    """Decode one frame: a message or a batch. Returns the items and whether it was a batch.
+
+    A frame that is not JSON raises `RpcError(PARSE_ERROR)`; an element that is not a valid
+    message comes back as an `RpcError(INVALID_REQUEST)` in its place.
+    """
+    stripped = data.lstrip()
+    if stripped[:1] == b"[":
+        try:
+            elements = _raw_list_decoder.decode(stripped)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
+            raise _parse_error(exc) from None
+        if not elements:
+            raise RpcError(ErrorCode.INVALID_REQUEST, "Invalid request: an empty batch.")
+        return [_decode_one_or_error(bytes(raw)) for raw in elements], True
+    return [decode_message(stripped)], False
+
+
+def _decode_one_or_error(data: bytes) -> Incoming | RpcError:
+    try:
+        return decode_message(data)
+    except RpcError as exc:
+        return exc
+
+
+def decode_message(data: bytes) -> Incoming:
+    """Decode one JSON-RPC message (not a batch)."""
+    try:
+        env = _envelope_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise RpcError(ErrorCode.INVALID_REQUEST, f"Invalid request: {exc}.") from None
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
+        raise _parse_error(exc) from None
+    if env.jsonrpc is not UNSET and env.jsonrpc != "2.0":
+        raise RpcError(ErrorCode.INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0".')
+    msg_id = None if env.id is UNSET else env.id
+    if isinstance(env.method, str):
+        if env.id is UNSET:
+            return Incoming("notification", None, env.method, env.params)
+        if msg_id is None:
+            raise RpcError(ErrorCode.INVALID_REQUEST, "Invalid request: a request id cannot be null.")
+        return Incoming("request", msg_id, env.method, env.params)
+    if env.id is not UNSET and (bytes(env.result) or env.error is not UNSET):
+        return Incoming("response", msg_id, "", env.result, env.error)
+    raise RpcError(ErrorCode.INVALID_REQUEST, 'Invalid request: it needs a "method".')
+
+
+def encode(message: Message | list[Message] | list[Response]) -> bytes:
+    return _encoder.encode(message)
+
+
+def error_response(msg_id: Id | None, code: int, message: str, data: Any = UNSET) -> Response:
+    return Response(id=msg_id, error=ErrorObject(code=int(code), message=message, data=data))

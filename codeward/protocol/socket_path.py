@@ -1,0 +1,21 @@
+"""Where the daemon's socket lives, shared by the daemon and the thin client."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """`--socket PATH`, else `$CODEWARD_SOCKET`, else `$XDG_RUNTIME_DIR/codeward/codeward.sock`,
+    else `${TMPDIR:-/tmp}/codeward-$UID/codeward.sock`."""
+    env = os.environ if env is None else env
+    if explicit:
+        return Path(explicit)
+    if env.get("CODEWARD_SOCKET"):
+        return Path(env["CODEWARD_SOCKET"])
+    if env.get("XDG_RUNTIME_DIR"):
+        return Path(env["XDG_RUNTIME_DIR"]) / "codeward" / "codeward.sock"
+    tmp = env.get("TMPDIR") or "/tmp"
+    return Path(tmp) / f"codeward-{os.getuid()}" / "codeward.sock"
