@@ -1,4 +1,4 @@
-"""Configuration: `$XDG_CONFIG_HOME/codeward/config.toml`, and a project's narrowing `.codeward.toml`.
+"""Configuration: the user's `config.toml`, and a project's narrowing `.codeward.toml`.
 
 Read with tomllib, validated with msgspec; an error names the bad key.
 """

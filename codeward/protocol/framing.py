@@ -65,7 +65,7 @@ class NdjsonDecoder:
 
 
 class ContentLengthDecoder:
-    """LSP base protocol: `Content-Length: N\\r\\n` (other headers ignored), a blank line, N bytes."""
+    """LSP base protocol: `Content-Length: N` (other headers ignored), a blank line, N bytes."""
 
     def __init__(
         self, max_message: int = DEFAULT_MAX_MESSAGE, max_header: int = DEFAULT_MAX_HEADER

@@ -19,30 +19,30 @@ Id = int | str
 _EMPTY = Raw(b"")
 
 
-class ErrorObject(Struct, omit_defaults=True):
+class ErrorObject(Struct):
     code: int
     message: str
     data: Any = UNSET
 
 
-class Request(Struct, omit_defaults=True):
+class Request(Struct, kw_only=True):
+    jsonrpc: str = "2.0"
     id: Id
     method: str
     params: Any = UNSET
+
+
+class Notification(Struct, kw_only=True):
     jsonrpc: str = "2.0"
-
-
-class Notification(Struct, omit_defaults=True):
     method: str
     params: Any = UNSET
+
+
+class Response(Struct, kw_only=True):
     jsonrpc: str = "2.0"
-
-
-class Response(Struct, omit_defaults=True):
     id: Id | None
     result: Any = UNSET
     error: ErrorObject | UnsetType = UNSET
-    jsonrpc: str = "2.0"
 
     @property
     def ok(self) -> bool:
@@ -56,7 +56,7 @@ class Envelope(Struct):
     """Any JSON-RPC message, with its payload left undecoded."""
 
     jsonrpc: str | UnsetType = UNSET
-    id: Id | None | UnsetType = UNSET
+    id: Id | UnsetType | None = UNSET
     method: str | UnsetType = UNSET
     params: Raw = _EMPTY
     result: Raw = _EMPTY
@@ -95,6 +95,11 @@ def decode_batch(data: bytes) -> tuple[list[Incoming | RpcError], bool]:
     message comes back as an `RpcError(INVALID_REQUEST)` in its place.
     """
     stripped = data.lstrip()
+    if not stripped.isascii():
+        try:
+            stripped.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _parse_error(exc) from None
     if stripped[:1] == b"[":
         try:
             elements = _raw_list_decoder.decode(stripped)
@@ -128,7 +133,9 @@ def decode_message(data: bytes) -> Incoming:
         if env.id is UNSET:
             return Incoming("notification", None, env.method, env.params)
         if msg_id is None:
-            raise RpcError(ErrorCode.INVALID_REQUEST, "Invalid request: a request id cannot be null.")
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST, "Invalid request: a request id cannot be null."
+            )
         return Incoming("request", msg_id, env.method, env.params)
     if env.id is not UNSET and (bytes(env.result) or env.error is not UNSET):
         return Incoming("response", msg_id, "", env.result, env.error)

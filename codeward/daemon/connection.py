@@ -1,0 +1,315 @@
+"""One client connection: frames in, concurrent requests, one writer, cancellation.
+
+The reader task decodes frames (framing chosen from the first byte) and starts each request
+in the connection's own nursery. Replies go through one writer task. A client that
+disconnects cancels its in-flight requests, except file-changing tools, which finish
+shielded and whose replies are dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from codeward.daemon.config import PolicyConfig
+from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError
+from codeward.protocol.framing import (
+    FrameDecoder,
+    FrameError,
+    Framing,
+    detect_framing,
+    make_decoder,
+)
+from codeward.protocol.messages import (
+    Id,
+    Incoming,
+    Notification,
+    Request,
+    Response,
+    decode_batch,
+    encode,
+    error_response,
+)
+from codeward.protocol.methods import ClientCapabilities, ConfirmParams, ConfirmResult
+
+if TYPE_CHECKING:
+    from codeward.daemon.server import Daemon
+    from codeward.daemon.session import Session
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 65536
+Handler = Callable[["Connection", Incoming], Awaitable[Any]]
+
+
+class Connection:
+    def __init__(self, daemon: Daemon, stream: trio.abc.Stream, conn_id: int) -> None:
+        self.daemon = daemon
+        self.stream = stream
+        self.id = conn_id
+        self.framing: Framing | None = None
+        self.capabilities = ClientCapabilities()
+        self.session: Session | None = None
+        self.policy: PolicyConfig | None = None  # the narrowing this client asked for
+        self._decoder: FrameDecoder | None = None
+        self._inflight: dict[Id, trio.CancelScope] = {}
+        self._pending: dict[Id, trio.MemorySendChannel[Response]] = {}
+        self._next_out_id = 0
+        self._send, self._receive = trio.open_memory_channel[bytes](math.inf)
+        self.closed = False
+        self.reader_done = trio.Event()  # the client went away (or broke framing)
+        self.done = trio.Event()  # everything of this connection has finished
+
+    # ---- life ----------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        try:
+            async with trio.open_nursery() as writer_nursery:
+                writer_nursery.start_soon(self._writer)
+                try:
+                    async with trio.open_nursery() as requests:
+                        await self._read_loop(requests)
+                        self.reader_done.set()
+                        requests.cancel_scope.cancel()  # disconnect: cancel in-flight work
+                finally:
+                    self.closed = True
+                    self._send.close()
+        finally:
+            self.unbind()
+            for channel in self._pending.values():
+                channel.close()
+            await trio.aclose_forcefully(self.stream)
+            self.done.set()
+
+    async def _read_loop(self, requests: trio.Nursery) -> None:
+        limits = self.daemon.config.daemon
+        while True:
+            try:
+                data = await self.stream.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                return
+            try:
+                if self._decoder is None:
+                    data = data.lstrip()
+                    if not data:
+                        continue
+                    self.framing = detect_framing(data)
+                    self._decoder = make_decoder(
+                        self.framing, limits.max_message_bytes, limits.max_header_bytes
+                    )
+                frames = self._decoder.feed(data)
+            except FrameError as exc:
+                await self._fatal(str(exc))
+                return
+            for frame in frames:
+                self._dispatch_frame(frame, requests)
+
+    async def _fatal(self, reason: str) -> None:
+        """A framing error: say so where possible, then close."""
+        if self.framing is None:
+            self.framing = Framing.NDJSON
+        response = error_response(None, ErrorCode.INVALID_REQUEST, f"{reason} Closing.")
+        self._queue(encode(response))
+        log.info("connection %d: %s", self.id, reason)
+
+    async def _writer(self) -> None:
+        async for data in self._receive:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.closed = True
+                return
+
+    def _queue(self, body: bytes) -> None:
+        if self.closed or self.framing is None:
+            return
+        from codeward.protocol.framing import encode_frame
+
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            self._send.send_nowait(encode_frame(self.framing, body))
+
+    # ---- dispatch ------------------------------------------------------------------------
+
+    def _dispatch_frame(self, frame: bytes, requests: trio.Nursery) -> None:
+        try:
+            items, is_batch = decode_batch(frame)
+        except RpcError as exc:
+            self._queue(encode(error_response(None, exc.code, exc.message)))
+            return
+        if is_batch:
+            requests.start_soon(self._run_batch, items)
+            return
+        item = items[0]
+        if isinstance(item, RpcError):
+            self._queue(encode(error_response(None, item.code, item.message)))
+        elif item.kind == "request":
+            if item.id in self._inflight:
+                self._queue(encode(_duplicate_id(item.id)))
+                return
+            scope = trio.CancelScope()
+            self._inflight[item.id] = scope  # type: ignore[index]
+            requests.start_soon(self._reply_one, item, scope)
+        elif item.kind == "notification":
+            self._notification(item)
+        else:
+            self._response(item)
+
+    async def _reply_one(self, item: Incoming, scope: trio.CancelScope) -> None:
+        response = await self._handle_request(item, scope)
+        self._queue(encode(response))
+
+    async def _run_batch(self, items: list[Incoming | RpcError]) -> None:
+        responses: list[Response | None] = [None] * len(items)
+
+        async def run(index: int, item: Incoming, scope: trio.CancelScope) -> None:
+            responses[index] = await self._handle_request(item, scope)
+
+        async with trio.open_nursery() as nursery:
+            for index, item in enumerate(items):
+                if isinstance(item, RpcError):
+                    responses[index] = error_response(None, item.code, item.message)
+                elif item.kind == "request":
+                    if item.id in self._inflight:
+                        responses[index] = _duplicate_id(item.id)
+                        continue
+                    scope = trio.CancelScope()
+                    self._inflight[item.id] = scope  # type: ignore[index]
+                    nursery.start_soon(run, index, item, scope)
+                elif item.kind == "notification":
+                    self._notification(item)
+                else:
+                    self._response(item)
+        replies = [r for r in responses if r is not None]
+        if replies:
+            self._queue(encode(replies))
+
+    async def _handle_request(self, item: Incoming, scope: trio.CancelScope) -> Response:
+        from codeward.daemon.handlers import HANDLERS
+
+        msg_id = item.id
+        assert msg_id is not None
+        try:
+            handler = HANDLERS.get(item.method)
+            if handler is None:
+                return error_response(
+                    msg_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {item.method}."
+                )
+            with scope:
+                result = await handler(self, item)
+                return Response(id=msg_id, result=result)
+            return error_response(
+                msg_id, ErrorCode.REQUEST_CANCELLED, "Request cancelled.", {"kind": "cancelled"}
+            )
+        except ToolError as exc:
+            return error_response(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
+        except RpcError as exc:
+            return error_response(msg_id, exc.code, exc.message, exc.data or msgspec.UNSET)
+        except Exception:
+            log.exception("internal error in %s", item.method)
+            return error_response(
+                msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
+            )
+        finally:
+            self._inflight.pop(msg_id, None)
+
+    def _notification(self, item: Incoming) -> None:
+        if item.method in ("$/cancelRequest", "cancelRequest"):
+            try:
+                target = item.decode(dict[str, Any]).get("id")
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return
+            scope = self._inflight.get(target) if isinstance(target, int | str) else None
+            if scope is not None:
+                scope.cancel()
+        # other notifications (e.g. "initialized", "exit") need no answer
+
+    def _response(self, item: Incoming) -> None:
+        channel = self._pending.pop(item.id, None) if item.id is not None else None
+        if channel is None:
+            return
+        response = Response(id=item.id, error=item.error)
+        if item.error is msgspec.UNSET:
+            try:
+                response = Response(id=item.id, result=msgspec.json.decode(bytes(item.payload)))
+            except msgspec.DecodeError:
+                response = error_response(item.id, ErrorCode.PARSE_ERROR, "bad result")
+        channel.send_nowait(response)
+
+    # ---- daemon-to-client ----------------------------------------------------------------
+
+    async def request_client(self, method: str, params: Any, timeout: float) -> Response | None:
+        """Send a request to the client; its response, or None on timeout or disconnect."""
+        self._next_out_id += 1
+        out_id = f"codeward-{self._next_out_id}"
+        send, receive = trio.open_memory_channel[Response](1)
+        self._pending[out_id] = send
+        try:
+            self._queue(encode(Request(id=out_id, method=method, params=params)))
+            with trio.move_on_after(timeout):
+                async for response in receive:
+                    return response
+            return None
+        finally:
+            self._pending.pop(out_id, None)
+
+    def notify_client(self, method: str, params: Any) -> None:
+        self._queue(encode(Notification(method=method, params=params)))
+
+    # ---- Caller protocol for tools -------------------------------------------------------
+
+    @property
+    def can_confirm(self) -> bool:
+        return self.capabilities.confirm and not self.closed
+
+    async def confirm(self, session_id: str, tool: str, summary: str, argv: list[str]) -> bool:
+        if not self.can_confirm:
+            return False
+        timeout = (self.policy or self.daemon.config.policy).confirm_timeout
+        params = ConfirmParams(session_id=session_id, tool=tool, summary=summary, argv=argv)
+        response = await self.request_client("client/confirm", params, timeout)
+        if response is None or not response.ok:
+            return False
+        try:
+            return msgspec.convert(response.result, ConfirmResult).approved is True
+        except msgspec.ValidationError:
+            return False
+
+    # ---- session binding -----------------------------------------------------------------
+
+    def bind(self, session: Session) -> None:
+        self.unbind()
+        self.session = session
+        listener = self._forward_progress if self.capabilities.progress else None
+        session.attach(self.id, listener)
+
+    def unbind(self) -> None:
+        if self.session is not None:
+            self.session.detach(self.id)
+            self.session = None
+
+    def _forward_progress(self, params: dict[str, Any]) -> None:
+        self.notify_client("$/progress", params)
+
+
+def _duplicate_id(msg_id: Id | None) -> Response:
+    return error_response(
+        msg_id,
+        ErrorCode.INVALID_REQUEST,
+        "Invalid request: this id is already in flight on this connection; use a new id.",
+    )
+
+
+def require_session(conn: Connection) -> Session:
+    if conn.session is None or conn.session.stopped.is_set():
+        raise ToolError(
+            ErrorKind.NO_SESSION, "This connection has no session; call session/open first."
+        )
+    return conn.session

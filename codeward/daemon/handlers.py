@@ -1,0 +1,157 @@
+"""The daemon's JSON-RPC methods (DESIGN.md "Methods")."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+import trio
+
+from codeward import __version__
+from codeward.daemon.config import PolicyConfig
+from codeward.daemon.connection import require_session
+from codeward.daemon.tools.registry import REGISTRY, ToolContext
+from codeward.protocol.errors import ErrorCode, RpcError
+from codeward.protocol.messages import Incoming
+from codeward.protocol.methods import (
+    PROTOCOL_VERSION,
+    InitializeParams,
+    InitializeResult,
+    LuaEvalParams,
+    LuaEvalResult,
+    ServerInfo,
+    SessionCloseParams,
+    SessionOpenParams,
+    SessionOpenResult,
+    ToolsCallParams,
+    ToolsListParams,
+    ToolsListResult,
+)
+from codeward.protocol.tools import ToolFormat, render_tool
+
+if TYPE_CHECKING:
+    from codeward.daemon.connection import Connection
+
+T = TypeVar("T")
+Handler = Callable[["Connection", Incoming], Awaitable[Any]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def method(name: str) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        HANDLERS[name] = handler
+        return handler
+
+    return register
+
+
+def params_of(item: Incoming, type_: type[T]) -> T:
+    """Decode a request's params, or raise the JSON-RPC invalid-params error naming the field."""
+    try:
+        return item.decode(type_)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS, f"Invalid params for {item.method}: {exc}."
+        ) from None
+
+
+@method("initialize")
+async def initialize(conn: Connection, item: Incoming) -> InitializeResult:
+    params = params_of(item, InitializeParams)
+    conn.capabilities = params.capabilities
+    if conn.session is not None:  # re-bind so progress forwarding follows the capability
+        conn.bind(conn.session)
+    return InitializeResult(
+        protocol_version=PROTOCOL_VERSION,
+        server=ServerInfo(name="codeward", version=__version__),
+        pid=os.getpid(),
+    )
+
+
+@method("session/open")
+async def session_open(conn: Connection, item: Incoming) -> SessionOpenResult:
+    params = params_of(item, SessionOpenParams)
+    manager = conn.daemon.sessions
+    if isinstance(params.session_id, str):
+        session, created = manager.get(params.session_id), False
+        session.lsp.restart_failed()
+    elif isinstance(params.root, str) and params.root:
+        session, created = await manager.open(params.root)
+    else:
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS,
+            "Invalid params for session/open: give `root` or `session_id`.",
+        )
+    policy = session.policy
+    if not isinstance(params.policy, msgspec.UnsetType):
+        asked = PolicyConfig(
+            git_write=params.policy.git_write or policy.git_write,  # type: ignore[arg-type]
+            git_destructive=params.policy.git_destructive or policy.git_destructive,  # type: ignore[arg-type]
+        )
+        policy = policy.narrowed(asked)
+    conn.policy = policy
+    conn.bind(session)
+    return SessionOpenResult(
+        session_id=session.id,
+        root=str(session.root),
+        created=created,
+        languages=session.lsp.languages(),
+    )
+
+
+@method("session/close")
+async def session_close(conn: Connection, item: Incoming) -> dict[str, Any]:
+    params = params_of(item, SessionCloseParams)
+    session = require_session(conn)
+    conn.unbind()
+    conn.policy = None
+    if params.terminate:
+        await conn.daemon.sessions.terminate(session)
+    return {}
+
+
+@method("session/list")
+async def session_list(conn: Connection, item: Incoming) -> dict[str, Any]:
+    return {"sessions": [s.info() for s in conn.daemon.sessions.sessions.values()]}
+
+
+@method("daemon/status")
+async def daemon_status(conn: Connection, item: Incoming) -> dict[str, Any]:
+    return conn.daemon.status()
+
+
+@method("daemon/shutdown")
+async def daemon_shutdown(conn: Connection, item: Incoming) -> dict[str, Any]:
+    conn.daemon.request_stop()
+    return {}
+
+
+@method("tools/list")
+async def tools_list(conn: Connection, item: Incoming) -> ToolsListResult:
+    params = params_of(item, ToolsListParams)
+    fmt = ToolFormat(params.format)
+    return ToolsListResult(tools=[render_tool(t.spec(), fmt) for t in REGISTRY])
+
+
+@method("tools/call")
+async def tools_call(conn: Connection, item: Incoming) -> Any:
+    params = params_of(item, ToolsCallParams)
+    session = require_session(conn)
+    tool = REGISTRY.get(params.name)
+    arguments = REGISTRY.validate(tool, params.arguments)
+    ctx = ToolContext(session, conn)
+    if tool.changes_files:  # never left half-done by a disconnect or a cancel
+        with trio.CancelScope(shield=True):
+            return await tool.handler(ctx, arguments)
+    return await tool.handler(ctx, arguments)
+
+
+@method("lua/eval")
+async def lua_eval(conn: Connection, item: Incoming) -> LuaEvalResult:
+    params = params_of(item, LuaEvalParams)
+    session = require_session(conn)
+    host = session.host_for(conn, conn.policy)
+    result = await session.lua.eval(params.source, params.args, host)
+    return LuaEvalResult(result=result)

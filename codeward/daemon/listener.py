@@ -1,0 +1,104 @@
+"""The listening socket: a private directory, a 0600 socket, stale-socket replacement, a
+start lock, socket activation, and the peer-uid check."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import socket
+import stat
+import struct
+from pathlib import Path
+
+import trio
+
+from codeward.daemon.systemd import listen_fds
+
+
+class ListenerError(Exception):
+    """The daemon cannot listen; the message says why and what to do."""
+
+
+def prepare_directory(directory: Path) -> None:
+    """Create the socket directory 0700; refuse one owned by another user or open to others."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ListenerError(f"cannot create the socket directory {directory}: {exc}") from None
+    info = directory.lstat()
+    if not stat.S_ISDIR(info.st_mode):
+        raise ListenerError(f"{directory} is not a directory; remove it or choose --socket")
+    if info.st_uid != os.getuid():
+        raise ListenerError(
+            f"{directory} is owned by uid {info.st_uid}, not by you; choose another --socket"
+        )
+    if info.st_mode & 0o077:
+        os.chmod(directory, 0o700)
+
+
+def acquire_start_lock(directory: Path) -> int:
+    """Hold `codeward.lock` for the daemon's life, so two racing daemons cannot both serve."""
+    fd = os.open(directory / "codeward.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ListenerError("another codeward daemon is starting or running here") from None
+    return fd
+
+
+def _socket_is_live(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(str(path))
+    except OSError as exc:
+        if exc.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTSOCK):
+            return False
+        raise ListenerError(f"cannot check the existing socket {path}: {exc}") from None
+    finally:
+        probe.close()
+    return True
+
+
+def bind_socket(path: Path) -> socket.socket:
+    """Bind a fresh 0600 listening socket at `path`, replacing a stale one."""
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise ListenerError(f"{path} exists and is not a socket; remove it or choose --socket")
+        if _socket_is_live(path):
+            raise ListenerError(f"a codeward daemon is already running on {path}")
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    old_umask = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    except OSError as exc:
+        sock.close()
+        raise ListenerError(f"cannot bind {path}: {exc}") from None
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(512)
+    return sock
+
+
+def open_listener(path: Path) -> tuple[trio.SocketListener, bool]:
+    """The daemon's listener, and whether this process bound it (else systemd passed it)."""
+    fds = listen_fds()
+    if fds:
+        sock = socket.socket(fileno=fds[0])
+        return trio.SocketListener(trio.socket.from_stdlib_socket(sock)), False
+    sock = bind_socket(path)
+    return trio.SocketListener(trio.socket.from_stdlib_socket(sock)), True
+
+
+_UCRED = struct.Struct("3i")
+
+
+def peer_uid(stream: trio.SocketStream) -> int:
+    """The uid of the process at the other end (SO_PEERCRED)."""
+    raw = stream.socket.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    _pid, uid, _gid = _UCRED.unpack(raw)
+    return uid

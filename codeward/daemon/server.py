@@ -1,0 +1,137 @@
+"""The daemon: one root nursery holding the listener, the session manager and signal handling."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from codeward import __version__
+from codeward.daemon import systemd
+from codeward.daemon.config import Config, ConfigError, load_config
+from codeward.daemon.connection import Connection
+from codeward.daemon.listener import acquire_start_lock, open_listener, peer_uid, prepare_directory
+from codeward.daemon.session import SessionManager
+
+log = logging.getLogger(__name__)
+
+
+class Daemon:
+    def __init__(self, config: Config, socket_path: Path, config_path: Path | None = None) -> None:
+        self.config = config
+        self.config_path = config_path
+        self.socket_path = socket_path
+        self.sessions = SessionManager(config)
+        self.connections: dict[int, Connection] = {}
+        self.started_at = trio.current_time()
+        self.ready = trio.Event()
+        self._next_conn_id = 0
+        self._stop = trio.Event()
+        self._bound = False
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until SIGTERM/SIGINT or daemon/shutdown; then close everything, gracefully."""
+        self.started_at = trio.current_time()
+        activated = bool(os.environ.get("LISTEN_FDS"))
+        lock_fd = -1
+        if not activated:
+            prepare_directory(self.socket_path.parent)
+            lock_fd = acquire_start_lock(self.socket_path.parent)
+        try:
+            listener, self._bound = open_listener(self.socket_path)
+            async with listener, trio.open_nursery() as nursery:
+                await nursery.start(self.sessions.run)
+                nursery.start_soon(self._accept_loop, listener, nursery)
+                nursery.start_soon(self._signals)
+                interval = systemd.watchdog_interval()
+                if interval:
+                    nursery.start_soon(systemd.run_watchdog, interval)
+                log.info(
+                    "codeward %s listening on %s (pid %d)",
+                    __version__,
+                    self.socket_path,
+                    os.getpid(),
+                )
+                systemd.notify("READY=1")
+                self.ready.set()
+                task_status.started(self)
+                await self._stop.wait()
+                log.info("stopping")
+                systemd.notify("STOPPING=1")
+                nursery.cancel_scope.cancel()
+        finally:
+            if self._bound:
+                with contextlib.suppress(FileNotFoundError):
+                    self.socket_path.unlink()
+            if lock_fd >= 0:
+                os.close(lock_fd)
+            log.info("stopped")
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def _signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for signum in signals:
+                if signum == signal.SIGHUP:
+                    self.reload_config()
+                else:
+                    log.info("signal %s: graceful stop", signal.Signals(signum).name)
+                    self.request_stop()
+
+    def reload_config(self) -> None:
+        """SIGHUP: read the config again; new sessions use it, live ones keep theirs."""
+        try:
+            config = load_config(self.config_path)
+        except ConfigError as exc:
+            log.error("config not reloaded: %s", exc)
+            return
+        self.config = config
+        self.sessions.config = config
+        log.info("config reloaded")
+
+    async def _accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:  # EMFILE and friends: wait, do not spin
+                log.warning("accept failed: %s", exc)
+                await trio.sleep(0.1)
+                continue
+            nursery.start_soon(self._serve_connection, stream)
+
+    async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        try:
+            uid = peer_uid(stream)
+        except OSError:
+            uid = -1
+        if uid != os.getuid():
+            log.warning("refused a connection from uid %d", uid)
+            await trio.aclose_forcefully(stream)
+            return
+        if len(self.connections) >= self.config.daemon.max_connections:
+            log.warning("refused a connection: %d open", len(self.connections))
+            await trio.aclose_forcefully(stream)
+            return
+        self._next_conn_id += 1
+        conn = Connection(self, stream, self._next_conn_id)
+        self.connections[conn.id] = conn
+        try:
+            await conn.serve()
+        finally:
+            del self.connections[conn.id]
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime": round(trio.current_time() - self.started_at, 3),
+            "sessions": len(self.sessions.sessions),
+            "connections": len(self.connections),
+            "socket": str(self.socket_path),
+        }

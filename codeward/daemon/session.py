@@ -1,0 +1,255 @@
+"""Sessions: one per project root, each owning a nursery with its Lua actor and language servers.
+
+The `SessionManager` owns the nursery the sessions run in. A session outlives its clients
+by the idle timeout, then stops its servers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from codeward.daemon.config import Config, PolicyConfig, load_project_config
+from codeward.daemon.git import run_git
+from codeward.daemon.lsp import LspManager
+from codeward.daemon.lua import LuaActor, LuaHost
+from codeward.daemon.tools.registry import REGISTRY, Caller, ToolContext
+from codeward.protocol.errors import ErrorKind, ToolError
+
+log = logging.getLogger(__name__)
+
+ProgressListener = Callable[[dict[str, Any]], None]
+
+
+def effective_config(config: Config, root: Path) -> Config:
+    """The user's config narrowed by the project's `.codeward.toml` (policy and server choice)."""
+    project = load_project_config(root)
+    changes: dict[str, Any] = {}
+    if project.policy is not None:
+        changes["policy"] = config.policy.narrowed(project.policy)
+    if project.servers:
+        from codeward.daemon.lsp.defaults import merged_languages
+
+        languages = dict(merged_languages(config))
+        for language, chosen in project.servers.items():
+            current = languages.get(language)
+            if current is None:
+                continue
+            keep = [name for name in current.servers if name in chosen]
+            languages[language] = type(current)(
+                patterns=current.patterns, servers=keep, language_id=current.language_id
+            )
+        changes["languages"] = languages
+    if not changes:
+        return config
+    import msgspec
+
+    return msgspec.structs.replace(config, **changes)
+
+
+class Session:
+    def __init__(self, session_id: str, root: Path, config: Config) -> None:
+        self.id = session_id
+        self.root = root
+        self.config = config
+        self.policy: PolicyConfig = config.policy
+        self.lua = LuaActor(config.lua)
+        self.lsp = LspManager(root, config, self.publish_progress)
+        self.clients: set[int] = set()
+        self.progress_listeners: dict[int, ProgressListener] = {}
+        self.started = trio.Event()
+        self.stopped = trio.Event()
+        self._last_active = trio.current_time()
+        self._clients_changed = trio.Event()
+        self._cancel_scope = trio.CancelScope()
+
+    # ---- life ----------------------------------------------------------------------------
+
+    async def run(
+        self, idle_timeout: float, *, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            with self._cancel_scope:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(self.lua.run)
+                    await nursery.start(self.lsp.run)
+                    self.started.set()
+                    task_status.started()
+                    await self._wait_until_idle(idle_timeout)
+                    log.info("session %s idle for %.0f s: stopping", self.id, idle_timeout)
+                    nursery.cancel_scope.cancel()
+        finally:
+            self.stopped.set()
+
+    async def _wait_until_idle(self, idle_timeout: float) -> None:
+        while True:
+            if self.clients:
+                await self._clients_changed.wait()
+                continue
+            with trio.move_on_after(idle_timeout):
+                await self._clients_changed.wait()
+                continue
+            if not self.clients:
+                return
+
+    def stop(self) -> None:
+        self._cancel_scope.cancel()
+
+    # ---- clients -------------------------------------------------------------------------
+
+    def attach(self, client_id: int, progress: ProgressListener | None = None) -> None:
+        self.clients.add(client_id)
+        if progress is not None:
+            self.progress_listeners[client_id] = progress
+        self._touch()
+
+    def detach(self, client_id: int) -> None:
+        self.clients.discard(client_id)
+        self.progress_listeners.pop(client_id, None)
+        self._touch()
+
+    def _touch(self) -> None:
+        self._last_active = trio.current_time()
+        self._clients_changed.set()
+        self._clients_changed = trio.Event()
+
+    def idle_seconds(self) -> float:
+        return 0.0 if self.clients else max(0.0, trio.current_time() - self._last_active)
+
+    # ---- services for tools --------------------------------------------------------------
+
+    def files_changed(self, paths: Sequence[Path]) -> None:
+        """Work-tree files changed by git writes or edits: tell the language servers."""
+        if paths:
+            self.lsp.files_changed(paths)
+
+    def publish_progress(self, params: dict[str, Any]) -> None:
+        message = {"session_id": self.id, **params}
+        for listener in list(self.progress_listeners.values()):
+            listener(message)
+
+    def host_for(self, caller: Caller, policy: PolicyConfig | None = None) -> LuaHost:
+        return SessionHost(self, caller, policy or self.policy)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "root": str(self.root),
+            "clients": len(self.clients),
+            "idle_seconds": round(self.idle_seconds(), 1),
+            "servers": self.lsp.status(),
+        }
+
+
+class SessionHost:
+    """The host calls a Lua eval makes on behalf of one caller."""
+
+    def __init__(self, session: Session, caller: Caller, policy: PolicyConfig) -> None:
+        self.session = session
+        self.caller = caller
+        self.policy = policy
+        self.messages: list[str] = []
+
+    async def git(self, subcommand: str, args: list[str], opts: dict[str, Any]) -> dict[str, Any]:
+        session, caller = self.session, self.caller
+
+        async def approve(summary: str, argv: list[str]) -> bool | None:
+            if not caller.can_confirm:
+                return None
+            return await caller.confirm(session.id, "git_command", summary, argv)
+
+        return await run_git(
+            session.root,
+            subcommand,
+            list(args),
+            allow_destructive=bool(opts.get("allow_destructive", False)),
+            policy=self.policy,
+            limits=session.config.git,
+            approve=approve,
+            on_files_changed=session.files_changed,
+        )
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        ctx = ToolContext(self.session, self.caller)
+        return await REGISTRY.call(tool, arguments, ctx)
+
+    def log(self, message: str) -> None:
+        self.messages.append(message)
+        log.info("lua[%s]: %s", self.session.id, message)
+
+
+class SessionManager:
+    """Owns the nursery every session runs in; finds a session by id or by canonical root."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.sessions: dict[str, Session] = {}
+        self._by_root: dict[Path, Session] = {}
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    async def open(self, root: str) -> tuple[Session, bool]:
+        """The live session of `root` (canonical realpath), or a new one started for it."""
+        path = Path(os.path.realpath(os.path.expanduser(root)))
+        if not path.exists():
+            raise ToolError(
+                ErrorKind.FILE_NOT_FOUND, "The root does not exist; give an existing directory."
+            )
+        if not path.is_dir():
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS, "The root is not a directory; give a directory."
+            )
+        existing = self._by_root.get(path)
+        if existing is not None and not existing.stopped.is_set():
+            await existing.started.wait()
+            existing.lsp.restart_failed()
+            return existing, False
+        assert self._nursery is not None, "the session manager is not running"
+        try:
+            config = effective_config(self.config, path)
+        except Exception as exc:  # a broken .codeward.toml
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS, f"The project's .codeward.toml cannot be used: {exc}"
+            ) from None
+        session = Session(secrets.token_hex(8), path, config)
+        self.sessions[session.id] = session
+        self._by_root[path] = session
+        self._nursery.start_soon(self._run_session, session)
+        await session.started.wait()
+        log.info("session %s opened for %s", session.id, path)
+        return session, True
+
+    async def _run_session(self, session: Session) -> None:
+        try:
+            await session.run(self.config.daemon.idle_timeout)
+        except Exception:
+            log.exception("session %s failed", session.id)
+            session.started.set()
+        finally:
+            self.sessions.pop(session.id, None)
+            if self._by_root.get(session.root) is session:
+                del self._by_root[session.root]
+
+    def get(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None or session.stopped.is_set():
+            raise ToolError(
+                ErrorKind.SESSION_NOT_FOUND,
+                "No live session has that id; call session/open with a root.",
+            )
+        return session
+
+    async def terminate(self, session: Session) -> None:
+        session.stop()
+        await session.stopped.wait()

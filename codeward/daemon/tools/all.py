@@ -1,0 +1,1 @@
+"""Import every tool module, so that each registers its tools."""

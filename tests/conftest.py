@@ -1,0 +1,92 @@
+"""Shared fixtures: an in-process daemon on a private socket, and clients for it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+import codeward.daemon.tools.all  # noqa: F401  (registers every tool)
+from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.server import Daemon
+from codeward.protocol.framing import Framing
+from tests.rpc import RpcClient, ServerRequestHandler, connect
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    """A short private directory (AF_UNIX paths are limited to 108 bytes)."""
+    path = Path(tempfile.mkdtemp(prefix="cw-", dir="/tmp"))
+    try:
+        yield path / "run"
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon_config() -> Config:
+    return Config(daemon=DaemonConfig(idle_timeout=600.0))
+
+
+@pytest.fixture
+async def daemon(
+    nursery: trio.Nursery, socket_dir: Path, daemon_config: Config
+) -> AsyncIterator[Daemon]:
+    """A daemon serving on `socket_dir/codeward.sock`, stopped after the test."""
+    d = Daemon(daemon_config, socket_dir / "codeward.sock")
+    await nursery.start(d.run)
+    yield d
+    d.request_stop()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return Path(os.path.realpath(root))
+
+
+OpenClient = Callable[..., Awaitable[RpcClient]]
+
+
+@pytest.fixture
+async def open_client(nursery: trio.Nursery, daemon: Daemon) -> OpenClient:
+    """Connect a client; with `root`, open (or attach to) that root's session."""
+
+    async def open_(
+        root: Path | None = None,
+        *,
+        framing: Framing = Framing.NDJSON,
+        on_request: ServerRequestHandler | None = None,
+        capabilities: dict[str, Any] | None = None,
+        policy: dict[str, Any] | None = None,
+    ) -> RpcClient:
+        client = await connect(nursery, daemon.socket_path, framing, on_request)
+        if capabilities is not None:
+            await client.call("initialize", {"capabilities": capabilities})
+        if root is not None:
+            params: dict[str, Any] = {"root": str(root)}
+            if policy is not None:
+                params["policy"] = policy
+            await client.call("session/open", params)
+        return client
+
+    return open_
+
+
+@pytest.fixture
+async def client(open_client: OpenClient, project: Path) -> RpcClient:
+    """A client bound to the session of `project`."""
+    return await open_client(project)
+
+
+def config_with(**sections: Any) -> Config:
+    """A Config with some sections replaced, e.g. config_with(policy=PolicyConfig(...))."""
+    return msgspec.structs.replace(Config(), **sections)

@@ -1,0 +1,349 @@
+"""The daemon's wire: framing per connection, JSON-RPC errors, concurrency, cancellation."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.server import Daemon
+from codeward.daemon.tools.registry import REGISTRY, Tool, ToolContext
+from codeward.protocol.framing import Framing
+from tests.conftest import OpenClient
+from tests.rpc import RpcFailure
+
+
+class BlockArgs(msgspec.Struct, forbid_unknown_fields=True):
+    label: str = ""
+
+
+class Gate:
+    """A tool under test control: it starts, then waits to be released."""
+
+    def __init__(self) -> None:
+        self.started = trio.Event()
+        self.release = trio.Event()
+        self.finished = trio.Event()
+        self.cancelled = trio.Event()
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    g = Gate()
+
+    async def handler(ctx: ToolContext, args: BlockArgs) -> dict[str, Any]:
+        g.started.set()
+        try:
+            await g.release.wait()
+        except trio.Cancelled:
+            g.cancelled.set()
+            raise
+        g.finished.set()
+        return {"label": args.label}
+
+    REGISTRY.register(Tool("test_gate", "test only", BlockArgs, handler))
+    REGISTRY.register(Tool("test_gate_write", "test only", BlockArgs, handler, changes_files=True))
+    yield g
+    REGISTRY.unregister("test_gate")
+    REGISTRY.unregister("test_gate_write")
+
+
+async def raw_exchange(socket: Path, data: bytes, max_bytes: int = 1 << 20) -> bytes:
+    """Send bytes, half-close nothing, read until the daemon closes or goes quiet."""
+    stream = await trio.open_unix_socket(str(socket))
+    async with stream:
+        await stream.send_all(data)
+        out = b""
+        with trio.move_on_after(5):
+            while len(out) < max_bytes:
+                try:
+                    chunk = await stream.receive_some(65536)
+                except trio.BrokenResourceError:  # closed with our bytes unread: a reset
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if (
+                    out.endswith(b"\n")
+                    and b"Closing" not in out
+                    and data.count(b"\n") <= out.count(b"\n")
+                ):
+                    break
+        return out
+
+
+async def test_initialize_and_status(open_client: OpenClient, daemon: Daemon) -> None:
+    client = await open_client()
+    result = await client.call(
+        "initialize",
+        {"protocol_version": 1, "client": {"name": "t", "version": "1"}, "capabilities": {}},
+    )
+    assert result["pid"] == os.getpid()
+    assert result["server"]["name"] == "codeward"
+    status = await client.call("daemon/status")
+    assert status["pid"] == os.getpid()
+    assert status["connections"] == 1
+    assert status["socket"] == str(daemon.socket_path)
+    assert status["uptime"] >= 0
+
+
+async def test_ids_zero_and_strings(open_client: OpenClient) -> None:
+    client = await open_client()
+    response = await client.request("daemon/status", id=0)
+    assert response["id"] == 0 and "result" in response
+    response = await client.request("daemon/status", id="abc")
+    assert response["id"] == "abc" and "result" in response
+
+
+async def test_unknown_method_and_bad_params(open_client: OpenClient) -> None:
+    client = await open_client()
+    with pytest.raises(RpcFailure) as info:
+        await client.call("no/such/method")
+    assert info.value.code == -32601
+    with pytest.raises(RpcFailure) as info:
+        await client.call("tools/list", {"format": 5})
+    assert info.value.code == -32602 and "format" in info.value.message
+    with pytest.raises(RpcFailure) as info:
+        await client.call("tools/list", [1, 2])
+    assert info.value.code == -32602
+    # the connection still serves
+    assert (await client.call("daemon/status"))["connections"] == 1
+
+
+async def test_tool_call_without_session(open_client: OpenClient) -> None:
+    client = await open_client()
+    with pytest.raises(RpcFailure) as info:
+        await client.tool("git_command", subcommand="status")
+    assert info.value.code == -32000 and info.value.kind == "no_session"
+
+
+async def test_garbage_first_byte_closes_with_an_error(daemon: Daemon) -> None:
+    out = await raw_exchange(daemon.socket_path, b"\x00\x01garbage\n")
+    reply = json.loads(out.splitlines()[0])
+    assert reply["error"]["code"] == -32600 and "framing" in reply["error"]["message"].lower()
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b"{garbage}\n", -32700),
+        (b'{"jsonrpc":"2.0","id":1,"method":"\xff\xfe"}\n', -32700),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"x","params":'
+            + b"[" * 100_000
+            + b"]" * 100_000
+            + b"}\n",
+            -32700,
+        ),
+        (b"[]\n", -32600),
+    ],
+)
+async def test_bad_lines_get_errors_and_the_connection_lives(
+    daemon: Daemon, line: bytes, code: int
+) -> None:
+    status = b'{"jsonrpc":"2.0","id":2,"method":"daemon/status"}\n'
+    out = await raw_exchange(daemon.socket_path, line + status)
+    replies = [json.loads(x) for x in out.splitlines()]
+    assert replies[0]["error"]["code"] == code
+    assert replies[1]["id"] == 2 and "result" in replies[1]
+
+
+class TestLimits:
+    """A daemon with small frame limits."""
+
+    @pytest.fixture
+    def daemon_config(self) -> Config:
+        return Config(daemon=DaemonConfig(max_message_bytes=4096, max_header_bytes=256))
+
+    async def test_frame_over_the_limit_closes(self, daemon: Daemon) -> None:
+        big = b'{"jsonrpc":"2.0","id":1,"method":"x","params":"' + b"a" * 5000 + b'"}\n'
+        out = await raw_exchange(daemon.socket_path, big)
+        reply = json.loads(out.splitlines()[0])
+        assert reply["error"]["code"] == -32600 and "limit" in reply["error"]["message"]
+
+    async def test_header_block_that_never_ends_closes(self, daemon: Daemon) -> None:
+        out = await raw_exchange(daemon.socket_path, b"Content-Length: 10\r\nX-Pad: " + b"p" * 400)
+        assert b"Header block" in out
+        assert b"Content-Length:" in out  # the reply uses the connection's framing
+
+
+async def test_content_length_framing(open_client: OpenClient) -> None:
+    client = await open_client(framing=Framing.CONTENT_LENGTH)
+    status = await client.call("daemon/status")
+    assert status["pid"] == os.getpid()
+
+
+async def test_batch(daemon: Daemon) -> None:
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "daemon/status"},
+        {"jsonrpc": "2.0", "method": "initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "nope"},
+        5,
+    ]
+    out = await raw_exchange(daemon.socket_path, json.dumps(batch).encode() + b"\n")
+    replies = json.loads(out.splitlines()[0])
+    assert isinstance(replies, list) and len(replies) == 3
+    assert replies[0]["id"] == 1 and "result" in replies[0]
+    assert replies[1]["error"]["code"] == -32601
+    assert replies[2]["error"]["code"] == -32600
+
+
+async def test_requests_on_one_connection_run_concurrently(client, gate: Gate) -> None:
+    async with trio.open_nursery() as nursery:
+        results: dict[str, Any] = {}
+
+        async def blocked() -> None:
+            results["gate"] = await client.tool("test_gate", label="g")
+
+        nursery.start_soon(blocked)
+        with trio.fail_after(5):
+            await gate.started.wait()
+        # a second request on the same connection is served while the first waits
+        status = await client.call("daemon/status")
+        assert status["connections"] == 1
+        gate.release.set()
+    assert results["gate"] == {"label": "g"}
+
+
+async def test_reused_id_in_flight_is_refused(daemon: Daemon, project: Path, gate: Gate) -> None:
+    stream = await trio.open_unix_socket(str(daemon.socket_path))
+    async with stream:
+        lines = LineReader(stream)
+        await stream.send_all(
+            b'{"jsonrpc":"2.0","id":1,"method":"session/open","params":{"root":"%s"}}\n'
+            % str(project).encode()
+        )
+        assert "result" in await lines.next()
+        await stream.send_all(
+            b'{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"test_gate"}}\n'
+        )
+        with trio.fail_after(5):
+            await gate.started.wait()
+        await stream.send_all(b'{"jsonrpc":"2.0","id":77,"method":"daemon/status"}\n')
+        dup = await lines.next()
+        assert dup["id"] == 77 and dup["error"]["code"] == -32600
+        assert "in flight" in dup["error"]["message"]
+        gate.release.set()
+        first = await lines.next()
+        assert first == {"jsonrpc": "2.0", "id": 77, "result": {"label": ""}}
+
+
+class LineReader:
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.buffer = b""
+
+    async def next(self) -> Any:
+        with trio.fail_after(5):
+            while b"\n" not in self.buffer:
+                chunk = await self.stream.receive_some(65536)
+                assert chunk, "the daemon closed the connection"
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+
+async def test_cancel_request(client, gate: Gate) -> None:
+    async with trio.open_nursery() as nursery:
+        response: dict[str, Any] = {}
+
+        async def blocked() -> None:
+            response.update(
+                await client.request("tools/call", {"name": "test_gate", "arguments": {}}, id=0)
+            )
+
+        nursery.start_soon(blocked)
+        with trio.fail_after(5):
+            await gate.started.wait()
+        await client.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 0}})
+    assert gate.cancelled.is_set()
+    assert response["error"]["code"] == -32800
+    assert response["error"]["data"]["kind"] == "cancelled"
+
+
+async def test_disconnect_cancels_reads_but_finishes_writes(
+    open_client: OpenClient, project: Path, gate: Gate, daemon: Daemon
+) -> None:
+    client = await open_client(project)
+    await client.send(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_gate"}}
+    )
+    with trio.fail_after(5):
+        await gate.started.wait()
+    await client.aclose()
+    with trio.fail_after(5):
+        await gate.cancelled.wait()
+
+    gate2 = Gate()
+    gate.__dict__.update(gate2.__dict__)  # the tool handler reads the fixture's gate object
+    client = await open_client(project)
+    await client.send(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_gate_write"}}
+    )
+    with trio.fail_after(5):
+        await gate.started.wait()
+    (conn,) = daemon.connections.values()
+    await client.aclose()
+    with trio.fail_after(5):
+        await conn.reader_done.wait()
+    assert not gate.cancelled.is_set()
+    gate.release.set()
+    with trio.fail_after(5):
+        await gate.finished.wait()
+
+
+async def test_two_hundred_connections(open_client: OpenClient, daemon: Daemon) -> None:
+    pids: list[int] = []
+
+    async def one() -> None:
+        client = await open_client()
+        pids.append((await client.call("daemon/status"))["pid"])
+        await client.aclose()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for _ in range(200):
+                nursery.start_soon(one)
+    assert pids == [os.getpid()] * 200
+
+
+async def test_connection_from_another_uid_is_closed(
+    daemon: Daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import codeward.daemon.server as server
+
+    monkeypatch.setattr(server, "peer_uid", lambda stream: os.getuid() + 1)
+    out = await raw_exchange(
+        daemon.socket_path, b'{"jsonrpc":"2.0","id":1,"method":"daemon/status"}\n'
+    )
+    assert out == b""
+
+
+async def test_peer_uid_reads_the_real_credentials(daemon: Daemon) -> None:
+    from codeward.daemon.listener import peer_uid
+
+    a, b = trio.socket.socketpair()
+    with a, b:
+        assert peer_uid(trio.SocketStream(a)) == os.getuid()
+
+
+async def test_tools_list_formats(open_client: OpenClient) -> None:
+    client = await open_client()
+    for fmt, key in [
+        ("native", "input"),
+        ("openai", "function"),
+        ("anthropic", "input_schema"),
+        ("mcp", "inputSchema"),
+    ]:
+        tools = (await client.call("tools/list", {"format": fmt}))["tools"]
+        assert tools and all(key in t for t in tools)
+    with pytest.raises(RpcFailure) as info:
+        await client.call("tools/list", {"format": "xml"})
+    assert info.value.code == -32602

@@ -1,0 +1,233 @@
+"""The sans-IO protocol core: framing, envelopes, encoding, tool rendering."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError
+from codeward.protocol.framing import (
+    ContentLengthDecoder,
+    FrameError,
+    Framing,
+    NdjsonDecoder,
+    detect_framing,
+    encode_frame,
+    make_decoder,
+)
+from codeward.protocol.messages import (
+    Notification,
+    Request,
+    Response,
+    decode_batch,
+    decode_message,
+    encode,
+    error_response,
+)
+from codeward.protocol.socket_path import socket_path
+from codeward.protocol.tools import ToolFormat, ToolSpec, render_tool
+
+json_scalars = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+ids = st.integers(0, 2**31) | st.text(min_size=1, max_size=10)
+methods = st.text(min_size=1, max_size=20)
+messages = st.one_of(
+    st.builds(
+        Request,
+        id=ids,
+        method=methods,
+        params=st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+    ),
+    st.builds(Notification, method=methods, params=json_values),
+    st.builds(Response, id=ids, result=json_values),
+)
+
+
+def split_points(data: bytes) -> st.SearchStrategy[list[int]]:
+    return st.lists(st.integers(0, len(data)), max_size=8).map(sorted)
+
+
+def chunks(data: bytes, points: list[int]) -> list[bytes]:
+    edges = [0, *points, len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(edges)]
+
+
+@pytest.mark.parametrize("framing", list(Framing))
+@settings(max_examples=60, deadline=None)
+@given(batch=st.lists(messages, min_size=1, max_size=5), data=st.data())
+def test_any_split_yields_the_same_messages(
+    framing: Framing, batch: list, data: st.DataObject
+) -> None:
+    bodies = [encode(m) for m in batch]
+    stream = b"".join(encode_frame(framing, b) for b in bodies)
+    points = data.draw(split_points(stream))
+    decoder = make_decoder(framing)
+    out: list[bytes] = []
+    for chunk in chunks(stream, points):
+        out.extend(decoder.feed(chunk))
+    assert out == bodies
+    assert decoder.pending == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(message=messages)
+def test_encode_then_decode_is_identity(message) -> None:
+    decoded = decode_message(encode(message))
+    if isinstance(message, Request):
+        assert (decoded.kind, decoded.id, decoded.method) == ("request", message.id, message.method)
+        assert decoded.decode() == message.params
+    elif isinstance(message, Notification):
+        assert (decoded.kind, decoded.method) == ("notification", message.method)
+        assert msgspec.json.decode(bytes(decoded.payload)) == message.params
+    else:
+        assert (decoded.kind, decoded.id) == ("response", message.id)
+        assert msgspec.json.decode(bytes(decoded.payload)) == message.result
+
+
+def test_null_result_and_zero_id_survive() -> None:
+    body = encode(Response(id=0, result=None))
+    assert json.loads(body) == {"jsonrpc": "2.0", "id": 0, "result": None}
+    decoded = decode_message(body)
+    assert decoded.kind == "response" and decoded.id == 0
+
+
+def test_error_response_shape() -> None:
+    body = encode(error_response(7, ErrorCode.TOOL_ERROR, "Nope.", {"kind": "timeout"}))
+    assert json.loads(body) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32000, "message": "Nope.", "data": {"kind": "timeout"}},
+    }
+    decoded = decode_message(body)
+    assert decoded.kind == "response" and decoded.error.code == -32000
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"garbage", ErrorCode.PARSE_ERROR),
+        (b'{"a": "\xff"}', ErrorCode.PARSE_ERROR),
+        (b"[" * 100_000 + b"]" * 100_000, ErrorCode.PARSE_ERROR),
+        (b'{"jsonrpc": "1.0", "id": 1, "method": "x"}', ErrorCode.INVALID_REQUEST),
+        (b'{"id": 1}', ErrorCode.INVALID_REQUEST),
+        (b'{"id": null, "method": "x"}', ErrorCode.INVALID_REQUEST),
+        (b'{"id": [1], "method": "x"}', ErrorCode.INVALID_REQUEST),
+        (b'{"method": 5}', ErrorCode.INVALID_REQUEST),
+        (b"[]", ErrorCode.INVALID_REQUEST),
+    ],
+)
+def test_bad_messages_raise_the_right_code(raw: bytes, code: ErrorCode) -> None:
+    with pytest.raises(RpcError) as info:
+        decode_batch(raw)
+    assert info.value.code == code
+
+
+def test_deep_nesting_inside_params_is_a_parse_error() -> None:
+    raw = b'{"id": 1, "method": "x", "params": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(RpcError) as info:
+        decode_batch(raw)
+    assert info.value.code == ErrorCode.PARSE_ERROR
+    assert "deeply" in info.value.message
+
+
+def test_batch_mixes_valid_and_invalid_elements() -> None:
+    items, is_batch = decode_batch(b'[{"id": 1, "method": "a"}, 5, {"method": "n"}]')
+    assert is_batch
+    assert items[0].kind == "request"  # type: ignore[union-attr]
+    assert isinstance(items[1], RpcError) and items[1].code == ErrorCode.INVALID_REQUEST
+    assert items[2].kind == "notification"  # type: ignore[union-attr]
+
+
+def test_detect_framing() -> None:
+    assert detect_framing(b"{") is Framing.NDJSON
+    assert detect_framing(b"[{") is Framing.NDJSON
+    assert detect_framing(b"Content-Length: 2") is Framing.CONTENT_LENGTH
+    with pytest.raises(FrameError):
+        detect_framing(b"\x00garbage")
+
+
+def test_ndjson_skips_blank_lines_and_crlf() -> None:
+    decoder = NdjsonDecoder()
+    assert decoder.feed(b'{"a":1}\r\n\n  \n{"b":2}\n') == [b'{"a":1}', b'{"b":2}']
+
+
+def test_ndjson_limit() -> None:
+    decoder = NdjsonDecoder(max_message=10)
+    with pytest.raises(FrameError, match="limit"):
+        decoder.feed(b"x" * 11)
+    decoder = NdjsonDecoder(max_message=10)
+    with pytest.raises(FrameError, match="limit"):
+        decoder.feed(b"x" * 20 + b"\n")
+
+
+def test_content_length_limits_and_errors() -> None:
+    with pytest.raises(FrameError, match="Header block"):
+        ContentLengthDecoder(max_header=16).feed(b"Content-Length: 1" + b"x" * 20)
+    with pytest.raises(FrameError, match="limit"):
+        ContentLengthDecoder(max_message=4).feed(b"Content-Length: 5\r\n\r\n")
+    with pytest.raises(FrameError, match="Missing"):
+        ContentLengthDecoder().feed(b"Content-Type: x\r\n\r\n")
+    with pytest.raises(FrameError, match="not a number"):
+        ContentLengthDecoder().feed(b"Content-Length: abc\r\n\r\n")
+    with pytest.raises(FrameError, match="Malformed"):
+        ContentLengthDecoder().feed(b"Content-Length 4\r\n\r\n")
+
+
+def test_content_length_ignores_other_headers() -> None:
+    decoder = ContentLengthDecoder()
+    frame = b"Content-Type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+    assert decoder.feed(frame) == [b"{}"]
+
+
+def test_tool_error_data() -> None:
+    exc = ToolError(ErrorKind.TIMEOUT, "Try again.", seconds=3)
+    assert exc.to_data() == {"kind": "timeout", "seconds": 3}
+    assert "timeout" in repr(exc)
+
+
+def test_every_design_error_kind_exists() -> None:
+    kinds = {
+        "invalid_arguments", "no_session", "session_not_found", "path_outside_project",
+        "file_not_found", "unsupported_file_type", "not_a_git_repository",
+        "subcommand_not_allowed", "argument_not_allowed", "blocked_destructive",
+        "confirmation_required", "confirmation_denied", "unsafe_repository_config",
+        "git_failed", "timeout", "lsp_unavailable", "lsp_error", "stale_edit", "lua_error",
+        "lua_timeout", "lua_memory", "cancelled", "output_too_large",
+    }  # fmt: skip
+    assert {k.value for k in ErrorKind} == kinds
+
+
+@pytest.mark.parametrize("fmt", list(ToolFormat))
+def test_render_tool_formats(fmt: ToolFormat) -> None:
+    spec = ToolSpec("t", "does t", {"type": "object", "properties": {}})
+    rendered = render_tool(spec, fmt)
+    text = json.dumps(rendered)
+    assert '"t"' in text and "does t" in text
+    key = {
+        "openai": "parameters",
+        "anthropic": "input_schema",
+        "mcp": "inputSchema",
+        "native": "input",
+    }[fmt.value]
+    assert key in text
+
+
+def test_socket_path_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert str(socket_path("/x/s.sock", {})) == "/x/s.sock"
+    assert str(socket_path(None, {"CODEWARD_SOCKET": "/y.sock"})) == "/y.sock"
+    assert str(socket_path(None, {"XDG_RUNTIME_DIR": "/run/u"})) == "/run/u/codeward/codeward.sock"
+    import os
+
+    assert str(socket_path(None, {"TMPDIR": "/t"})) == f"/t/codeward-{os.getuid()}/codeward.sock"
+    assert str(socket_path(None, {})) == f"/tmp/codeward-{os.getuid()}/codeward.sock"
