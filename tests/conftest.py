@@ -17,7 +17,18 @@ import codeward.daemon.tools.all  # noqa: F401  (registers every tool)
 from codeward.daemon.config import Config, DaemonConfig
 from codeward.daemon.server import Daemon
 from codeward.protocol.framing import Framing
+from tests.leaks import become_subreaper, leftovers
 from tests.rpc import RpcClient, ServerRequestHandler, connect
+
+SUBREAPER = become_subreaper()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes() -> Iterator[None]:
+    """Every process a test started is gone when it ends (orphans included)."""
+    yield
+    leaked = leftovers()
+    assert not leaked, f"processes left behind: {leaked}"
 
 
 @pytest.fixture

@@ -347,3 +347,31 @@ async def test_tools_list_formats(open_client: OpenClient) -> None:
     with pytest.raises(RpcFailure) as info:
         await client.call("tools/list", {"format": "xml"})
     assert info.value.code == -32602
+
+
+async def test_tool_arguments_are_validated(client, gate: Gate) -> None:
+    with pytest.raises(RpcFailure) as info:
+        await client.tool("test_gate", label=5)
+    assert info.value.kind == "invalid_arguments" and "label" in info.value.message
+    with pytest.raises(RpcFailure) as info:
+        await client.tool("test_gate", lable="x")
+    assert info.value.kind == "invalid_arguments" and "lable" in info.value.message
+    with pytest.raises(RpcFailure) as info:
+        await client.tool("no_such_tool")
+    assert info.value.kind == "invalid_arguments" and "tools/list" in info.value.message
+    with pytest.raises(RpcFailure) as info:
+        await client.call("tools/call", {"name": "test_gate", "arguments": [1]})
+    assert info.value.code == -32602
+    assert not gate.started.is_set()
+
+
+async def test_tool_schema_is_generated_from_the_struct(open_client: OpenClient, gate: Gate) -> None:
+    client = await open_client()
+    tools = (await client.call("tools/list", {"format": "anthropic"}))["tools"]
+    (mine,) = [t for t in tools if t["name"] == "test_gate"]
+    assert mine["input_schema"] == {
+        "type": "object",
+        "properties": {"label": {"type": "string", "default": ""}},
+        "required": [],
+        "additionalProperties": False,
+    }

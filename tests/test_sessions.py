@@ -210,3 +210,29 @@ async def test_shutdown_method_stops_the_daemon(socket_dir: Path, project: Path)
             assert await client.call("daemon/shutdown") == {}
     assert not daemon.socket_path.exists()
     assert os.path.isdir(socket_dir)
+
+
+async def test_open_reports_the_languages_found(open_client: OpenClient, project: Path) -> None:
+    (project / "pkg").mkdir()
+    (project / "pkg" / "a.py").write_text("x = 1\n")
+    (project / "main.go").write_text("package main\n")
+    (project / "node_modules").mkdir()
+    (project / "node_modules" / "x.ts").write_text("export {}\n")  # skipped folder
+    (project / "README").write_text("no language\n")
+    client = await open_client()
+    opened = await client.call("session/open", {"root": str(project)})
+    assert opened["languages"] == ["go", "python"]
+
+
+async def test_project_may_choose_among_configured_servers(
+    open_client: OpenClient, project: Path, daemon: Daemon
+) -> None:
+    (project / ".codeward.toml").write_text(
+        "[policy]\ngit_write = 'deny'\n[servers]\npython = ['ruff']\n"
+    )
+    client = await open_client()
+    await client.call("session/open", {"root": str(project)})
+    (session,) = daemon.sessions.sessions.values()
+    assert session.policy.git_write == "deny"
+    assert session.lsp.languages["python"].servers == ["ruff"]
+    assert session.lsp.languages["go"].servers == ["gopls"]

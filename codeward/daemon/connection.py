@@ -8,7 +8,6 @@ shielded and whose replies are dropped.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from codeward.protocol.framing import (
     FrameError,
     Framing,
     detect_framing,
+    encode_frame,
     make_decoder,
 )
 from codeward.protocol.messages import (
@@ -64,6 +64,8 @@ class Connection:
         self._send, self._receive = trio.open_memory_channel[bytes](math.inf)
         self.closed = False
         self.reader_done = trio.Event()  # the client went away (or broke framing)
+        self._flushed = trio.Event()  # set while nothing waits to be written
+        self._flushed.set()
         self.done = trio.Event()  # everything of this connection has finished
 
     # ---- life ----------------------------------------------------------------------------
@@ -121,20 +123,31 @@ class Connection:
         log.info("connection %d: %s", self.id, reason)
 
     async def _writer(self) -> None:
-        async for data in self._receive:
-            try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self.closed = True
-                return
+        try:
+            async for data in self._receive:
+                try:
+                    await self.stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self.closed = True
+                    return
+                if self._receive.statistics().current_buffer_used == 0:
+                    self._flushed.set()
+        finally:
+            self._flushed.set()
+
+    async def flush(self) -> None:
+        """Wait until every queued reply has been written (or the client is gone)."""
+        await self._flushed.wait()
 
     def _queue(self, body: bytes) -> None:
         if self.closed or self.framing is None:
             return
-        from codeward.protocol.framing import encode_frame
-
-        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+        try:
             self._send.send_nowait(encode_frame(self.framing, body))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return
+        if self._flushed.is_set():
+            self._flushed = trio.Event()
 
     # ---- dispatch ------------------------------------------------------------------------
 

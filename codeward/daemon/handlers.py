@@ -12,6 +12,7 @@ import trio
 from codeward import __version__
 from codeward.daemon.config import PolicyConfig
 from codeward.daemon.connection import require_session
+from codeward.daemon.session import detect_languages
 from codeward.daemon.tools.registry import REGISTRY, ToolContext
 from codeward.protocol.errors import ErrorCode, RpcError
 from codeward.protocol.messages import Incoming
@@ -97,7 +98,7 @@ async def session_open(conn: Connection, item: Incoming) -> SessionOpenResult:
         session_id=session.id,
         root=str(session.root),
         created=created,
-        languages=session.lsp.languages(),
+        languages=detect_languages(session.root, session.lsp.languages),
     )
 
 
@@ -141,7 +142,7 @@ async def tools_call(conn: Connection, item: Incoming) -> Any:
     session = require_session(conn)
     tool = REGISTRY.get(params.name)
     arguments = REGISTRY.validate(tool, params.arguments)
-    ctx = ToolContext(session, conn)
+    ctx = ToolContext(session, conn, conn.policy)
     if tool.changes_files:  # never left half-done by a disconnect or a cancel
         with trio.CancelScope(shield=True):
             return await tool.handler(ctx, arguments)

@@ -28,7 +28,7 @@ class Daemon:
         self.socket_path = socket_path
         self.sessions = SessionManager(config)
         self.connections: dict[int, Connection] = {}
-        self.started_at = trio.current_time()
+        self.started_at = 0.0  # set by run(): trio.current_time() needs the trio run
         self.ready = trio.Event()
         self._next_conn_id = 0
         self._stop = trio.Event()
@@ -63,6 +63,7 @@ class Daemon:
                 await self._stop.wait()
                 log.info("stopping")
                 systemd.notify("STOPPING=1")
+                await self._flush_connections()
                 nursery.cancel_scope.cancel()
         finally:
             if self._bound:
@@ -71,6 +72,12 @@ class Daemon:
             if lock_fd >= 0:
                 os.close(lock_fd)
             log.info("stopped")
+
+    async def _flush_connections(self, timeout: float = 2.0) -> None:
+        """Let queued replies (the reply to daemon/shutdown among them) reach their clients."""
+        with trio.move_on_after(timeout):
+            for conn in list(self.connections.values()):
+                await conn.flush()
 
     def request_stop(self) -> None:
         self._stop.set()

@@ -13,11 +13,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
 from codeward.daemon.config import Config, PolicyConfig, load_project_config
 from codeward.daemon.git import run_git
 from codeward.daemon.lsp import LspManager
+from codeward.daemon.lsp.defaults import effective_languages, language_of
 from codeward.daemon.lua import LuaActor, LuaHost
 from codeward.daemon.tools.registry import REGISTRY, Caller, ToolContext
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -34,9 +36,7 @@ def effective_config(config: Config, root: Path) -> Config:
     if project.policy is not None:
         changes["policy"] = config.policy.narrowed(project.policy)
     if project.servers:
-        from codeward.daemon.lsp.defaults import merged_languages
-
-        languages = dict(merged_languages(config))
+        languages = effective_languages(config)
         for language, chosen in project.servers.items():
             current = languages.get(language)
             if current is None:
@@ -48,9 +48,34 @@ def effective_config(config: Config, root: Path) -> Config:
         changes["languages"] = languages
     if not changes:
         return config
-    import msgspec
-
     return msgspec.structs.replace(config, **changes)
+
+
+SKIPPED_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", "_build", "deps",
+     "vendor", "build", "dist", "target", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+)  # fmt: skip
+
+
+def detect_languages(root: Path, languages: dict[str, Any], budget: int = 5000) -> list[str]:
+    """The configured languages with files in `root`: a walk of at most `budget` entries."""
+    found: set[str] = set()
+    stack = [root]
+    while stack and budget > 0 and len(found) < len(languages):
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            budget -= 1
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIPPED_DIRS:
+                    stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                language = language_of(Path(entry.path), root, languages)
+                if language is not None:
+                    found.add(language)
+    return sorted(found)
 
 
 class Session:
@@ -176,7 +201,7 @@ class SessionHost:
         )
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        ctx = ToolContext(self.session, self.caller)
+        ctx = ToolContext(self.session, self.caller, self.policy)
         return await REGISTRY.call(tool, arguments, ctx)
 
     def log(self, message: str) -> None:
@@ -213,8 +238,9 @@ class SessionManager:
         existing = self._by_root.get(path)
         if existing is not None and not existing.stopped.is_set():
             await existing.started.wait()
-            existing.lsp.restart_failed()
-            return existing, False
+            if not existing.stopped.is_set():
+                existing.lsp.restart_failed()
+                return existing, False
         assert self._nursery is not None, "the session manager is not running"
         try:
             config = effective_config(self.config, path)
@@ -227,6 +253,8 @@ class SessionManager:
         self._by_root[path] = session
         self._nursery.start_soon(self._run_session, session)
         await session.started.wait()
+        if session.stopped.is_set():
+            raise ToolError(ErrorKind.LSP_ERROR, "The session failed to start; see the daemon log.")
         log.info("session %s opened for %s", session.id, path)
         return session, True
 

@@ -1,1 +1,7 @@
 """Import every tool module, so that each registers its tools."""
+
+from codeward.daemon.tools import (
+    diagnostics,  # noqa: F401
+    git_tool,  # noqa: F401
+    intel,  # noqa: F401
+)

@@ -16,6 +16,7 @@ from codeward.protocol.errors import ErrorKind, ToolError
 from codeward.protocol.tools import ToolSpec
 
 if TYPE_CHECKING:
+    from codeward.daemon.config import PolicyConfig
     from codeward.daemon.session import Session
 
 
@@ -43,6 +44,7 @@ class NoCaller:
 class ToolContext:
     session: Session
     caller: Caller
+    policy: PolicyConfig | None = None  # the caller's narrowing of the session's policy
 
 
 Handler = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]

@@ -1,0 +1,198 @@
+"""Connect to the daemon, starting it in the background first when none answers.
+
+Two clients racing to start a daemon start one: the start happens under an exclusive
+`flock` on `<socket dir>/autostart.lock`, and whoever gets the lock connects again before
+spawning. The daemon runs detached (its own session, stdin from /dev/null) and logs to
+`$XDG_STATE_HOME/codeward/daemon.log`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codeward.client.connection import DaemonUnreachable, connect_socket
+
+if TYPE_CHECKING:
+    import subprocess
+
+READY_TIMEOUT = 10.0
+TERM_GRACE = 2.0  # seconds a daemon that never became ready gets between SIGTERM and SIGKILL
+_FIRST_DELAY = 0.005
+_MAX_DELAY = 0.1
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/codeward`, else `~/.local/state/codeward`."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "codeward"
+
+
+def daemon_log_path(env: Mapping[str, str] | None = None) -> Path:
+    return state_dir(env) / "daemon.log"
+
+
+def daemon_argv(path: Path) -> list[str]:
+    """The command that runs the daemon in the foreground on `path`."""
+    return [sys.executable, "-m", "codeward.client.cli", "daemon", "--socket", str(path)]
+
+
+def try_connect(path: Path) -> socket.socket | None:
+    """A connected socket, or None when no daemon listens (no socket, or a stale one)."""
+    try:
+        return connect_socket(path)
+    except (FileNotFoundError, ConnectionRefusedError):
+        return None
+    except OSError as exc:
+        raise DaemonUnreachable(
+            f"Cannot connect to the daemon socket {path}: {exc.strerror or exc}."
+        ) from None
+
+
+def connect(
+    path: Path,
+    *,
+    autostart: bool = True,
+    ready_timeout: float = READY_TIMEOUT,
+    argv: Sequence[str] | None = None,
+    log_path: Path | None = None,
+) -> socket.socket:
+    """A socket connected to the daemon at `path`, started first if `autostart` and none
+    answers. Raises `DaemonUnreachable` with a sentence saying what to do."""
+    sock = try_connect(path)
+    if sock is not None:
+        return sock
+    if not autostart:
+        raise DaemonUnreachable(
+            f"No daemon answers on {path}; start one with `codeward daemon` "
+            "(or run without --no-autostart to start it in the background)."
+        )
+    log_path = daemon_log_path() if log_path is None else log_path
+    deadline = time.monotonic() + ready_timeout
+    with _start_lock(path, deadline):
+        sock = try_connect(path)  # someone else may have started it while we waited
+        if sock is not None:
+            return sock
+        return _start_and_wait(path, list(argv or daemon_argv(path)), log_path, deadline)
+
+
+@contextlib.contextmanager
+def _start_lock(path: Path, deadline: float) -> Iterator[None]:
+    """Hold the exclusive autostart lock next to the socket (waiting until `deadline`)."""
+    lock_path = path.parent / "autostart.lock"
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise DaemonUnreachable(
+            f"Cannot create the autostart lock {lock_path}: {exc.strerror or exc}; "
+            "start the daemon with `codeward daemon`."
+        ) from None
+    try:
+        delay = _FIRST_DELAY
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise DaemonUnreachable(
+                        f"Another client is still starting the daemon on {path}; "
+                        "try again, or start it with `codeward daemon`."
+                    ) from None
+                time.sleep(min(delay, remaining))
+                delay = min(delay * 2, _MAX_DELAY)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _start_and_wait(path: Path, argv: list[str], log_path: Path, deadline: float) -> socket.socket:
+    import subprocess  # only when a daemon must be started: it is not cheap to import
+
+    try:
+        log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log = open(log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
+    except OSError as exc:
+        raise DaemonUnreachable(
+            f"Cannot open the daemon log {log_path}: {exc.strerror or exc}; "
+            "start the daemon with `codeward daemon`."
+        ) from None
+    with log:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        log.write(f"--- {stamp} codeward autostart: {' '.join(argv)}\n".encode())
+        log.flush()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd="/",
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise DaemonUnreachable(
+                f"Cannot start the daemon ({exc.strerror or exc}); start it with `codeward daemon`."
+            ) from None
+    delay = _FIRST_DELAY
+    while True:
+        sock = try_connect(path)
+        if sock is not None:
+            with warnings.catch_warnings():  # it runs on: no "still running" ResourceWarning
+                warnings.simplefilter("ignore", ResourceWarning)
+                del proc
+            return sock
+        status = proc.poll()
+        if status is not None:
+            raise DaemonUnreachable(
+                f"The daemon exited (status {status}) before it was ready; "
+                f"see {log_path}{_last_line(log_path)}"
+            )
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            _terminate(proc)
+            raise DaemonUnreachable(
+                f"The daemon did not become ready on {path} in time; see {log_path}, "
+                "or start it with `codeward daemon`."
+            )
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, _MAX_DELAY)
+
+
+def _last_line(log_path: Path) -> str:
+    """`: <the log's last line>.` or `.` when there is none to show."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(max(0, os.fstat(log.fileno()).st_size - 4096))
+            lines = [ln for ln in log.read().decode(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "."
+    return f": {lines[-1].strip()}" if lines else "."
+
+
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a daemon that never became ready: SIGTERM, then SIGKILL, to its process group."""
+    import subprocess
+
+    for sig, wait in ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue

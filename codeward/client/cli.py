@@ -1,0 +1,719 @@
+"""The `codeward` command line: the thin client of DESIGN.md "CLI".
+
+Exit codes: 0 ok, 1 tool error (any error reply from the daemon, a git command that
+failed, a timed-out request), 2 usage, 3 daemon unreachable (or gone mid-request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, NoReturn, TextIO
+
+from codeward import __version__
+from codeward.client import autostart, render
+from codeward.client.connection import (
+    ConfirmHandler,
+    Connection,
+    ConnectionLost,
+    DaemonUnreachable,
+    ProgressHandler,
+    RemoteError,
+    RequestTimeout,
+)
+from codeward.client.root import project_root
+from codeward.protocol.socket_path import socket_path
+
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+DEFAULT_TIMEOUT = 600.0
+STOP_TIMEOUT = 30.0
+
+
+class UsageError(Exception):
+    """Bad command-line input: exit 2."""
+
+    def __init__(self, message: str, usage: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.format_usage())
+
+
+class Invocation:
+    """One run of the CLI: parsed arguments, streams, and how to reach the daemon."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        stdin: TextIO,
+        stdout: TextIO,
+        stderr: TextIO,
+        cwd: Path | None = None,
+    ) -> None:
+        self.args = args
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.cwd = Path.cwd() if cwd is None else cwd
+        self.json: bool = bool(args.json)
+        self.socket = socket_path(args.socket)
+        self.autostart: bool = not args.no_autostart
+        self.timeout: float | None = args.timeout if args.timeout > 0 else None
+        self._root: Path | None = None
+
+    @property
+    def root(self) -> Path:
+        if self._root is None:
+            self._root = project_root(self.args.root, self.cwd)
+        return self._root
+
+    def input_path(self, path: str) -> str:
+        """An absolute path for the daemon: relative paths are taken from the working
+        directory when it is inside the root, else from the root."""
+        given = Path(path).expanduser()
+        if given.is_absolute():
+            return os.path.normpath(given)
+        base = self.cwd if self.cwd.is_relative_to(self.root) else self.root
+        return os.path.normpath(base / given)
+
+    # -- the daemon ------------------------------------------------------------------------
+
+    def connect(self, *, session: bool, confirm: bool = False) -> Connection:
+        """A connection that said `initialize` (and `session/open` when `session`)."""
+        sock = autostart.connect(self.socket, autostart=self.autostart)
+        conn = Connection(
+            sock,
+            on_confirm=self.confirm_handler() if confirm else None,
+            on_progress=self.progress_handler(),
+        )
+        try:
+            conn.initialize()
+            if session:
+                conn.request("session/open", {"root": str(self.root)}, timeout=self.timeout)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def request(self, method: str, params: Any = None, *, session: bool = False) -> Any:
+        with self.connect(session=session) as conn:
+            return conn.request(method, params, timeout=self.timeout)
+
+    def tool(
+        self, name: str, arguments: dict[str, Any], *, confirm: bool = False
+    ) -> dict[str, Any]:
+        """`tools/call` on a session of the root; a tool's result is always an object."""
+        with self.connect(session=True, confirm=confirm) as conn:
+            result = conn.request(
+                "tools/call", {"name": name, "arguments": arguments}, timeout=self.timeout
+            )
+        if not isinstance(result, dict):
+            raise ConnectionLost(f"The daemon answered {name} with something not an object.")
+        return result
+
+    def confirm_handler(self) -> ConfirmHandler | None:
+        """Approve with `--yes`; ask y/N when stdin is a terminal; else declare nothing."""
+        if self.args.yes:
+            return self._approve
+        if self.stdin.isatty():
+            return self._ask
+        return None
+
+    def _approve(self, params: dict[str, Any]) -> bool:
+        self.note(f"approved (--yes): {_describe(params)}")
+        return True
+
+    def _ask(self, params: dict[str, Any]) -> bool:
+        self.stderr.write(f"codeward: {_describe(params)}\nAllow? [y/N] ")
+        self.stderr.flush()
+        answer = self.stdin.readline()
+        return answer.strip().lower() in ("y", "yes")
+
+    def progress_handler(self) -> ProgressHandler | None:
+        """Language-server progress on stderr, for a person at a terminal."""
+        if self.json or not self.stderr.isatty():
+            return None
+        return self._progress
+
+    def _progress(self, params: dict[str, Any]) -> None:
+        parts = [str(params[k]) for k in ("title", "message") if params.get(k)]
+        if isinstance(params.get("percentage"), int):
+            parts.append(f"({params['percentage']}%)")
+        if params.get("kind") == "end":
+            parts.append("done")
+        self.note(f"{params.get('server', 'server')}: {' '.join(parts)}")
+
+    # -- output ----------------------------------------------------------------------------
+
+    def note(self, text: str) -> None:
+        self.stderr.write(f"codeward: {text}\n")
+        self.stderr.flush()
+
+    def show(self, command: str, result: Any, lines: Callable[[dict[str, Any]], list[str]]) -> None:
+        """The whole result as JSON with `--json`, else its human lines and remarks."""
+        if self.json:
+            self.stdout.write(render.to_json(result) + "\n")
+            return
+        result = result if isinstance(result, dict) else {"result": result}
+        for line in lines(result):
+            self.stdout.write(line + "\n")
+        self.stdout.flush()
+        for remark in render.notes(command, result):
+            self.note(remark)
+
+
+def _describe(params: dict[str, Any]) -> str:
+    import shlex
+
+    argv = params.get("argv")
+    command = shlex.join(str(a) for a in argv) if isinstance(argv, list) else ""
+    summary = str(params.get("summary") or "")
+    if not command:
+        return summary or "the daemon asks for approval"
+    head = f"{params.get('tool', 'a tool')} wants to run: "
+    if summary.startswith(command) or not summary:  # the summary already shows the command
+        return head + (summary or command)
+    return f"{head}{command} ({summary})"
+
+
+# -- argument parsing -----------------------------------------------------------------------
+
+
+def _position(spec: str, count: int) -> tuple[str, list[int]]:
+    """`PATH:LINE:COL` (count 2) or `PATH:LINE` (count 1): the path and 1-based numbers."""
+    shape = "PATH:LINE:COL" if count == 2 else "PATH:LINE"
+    pieces = spec.rsplit(":", count)
+    if len(pieces) != count + 1 or not pieces[0]:
+        raise UsageError(f"expected {shape}, got {spec!r}")
+    try:
+        numbers = [int(piece) for piece in pieces[1:]]
+    except ValueError:
+        raise UsageError(f"expected {shape} with whole numbers, got {spec!r}") from None
+    if any(n < 1 for n in numbers):
+        raise UsageError(f"lines and columns count from 1, got {spec!r}")
+    return pieces[0], numbers
+
+
+_VALUE_OPTIONS = frozenset({"--root", "--socket", "--timeout"})
+
+
+def _command_index(argv: list[str], start: int) -> int:
+    """Index of the first positional token at or after `start` (options skipped)."""
+    i = start
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        if argv[i] == "--":
+            return i + 1
+        i += 2 if argv[i] in _VALUE_OPTIONS else 1
+    return i
+
+
+def _split_git(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """Split `... git [OPTIONS] SUBCOMMAND ARGS...` before ARGS, which go to git verbatim
+    (argparse would drop a `--`, which git needs)."""
+    i = _command_index(argv, 0)
+    if i >= len(argv) or argv[i] != "git":
+        return argv, None
+    j = _command_index(argv, i + 1)
+    if j >= len(argv):
+        return argv, None
+    return argv[: j + 1], argv[j + 1 :]
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"the arguments are not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError('the arguments must be a JSON object, such as \'{"path": "a.py"}\'')
+    return value
+
+
+def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """The global options, accepted before or after the command (`--json status`,
+    `status --json`); on subcommands they default to SUPPRESS so they never reset them."""
+
+    def default(value: Any) -> Any:
+        return value if top else argparse.SUPPRESS
+
+    group = parser.add_argument_group("global options")
+    group.add_argument(
+        "--json", action="store_true", default=default(False), help="print the whole result as JSON"
+    )
+    group.add_argument(
+        "--root",
+        default=default(None),
+        help="project root (default: the git top level, else the working dir)",
+    )
+    group.add_argument("--socket", default=default(None), help="the daemon's socket path")
+    group.add_argument(
+        "--no-autostart",
+        action="store_true",
+        default=default(False),
+        help="fail (exit 3) instead of starting a daemon when none answers",
+    )
+    group.add_argument(
+        "--timeout",
+        type=float,
+        default=default(DEFAULT_TIMEOUT),
+        metavar="SECONDS",
+        help="give up on a request after this long (0: never)",
+    )
+    group.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        default=default(False),
+        help="approve every confirmation the daemon asks for",
+    )
+
+
+COMMANDS = (
+    "daemon", "status", "stop", "sessions", "tools", "call", "git", "lua", "diagnostics",
+    "hover", "definition", "references", "implementations", "type-definition", "symbols",
+    "calls", "format", "actions", "rename", "mcp",
+)  # fmt: skip
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or (faster: start-up time) of the command `only`."""
+    parser = _Parser(
+        prog="codeward",
+        description="Safe git, warm language servers and a Lua sandbox, through one daemon.",
+    )
+    parser.add_argument("--version", action="version", version=f"codeward {__version__}")
+    _add_globals(parser, top=True)
+    common = _Parser(add_help=False)
+    _add_globals(common, top=False)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    sink = _Parser(add_help=False, conflict_handler="resolve")  # takes the skipped commands
+
+    def command(name: str, func: Callable[[Invocation], int], help: str) -> argparse.ArgumentParser:
+        if only is not None and name != only:
+            return sink
+        sub = commands.add_parser(name, parents=[common], help=help, description=help)
+        sub.set_defaults(func=func)
+        return sub
+
+    daemon = command("daemon", cmd_daemon, "run the daemon in the foreground")
+    daemon.add_argument("--config", help="config file (default: $XDG_CONFIG_HOME/codeward/...)")
+    daemon.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
+    command("status", cmd_status, "show the daemon's status")
+    command("stop", cmd_stop, "stop the daemon (gracefully)")
+    command("sessions", cmd_sessions, "list sessions and their language servers")
+    tools = command("tools", cmd_tools, "list the tools")
+    tools.add_argument(
+        "--format",
+        choices=["native", "openai", "anthropic", "mcp"],
+        default="native",
+        help="tool schema format (non-native print as JSON)",
+    )
+    call = command("call", cmd_call, "call a tool with JSON arguments")
+    call.add_argument("name", metavar="TOOL")
+    call.add_argument(
+        "arguments",
+        metavar="JSON",
+        nargs="?",
+        default="{}",
+        help="a JSON object ('-': read it from stdin)",
+    )
+    git = command("git", cmd_git, "run a git command through the daemon's policy")
+    git.add_argument(
+        "--allow-destructive",
+        action="store_true",
+        help="allow a destructive command (it still needs approval)",
+    )
+    git.add_argument("subcommand", metavar="SUBCOMMAND")
+    git.add_argument(
+        "git_args",
+        metavar="ARGS",
+        nargs=argparse.REMAINDER,
+        help="passed to git as they are (put codeward's options before SUBCOMMAND)",
+    )
+    lua = command("lua", cmd_lua, "run a Lua script in the session's sandbox")
+    lua.add_argument("file", metavar="FILE", help="the script ('-': read it from stdin)")
+    lua.add_argument("script_args", metavar="ARGS", nargs="*", help="the script's args")
+    diags = command("diagnostics", cmd_diagnostics, "diagnostics of a file, or of the project")
+    diags.add_argument("path", metavar="PATH", nargs="?")
+    diags.add_argument("--severity", choices=["error", "warning", "information", "hint"])
+    diags.add_argument("--limit", type=int)
+    for name, func, help_text in _POSITION_COMMANDS:
+        sub = command(name, func, help_text)
+        sub.add_argument("position", metavar="PATH:LINE:COL")
+        if name == "references":
+            sub.add_argument(
+                "--include-declaration",
+                action="store_true",
+                help="also list the declaration site(s)",
+            )
+    symbols = command("symbols", cmd_symbols, "symbols of a file, or workspace symbols")
+    symbols.add_argument("target", metavar="PATH|QUERY", nargs="?")
+    symbols.add_argument("--workspace", action="store_true", help="search the workspace")
+    symbols.add_argument("--limit", type=int)
+    calls = command("calls", cmd_calls, "callers (default) or callees of a function")
+    calls.add_argument("position", metavar="PATH:LINE:COL")
+    direction = calls.add_mutually_exclusive_group()
+    direction.add_argument(
+        "--incoming",
+        dest="direction",
+        action="store_const",
+        const="incoming",
+        default="incoming",
+        help="callers (default)",
+    )
+    direction.add_argument(
+        "--outgoing", dest="direction", action="store_const", const="outgoing", help="callees"
+    )
+    fmt = command("format", cmd_format, "format a file (or some of its lines)")
+    fmt.add_argument("path", metavar="PATH")
+    fmt.add_argument("--lines", metavar="START-END", help="only these lines")
+    fmt.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
+    actions = command("actions", cmd_actions, "list (or apply) code actions at a line")
+    actions.add_argument("position", metavar="PATH:LINE[-END]")
+    actions.add_argument(
+        "--kind",
+        action="append",
+        dest="kinds",
+        metavar="KIND",
+        help="only actions of this kind (repeatable)",
+    )
+    actions.add_argument("--apply", metavar="INDEX|TITLE", help="apply this action")
+    rename = command("rename", cmd_rename, "rename a symbol across the project")
+    rename.add_argument("position", metavar="PATH:LINE:COL")
+    rename.add_argument("new_name", metavar="NEW")
+    rename.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
+    command("mcp", cmd_mcp, "serve MCP on stdio, bridged to the daemon")
+    return parser
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def cmd_daemon(inv: Invocation) -> int:
+    from codeward.daemon.main import main as daemon_main
+
+    argv: list[str] = []
+    for flag, value in (
+        ("--socket", inv.args.socket),
+        ("--config", inv.args.config),
+        ("--log-level", inv.args.log_level),
+    ):
+        if value:
+            argv += [flag, value]
+    return daemon_main(argv)
+
+
+def cmd_status(inv: Invocation) -> int:
+    inv.show("status", inv.request("daemon/status"), render.status)
+    return EXIT_OK
+
+
+def cmd_stop(inv: Invocation) -> int:
+    sock = autostart.try_connect(inv.socket)
+    if sock is None:
+        inv.note("no daemon is running")
+        return EXIT_OK
+    with Connection(sock) as conn:
+        try:
+            conn.request("daemon/shutdown", {}, timeout=inv.timeout)
+            stopped = conn.wait_closed(STOP_TIMEOUT)
+        except ConnectionLost:  # it hung up before its reply reached us: it is stopping
+            stopped = True
+    if inv.json:
+        inv.stdout.write(render.to_json({"stopped": stopped}) + "\n")
+    elif not stopped:
+        inv.note(f"the daemon is still stopping after {STOP_TIMEOUT:g} s")
+    else:
+        inv.note("daemon stopped")
+    return EXIT_OK
+
+
+def cmd_sessions(inv: Invocation) -> int:
+    inv.show("sessions", inv.request("session/list"), render.sessions)
+    return EXIT_OK
+
+
+def cmd_tools(inv: Invocation) -> int:
+    result = inv.request("tools/list", {"format": inv.args.format})
+    if inv.args.format != "native" and not inv.json:
+        inv.stdout.write(render.to_json(result) + "\n")
+        return EXIT_OK
+    inv.show("tools", result, render.tools)
+    return EXIT_OK
+
+
+def _read(inv: Invocation, name: str, what: str) -> str:
+    if name == "-":
+        return inv.stdin.read()
+    try:
+        return Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the {what} {name!r}: {exc}") from None
+
+
+def cmd_call(inv: Invocation) -> int:
+    text = _read(inv, "-", "arguments") if inv.args.arguments == "-" else inv.args.arguments
+    arguments = _json_object(text)
+    result = inv.tool(inv.args.name, arguments, confirm=True)
+    inv.stdout.write(render.to_json(result) + "\n")
+    return EXIT_OK
+
+
+def cmd_git(inv: Invocation) -> int:
+    """Git's own output on stdout and stderr; exit 1 when git failed."""
+    arguments = {
+        "subcommand": inv.args.subcommand,
+        "args": list(inv.args.git_args),
+        "allow_destructive": inv.args.allow_destructive,
+    }
+    result = inv.tool("git_command", arguments, confirm=True)
+    if inv.json:
+        inv.stdout.write(render.to_json(result) + "\n")
+    else:
+        output, errors = str(result.get("output") or ""), str(result.get("stderr") or "")
+        inv.stdout.write(output if not output or output.endswith("\n") else output + "\n")
+        inv.stdout.flush()
+        inv.stderr.write(errors if not errors or errors.endswith("\n") else errors + "\n")
+        if result.get("truncated"):
+            inv.note("output truncated")
+    exit_code = result.get("exit_code")
+    return EXIT_OK if exit_code in (0, None) else EXIT_TOOL_ERROR
+
+
+def cmd_lua(inv: Invocation) -> int:
+    source = _read(inv, inv.args.file, "script")
+    params = {"source": source, "args": list(inv.args.script_args)}
+    with inv.connect(session=True, confirm=True) as conn:
+        result = conn.request("lua/eval", params, timeout=inv.timeout)
+    inv.show("lua", result, render.lua)
+    return EXIT_OK
+
+
+def cmd_diagnostics(inv: Invocation) -> int:
+    arguments: dict[str, Any] = {}
+    if inv.args.path:
+        arguments["path"] = inv.input_path(inv.args.path)
+    if inv.args.severity:
+        arguments["severity"] = inv.args.severity
+    if inv.args.limit is not None:
+        arguments["limit"] = inv.args.limit
+    inv.show("diagnostics", inv.tool("get_diagnostics", arguments), render.diagnostics)
+    return EXIT_OK
+
+
+def _at(inv: Invocation, spec: str) -> dict[str, Any]:
+    path, (line, character) = _position(spec, 2)
+    return {"path": inv.input_path(path), "line": line, "character": character}
+
+
+def _position_command(
+    command: str, tool: str, lines: Callable[[dict[str, Any]], list[str]]
+) -> Callable[[Invocation], int]:
+    def run(inv: Invocation) -> int:
+        arguments = _at(inv, inv.args.position)
+        if command == "references":
+            arguments["include_declaration"] = inv.args.include_declaration
+        inv.show(command, inv.tool(tool, arguments), lines)
+        return EXIT_OK
+
+    run.__name__ = f"cmd_{command.replace('-', '_')}"
+    return run
+
+
+_POSITION_COMMANDS: list[tuple[str, Callable[[Invocation], int], str]] = [
+    (
+        "hover",
+        _position_command("hover", "get_hover_info", render.hover),
+        "type and docs of the symbol at a position",
+    ),
+    (
+        "definition",
+        _position_command("definition", "go_to_definition", render.definition),
+        "where the symbol at a position is defined",
+    ),
+    (
+        "references",
+        _position_command("references", "find_references", render.references),
+        "references to the symbol at a position",
+    ),
+    (
+        "implementations",
+        _position_command("implementations", "find_implementations", render.implementations),
+        "implementations of the interface or method at a position",
+    ),
+    (
+        "type-definition",
+        _position_command("type-definition", "get_type_definition", render.type_definition),
+        "where the type of the symbol at a position is defined",
+    ),
+]
+
+
+def cmd_symbols(inv: Invocation) -> int:
+    arguments: dict[str, Any]
+    path: str | None = None
+    if inv.args.workspace:
+        arguments = {"scope": "workspace", "query": inv.args.target or ""}
+    else:
+        if not inv.args.target:
+            raise UsageError("give a PATH, or --workspace QUERY")
+        path = inv.args.target
+        arguments = {"scope": "document", "path": inv.input_path(inv.args.target)}
+    if inv.args.limit is not None:
+        arguments["limit"] = inv.args.limit
+    result = inv.tool("get_symbols", arguments)
+    inv.show("symbols", result, lambda r: render.symbols(r, r.get("path") or path))
+    return EXIT_OK
+
+
+def cmd_calls(inv: Invocation) -> int:
+    arguments = _at(inv, inv.args.position) | {"direction": inv.args.direction}
+    inv.show("calls", inv.tool("call_hierarchy", arguments), render.calls)
+    return EXIT_OK
+
+
+def cmd_format(inv: Invocation) -> int:
+    arguments: dict[str, Any] = {
+        "path": inv.input_path(inv.args.path),
+        "apply": not inv.args.dry_run,
+    }
+    if inv.args.lines:
+        start, sep, end = inv.args.lines.partition("-")
+        if not (start.isdigit() and end.isdigit() and sep) or not 1 <= int(start) <= int(end):
+            raise UsageError(f"--lines wants START-END, such as 3-10, got {inv.args.lines!r}")
+        arguments |= {"start_line": int(start), "end_line": int(end)}
+    inv.show("format", inv.tool("format_code", arguments), render.edit)
+    return EXIT_OK
+
+
+def cmd_actions(inv: Invocation) -> int:
+    spec = inv.args.position
+    path, _, lines = spec.rpartition(":")
+    start, _, end = lines.partition("-")
+    _, (line,) = _position(f"{path}:{start}", 1)
+    arguments: dict[str, Any] = {"path": inv.input_path(path), "line": line}
+    if end:
+        _, (end_line,) = _position(f"{path}:{end}", 1)
+        if end_line < line:
+            raise UsageError(f"the end line comes before the start line in {spec!r}")
+        arguments["end_line"] = end_line
+    if inv.args.kinds:
+        arguments["kinds"] = inv.args.kinds
+    if inv.args.apply is not None:
+        choice = inv.args.apply
+        arguments["apply"] = int(choice) if choice.isdigit() else choice
+    inv.show("actions", inv.tool("get_code_actions", arguments), render.actions)
+    return EXIT_OK
+
+
+def cmd_rename(inv: Invocation) -> int:
+    if not inv.args.new_name:
+        raise UsageError("the new name is empty")
+    arguments = _at(inv, inv.args.position) | {
+        "new_name": inv.args.new_name,
+        "apply": not inv.args.dry_run,
+    }
+    inv.show("rename", inv.tool("rename_symbol", arguments), render.edit)
+    return EXIT_OK
+
+
+def cmd_mcp(inv: Invocation) -> int:
+    from codeward.client import mcp_bridge
+
+    return mcp_bridge.main(inv)
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def _error(inv: Invocation | None, stderr: TextIO, message: str, error: Any = None) -> None:
+    if inv is not None and inv.json and error is not None:
+        inv.stdout.write(render.to_json({"error": error}) + "\n")
+    stderr.write(f"error: {message}\n")
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run one command; returns the exit code (the console script passes it to sys.exit)."""
+    stdin = _stream(stdin, sys.stdin, "r")
+    stdout = _stream(stdout, sys.stdout, "w")
+    stderr = _stream(stderr, sys.stderr, "w")
+    inv: Invocation | None = None
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = _command_index(argv, 0)
+    name = argv[first] if first < len(argv) else None
+    parser = build_parser(name if name in COMMANDS else None)
+    try:
+        head, git_tail = _split_git(argv)
+        try:
+            args = parser.parse_args(head)
+            if git_tail is not None:
+                args.git_args = git_tail
+        except SystemExit as exc:  # --help and --version
+            return exc.code if isinstance(exc.code, int) else EXIT_OK
+        if args.command is None:
+            stderr.write(parser.format_help())
+            return EXIT_USAGE
+        inv = Invocation(args, stdin, stdout, stderr)
+        return args.func(inv)
+    except UsageError as exc:
+        stderr.write(exc.usage or parser.format_usage())
+        stderr.write(f"codeward: error: {exc.message}\n")
+        return EXIT_USAGE
+    except RemoteError as exc:
+        kind = exc.kind or f"code {exc.code}"
+        _error(inv, stderr, f"{exc.message} [{kind}]", exc.to_json())
+        return EXIT_TOOL_ERROR
+    except RequestTimeout as exc:
+        _error(inv, stderr, exc.message, {"code": "timeout", "message": exc.message})
+        return EXIT_TOOL_ERROR
+    except (DaemonUnreachable, ConnectionLost) as exc:
+        _error(inv, stderr, exc.message, {"code": "unreachable", "message": exc.message})
+        return EXIT_UNREACHABLE
+    except KeyboardInterrupt:
+        stderr.write("\n")
+        return 130
+    except BrokenPipeError:  # `codeward references ... | head`
+        _silence(stdout)
+        return 141
+
+
+def _stream(given: TextIO | None, default: TextIO | None, mode: Literal["r", "w"]) -> TextIO:
+    """`given`, else the standard stream, else /dev/null (a stream can be None under pythonw)."""
+    if given is not None:
+        return given
+    if default is not None:
+        return default
+    return open(os.devnull, "w" if mode == "w" else "r", encoding="utf-8")
+
+
+def _silence(stream: TextIO) -> None:
+    """Point a broken stdout at /dev/null, so that the interpreter's last flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

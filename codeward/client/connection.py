@@ -1,0 +1,287 @@
+"""A blocking JSON-RPC connection to the daemon: NDJSON over a Unix socket, stdlib only.
+
+Requests are answered one at a time; while a reply is awaited, the daemon's own requests
+(`client/confirm`) are answered and its notifications (`$/progress`) are passed on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from codeward import __version__
+from codeward.protocol.errors import ErrorCode
+from codeward.protocol.framing import FrameError, NdjsonDecoder
+
+PROTOCOL_VERSION = 1
+CONNECT_TIMEOUT = 5.0
+
+ConfirmHandler = Callable[[dict[str, Any]], bool]
+ProgressHandler = Callable[[dict[str, Any]], None]
+
+
+class ClientError(Exception):
+    """Base of every failure the client reports."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class DaemonUnreachable(ClientError):
+    """No daemon answers on the socket (and none could be started)."""
+
+
+class ConnectionLost(ClientError):
+    """The daemon closed the connection, or broke the protocol, before it replied."""
+
+
+class RequestTimeout(ClientError):
+    """No reply came within the request's timeout (the request was cancelled)."""
+
+
+class RemoteError(ClientError):
+    """The daemon answered with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+    @property
+    def kind(self) -> str | None:
+        """`data.kind` of a tool error (code -32000), else None."""
+        if self.code == ErrorCode.TOOL_ERROR and isinstance(self.data, dict):
+            kind = self.data.get("kind")
+            return kind if isinstance(kind, str) else None
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def connect_socket(path: Path, timeout: float = CONNECT_TIMEOUT) -> socket.socket:
+    """A connected Unix stream socket; raises OSError (ConnectionRefusedError,
+    FileNotFoundError, ...) as `socket.connect` does."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+class Connection:
+    """One connection to the daemon. Not thread-safe: one request at a time."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        *,
+        on_confirm: ConfirmHandler | None = None,
+        on_progress: ProgressHandler | None = None,
+    ) -> None:
+        self._sock = sock
+        self._decoder = NdjsonDecoder()
+        self._pending: deque[bytes] = deque()
+        self._ids = itertools.count(1)
+        self._closed = False
+        self.on_confirm = on_confirm
+        self.on_progress = on_progress
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._sock.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- requests --------------------------------------------------------------------------
+
+    def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+        """Send a request and return its result; raise `RemoteError` for an error reply,
+        `ConnectionLost`, or `RequestTimeout` (after sending `$/cancelRequest`)."""
+        msg_id = next(self._ids)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._send(message)
+        try:
+            while True:
+                reply = self._receive(deadline)
+                if reply is None:
+                    self._cancel(msg_id)
+                    raise RequestTimeout(
+                        f"No reply to {method} within {timeout:g} s; the request was cancelled."
+                    )
+                answer = self._dispatch(reply, msg_id)
+                if answer is not None:
+                    return self._result_of(answer)
+        except KeyboardInterrupt:
+            self._cancel(msg_id)
+            raise
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message)
+
+    def initialize(self, client_name: str = "codeward-cli") -> dict[str, Any]:
+        """Declare who we are and which daemon-to-client requests we can take."""
+        return self.request(
+            "initialize",
+            {
+                "protocol_version": PROTOCOL_VERSION,
+                "client": {"name": client_name, "version": __version__},
+                "capabilities": {
+                    "confirm": self.on_confirm is not None,
+                    "progress": self.on_progress is not None,
+                },
+            },
+        )
+
+    def open_session(self, root: Path | str) -> dict[str, Any]:
+        return self.request("session/open", {"root": str(root)})
+
+    def wait_closed(self, timeout: float) -> bool:
+        """Read (and handle) messages until the daemon closes the connection; False if it
+        is still open after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                reply = self._receive(deadline)
+                if reply is None:
+                    return False
+                self._dispatch(reply, None)
+        except ConnectionLost:
+            return True
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _send(self, message: dict[str, Any]) -> None:
+        if self._closed:
+            raise ConnectionLost("The connection to the daemon is closed.")
+        try:
+            self._sock.settimeout(CONNECT_TIMEOUT)
+            self._sock.sendall(_encode(message))
+        except OSError as exc:
+            self.close()
+            raise ConnectionLost(f"The daemon closed the connection ({exc.strerror}).") from None
+
+    def _cancel(self, msg_id: int) -> None:
+        with contextlib.suppress(ConnectionLost):
+            self.notify("$/cancelRequest", {"id": msg_id})
+
+    def _receive(self, deadline: float | None) -> Any | None:
+        """The next decoded message, or None when `deadline` passed first."""
+        while not self._pending:
+            if self._closed:
+                raise ConnectionLost("The connection to the daemon is closed.")
+            if deadline is None:
+                self._sock.settimeout(None)
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._sock.settimeout(remaining)
+            try:
+                data = self._sock.recv(65536)
+            except TimeoutError:
+                return None
+            except OSError as exc:
+                self.close()
+                raise ConnectionLost(
+                    f"The connection to the daemon broke ({exc.strerror})."
+                ) from None
+            if not data:
+                self.close()
+                raise ConnectionLost("The daemon closed the connection before it replied.")
+            try:
+                self._pending.extend(self._decoder.feed(data))
+            except FrameError as exc:
+                self.close()
+                raise ConnectionLost(f"The daemon sent a bad frame: {exc}") from None
+        line = self._pending.popleft()
+        try:
+            return json.loads(line)
+        except ValueError:
+            self.close()
+            raise ConnectionLost("The daemon sent a message that is not JSON.") from None
+
+    def _dispatch(self, message: Any, awaited: int | None) -> dict[str, Any] | None:
+        """Handle one incoming message (or batch); return it if it is the reply to `awaited`."""
+        if isinstance(message, list):
+            reply = None
+            for item in message:
+                reply = self._dispatch(item, awaited) or reply
+            return reply
+        if not isinstance(message, dict):
+            return None
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message:
+                self._answer(message["id"], method, message.get("params"))
+            elif method == "$/progress" and self.on_progress is not None:
+                params = message.get("params")
+                self.on_progress(params if isinstance(params, dict) else {})
+            return None
+        if awaited is not None and message.get("id") == awaited:
+            return message
+        return None
+
+    def _answer(self, msg_id: Any, method: str, params: Any) -> None:
+        """Reply to a request from the daemon."""
+        if method == "client/confirm" and self.on_confirm is not None:
+            approved = bool(self.on_confirm(params if isinstance(params, dict) else {}))
+            self._send({"jsonrpc": "2.0", "id": msg_id, "result": {"approved": approved}})
+            return
+        self._send(
+            {
+                "jsonrpc": "2.0",
+                "id": msg_id,
+                "error": {
+                    "code": int(ErrorCode.METHOD_NOT_FOUND),
+                    "message": f"This client does not handle {method}.",
+                },
+            }
+        )
+
+    @staticmethod
+    def _result_of(reply: dict[str, Any]) -> Any:
+        error = reply.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                raise RemoteError(int(ErrorCode.INTERNAL_ERROR), "The daemon sent a bad error.")
+            code = error.get("code")
+            if not isinstance(code, int):
+                code = int(ErrorCode.INTERNAL_ERROR)
+            raise RemoteError(code, str(error.get("message", "")), error.get("data"))
+        return reply.get("result")

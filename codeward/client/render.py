@@ -1,0 +1,273 @@
+"""Human output: pure functions from result dicts (shaped as DESIGN.md says) to text.
+
+Locations print as `path:line:col: text`, as compilers and grep do. Every renderer returns
+the lines for stdout; `notes` gives the remarks for stderr (partial, truncated, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _start(item: dict[str, Any]) -> tuple[int | None, int | None]:
+    """1-based line and column of an item: `line` + `character`/`column`, else `range`."""
+    line = _int(item.get("line"))
+    col = _int(item.get("character", item.get("column")))
+    rng = item.get("range")
+    if line is None and isinstance(rng, dict):
+        start = rng.get("start", rng)
+        if isinstance(start, dict):
+            line = _int(start.get("line"))
+            col = _int(start.get("character", start.get("column")))
+    return line, col
+
+
+def location(item: dict[str, Any], path: str | None = None) -> str:
+    """`path:line:col` (the parts that are known)."""
+    where = item.get("path") or item.get("file") or item.get("uri") or path or "?"
+    line, col = _start(item)
+    text = str(where)
+    if line is not None:
+        text += f":{line}"
+        if col is not None:
+            text += f":{col}"
+    return text
+
+
+def location_line(item: dict[str, Any], text: str | None = None) -> str:
+    """`path:line:col: text`, where text defaults to the item's `preview`."""
+    body = item.get("preview") if text is None else text
+    head = location(item)
+    return f"{head}: {body}" if body else head
+
+
+def locations(items: Iterable[Any]) -> list[str]:
+    return [location_line(item) for item in items if isinstance(item, dict)]
+
+
+def _list(result: dict[str, Any], plural: str, singular: str | None = None) -> list[Any]:
+    """The list under `plural`, else the one item under `singular`, else []."""
+    many = result.get(plural)
+    if isinstance(many, list):
+        return many
+    one = result.get(singular) if singular else None
+    return [one] if isinstance(one, dict) else []
+
+
+# -- daemon --------------------------------------------------------------------------------
+
+
+def _duration(seconds: Any) -> str:
+    if not isinstance(seconds, int | float):
+        return "?"
+    total = int(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def status(result: dict[str, Any]) -> list[str]:
+    return [
+        f"codeward {result.get('version', '?')} (pid {result.get('pid', '?')}), "
+        f"up {_duration(result.get('uptime'))}",
+        f"sessions: {result.get('sessions', 0)}, connections: {result.get('connections', 0)}",
+        f"socket: {result.get('socket', '?')}",
+    ]
+
+
+def sessions(result: dict[str, Any]) -> list[str]:
+    items = [s for s in result.get("sessions") or [] if isinstance(s, dict)]
+    if not items:
+        return ["no sessions"]
+    lines: list[str] = []
+    for session in items:
+        lines.append(
+            f"{session.get('id', '?')}  {session.get('root', '?')}  "
+            f"clients: {session.get('clients', 0)}  idle: {_duration(session.get('idle_seconds'))}"
+        )
+        for server in session.get("servers") or []:
+            if not isinstance(server, dict):
+                continue
+            pid = server.get("pid")
+            lines.append(
+                f"  {server.get('name', '?')} ({server.get('language', '?')}): "
+                f"{server.get('state', '?')}"
+                + (f", pid {pid}" if pid else "")
+                + f", restarts {server.get('restarts', 0)}"
+            )
+    return lines
+
+
+def tools(result: dict[str, Any]) -> list[str]:
+    lines = []
+    for item in result.get("tools") or []:
+        if isinstance(item, dict):
+            summary = str(item.get("description") or "").strip().splitlines()
+            lines.append(f"{item.get('name', '?')}: {summary[0] if summary else ''}".rstrip(": "))
+    return lines
+
+
+# -- tools ---------------------------------------------------------------------------------
+
+
+def diagnostics(result: dict[str, Any]) -> list[str]:
+    """`path:line:col: severity: message [code]`, one line each (as compilers print)."""
+    lines = []
+    for diag in result.get("diagnostics") or []:
+        if not isinstance(diag, dict):
+            continue
+        message = " ".join(part.strip() for part in str(diag.get("message", "")).splitlines())
+        text = f"{diag.get('severity', 'error')}: {message.strip()}"
+        code = diag.get("code")
+        if code not in (None, ""):
+            text += f" [{code}]"
+        lines.append(location_line(diag, text))
+    return lines
+
+
+def hover(result: dict[str, Any]) -> list[str]:
+    signature = result.get("signature") or result.get("type")
+    docs = result.get("docs")
+    parts = [str(p).strip() for p in (signature, docs) if p]
+    if not parts and result.get("markdown"):
+        parts = [str(result["markdown"]).strip()]
+    return "\n\n".join(parts).splitlines()
+
+
+def definition(result: dict[str, Any]) -> list[str]:
+    return locations(_list(result, "definitions", "definition"))
+
+
+def references(result: dict[str, Any]) -> list[str]:
+    return locations(_list(result, "references"))
+
+
+def implementations(result: dict[str, Any]) -> list[str]:
+    return locations(_list(result, "implementations"))
+
+
+def type_definition(result: dict[str, Any]) -> list[str]:
+    return locations(_list(result, "type_definitions", "type_definition"))
+
+
+def _symbol_text(symbol: dict[str, Any], indent: int) -> str:
+    kind = symbol.get("kind")
+    name = str(symbol.get("name", "?"))
+    text = "  " * indent + (f"{kind} {name}" if kind else name)
+    container = symbol.get("container") or symbol.get("container_name")
+    if container:
+        text += f" (in {container})"
+    detail = symbol.get("detail")
+    if detail:
+        text += f": {detail}"
+    return text
+
+
+def symbols(result: dict[str, Any], path: str | None = None) -> list[str]:
+    """Document symbols as an indented tree, or workspace matches: `path:line:col: kind name`."""
+    lines: list[str] = []
+
+    def walk(items: Any, indent: int) -> None:
+        for symbol in items if isinstance(items, list) else []:
+            if isinstance(symbol, dict):
+                lines.append(f"{location(symbol, path)}: {_symbol_text(symbol, indent)}")
+                walk(symbol.get("children"), indent + 1)
+
+    walk(result.get("symbols"), 0)
+    return lines
+
+
+def calls(result: dict[str, Any]) -> list[str]:
+    """`path:line:col: name: preview` for each caller or callee."""
+    lines = []
+    for call in result.get("calls") or []:
+        if isinstance(call, dict):
+            name = str(call.get("name", "?"))
+            preview = call.get("preview")
+            lines.append(location_line(call, f"{name}: {preview}" if preview else name))
+    return lines
+
+
+def edit(result: dict[str, Any]) -> list[str]:
+    """The diff of a format, rename or applied code action."""
+    diff = result.get("diff")
+    return str(diff).rstrip("\n").splitlines() if diff else []
+
+
+def actions(result: dict[str, Any]) -> list[str]:
+    if "applied" in result:
+        return edit(result)
+    lines = []
+    for action in result.get("actions") or []:
+        if isinstance(action, dict):
+            kind = action.get("kind")
+            text = f"[{action.get('index', '?')}] {action.get('title', '?')}"
+            if kind:
+                text += f" ({kind})"
+            if action.get("preferred"):
+                text += " *"
+            lines.append(text)
+    return lines
+
+
+def lua(result: dict[str, Any]) -> list[str]:
+    """A string result prints as is; anything else as JSON."""
+    value = result.get("result")
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return value.splitlines() or [""]
+    return to_json(value).splitlines()
+
+
+# -- stderr remarks --------------------------------------------------------------------------
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, list):
+        return len(value)
+    return _int(value)
+
+
+def notes(command: str, result: dict[str, Any]) -> list[str]:
+    """Remarks for stderr: nothing found, partial or truncated results, what an edit did."""
+    out: list[str] = []
+    if command == "hover":
+        if not hover(result):
+            out.append("no hover information")
+    elif result.get("status") == "not_found":
+        out.append(f"no {command.replace('-', ' ')} found")
+    if result.get("partial"):
+        out.append("partial result: a language server was still loading; try again shortly")
+    if result.get("truncated"):
+        out.append("output truncated")
+    if command == "diagnostics":
+        count = _count(result.get("count"))
+        if count is None:
+            count = len(result.get("diagnostics") or [])
+        out.append(f"{count} diagnostic{'s' if count != 1 else ''}")
+    if command == "format":
+        if not result.get("changed"):
+            out.append("already formatted")
+        elif not result.get("applied"):
+            out.append("not applied (dry run)")
+    if command == "rename" or (command == "actions" and "applied" in result):
+        files = _count(result.get("files_changed"))
+        if files is not None:
+            done = "changed" if result.get("applied", True) else "would change"
+            out.append(f"{done} {files} file{'s' if files != 1 else ''}")
+    return out

@@ -1,0 +1,300 @@
+"""`run_git`: policy, repository checks, approval, the run itself, parsing, changed files."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from codeward.daemon.config import GitConfig, PolicyConfig
+from codeward.daemon.git import changes, config_scan, parse
+from codeward.daemon.git.messages import failure_message
+from codeward.daemon.git.policy import Decision, Tier, classify
+from codeward.daemon.git.repository import Repository, inspect, probe
+from codeward.daemon.git.runner import Completed, find_git, git_argv, git_env, run_process
+from codeward.daemon.paths import is_inside
+from codeward.protocol.errors import ErrorKind, ToolError
+
+Approve = Callable[[str, list[str]], Awaitable[bool | None]]
+FilesChanged = Callable[[list[Path]], None]
+Parser = Callable[[bytes], Any]
+
+
+@dataclass(frozen=True)
+class ParseRun:
+    args: list[str]
+    parser: Parser
+
+
+async def run_git(
+    root: Path,
+    subcommand: str,
+    args: list[str],
+    *,
+    allow_destructive: bool,
+    policy: PolicyConfig,
+    limits: GitConfig,
+    approve: Approve,
+    on_files_changed: FilesChanged,
+) -> dict[str, Any]:
+    """Run `git subcommand args` at `root` under the session's policy; the tool's result."""
+    if not isinstance(args, list | tuple):
+        raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `args` as a list of strings.")
+    decision = classify(root, subcommand, list(args))
+    env = git_env(read_only=decision.tier is Tier.READ)
+    git = find_git(env)
+    repo = await inspect(git, root)
+    tier, reason = _effective_tier(decision, repo)
+    argv = ["git", decision.subcommand, *decision.args]
+    await _authorize(decision, tier, reason, argv, allow_destructive, policy, approve)
+
+    ls_files = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    before: changes.Snapshot | None = None
+    if decision.changes_worktree:
+        listed = await probe(git, root, ls_files)
+        before = changes.snapshot(root, changes.parse_ls_files(listed.stdout))
+    plan = _parse_plan(decision)
+    reuse = plan is not None and len(plan) == 1 and sorted(plan[0].args) == sorted(decision.args)
+    results: dict[int, Completed] = {}
+
+    async def one(index: int, cmd_args: Sequence[str]) -> None:
+        results[index] = await run_process(
+            git_argv(git, decision.subcommand, cmd_args),
+            cwd=root, env=env, timeout=limits.timeout, output_bytes=limits.output_bytes,
+        )  # fmt: skip
+
+    try:
+        # a write is never left half-done by a cancel or a disconnect; its timeout still holds
+        with trio.CancelScope(shield=decision.tier is not Tier.READ):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one, 0, decision.args)
+                if plan is not None and not reuse:
+                    for index, run in enumerate(plan, start=1):
+                        nursery.start_soon(one, index, run.args)
+    finally:
+        if before is not None:
+            with trio.CancelScope(shield=True):
+                listed = await probe(git, root, ls_files)
+                after = changes.snapshot(root, changes.parse_ls_files(listed.stdout))
+                changed = changes.changed(root, before, after)
+                if changed:
+                    on_files_changed(changed)
+
+    done = results[0]
+    if done.timed_out:
+        raise _timeout_error(decision, repo, root, limits.timeout)
+    output = done.stdout.decode("utf-8", "replace")
+    stderr = done.stderr.decode("utf-8", "replace")
+    if done.exit_code != 0:
+        raise ToolError(
+            ErrorKind.GIT_FAILED,
+            failure_message(decision.subcommand, done.exit_code, stderr, root),
+            exit_code=done.exit_code, stderr=stderr, output=output, truncated=done.truncated,
+        )  # fmt: skip
+    parsed = None
+    if plan is not None:
+        outputs = [done] * len(plan) if reuse else [results[i] for i in range(1, len(plan) + 1)]
+        parsed = _combine(decision.subcommand, plan, outputs)
+    return {
+        "exit_code": done.exit_code,
+        "output": output,
+        "stderr": stderr,
+        "truncated": done.truncated,
+        "parsed": parsed,
+    }
+
+
+# --- approval ---------------------------------------------------------------------------
+
+
+def _effective_tier(decision: Decision, repo: Repository) -> tuple[Tier, str]:
+    if decision.subcommand == "push" and decision.tier is Tier.WRITE:
+        key = config_scan.implicit_force_push(repo.entries)
+        if key is not None:
+            return Tier.DESTRUCTIVE, f"the repository's {key} makes this push a force push"
+    return decision.tier, decision.reason
+
+
+async def _authorize(
+    decision: Decision,
+    tier: Tier,
+    reason: str,
+    argv: list[str],
+    allow_destructive: bool,
+    policy: PolicyConfig,
+    approve: Approve,
+) -> None:
+    """Return when the command may run; raise the policy's refusal otherwise."""
+    if tier is Tier.READ:
+        return
+    shown = f"git {decision.subcommand}"
+    if tier is Tier.DESTRUCTIVE:
+        if not allow_destructive:
+            raise ToolError(
+                ErrorKind.BLOCKED_DESTRUCTIVE,
+                f"{shown} is destructive here ({reason}); if that is intended, call again "
+                "with allow_destructive: true, which still asks for approval.",
+                tier=tier.value,
+            )
+        setting, key = policy.git_destructive, "git_destructive"
+    else:
+        setting, key = policy.git_write, "git_write"
+    if setting == "deny":
+        kind = (
+            ErrorKind.BLOCKED_DESTRUCTIVE
+            if tier is Tier.DESTRUCTIVE
+            else (ErrorKind.SUBCOMMAND_NOT_ALLOWED)
+        )
+        raise ToolError(
+            kind,
+            f'The session policy denies git {tier.value} commands ({key} = "deny"); '
+            f"ask the user to run {shown} themselves.",
+            tier=tier.value,
+        )
+    if setting == "allow":
+        return
+    answer = await approve(replace(decision, tier=tier, reason=reason).summary, argv)
+    if answer is None:
+        raise ToolError(
+            ErrorKind.CONFIRMATION_REQUIRED,
+            f"{shown} needs the user's approval and this client cannot confirm; use a client "
+            f'that answers client/confirm (the CLI\'s --yes), or set policy.{key} = "allow" '
+            "in the codeward config.",
+            tier=tier.value,
+        )
+    if not answer:
+        raise ToolError(
+            ErrorKind.CONFIRMATION_DENIED,
+            f"The user declined {shown}; nothing was run, so ask before trying otherwise.",
+            tier=tier.value,
+        )
+
+
+# --- parsing ----------------------------------------------------------------------------
+
+_DROP_EXACT = frozenset(
+    {
+        "-p", "-u", "--patch", "-s", "--no-patch", "--raw", "--stat", "--numstat",
+        "--shortstat", "--summary", "--name-only", "--name-status", "--compact-summary",
+        "--patch-with-stat", "--patch-with-raw", "--oneline", "--graph", "--no-color",
+        "--full-index", "--binary", "--no-prefix", "--default-prefix", "--exit-code",
+        "--quiet", "--check", "--abbrev-commit", "--no-abbrev-commit", "--no-decorate",
+        "--decorate", "--cc", "--combined-all-paths", "--log-size", "--no-notes",
+        "--show-signature", "--relative-date", "--parents", "--children", "--left-right",
+        "--show-linear-break", "-z", "--no-abbrev", "--source", "--dirstat", "--cumulative",
+        "--no-stat", "-m", "-c", "-t", "--no-walk",
+    }
+)  # fmt: skip
+_DROP_PREFIXES = (
+    "--stat=", "--stat-", "--dirstat=", "--color", "--word-diff", "--pretty", "--format=",
+    "--decorate=", "--abbrev", "--src-prefix", "--dst-prefix", "--line-prefix",
+    "--output-indicator-", "--notes", "--date=", "--show-notes", "--diff-merges", "-L",
+)  # fmt: skip
+_STATUS_KEEP = ("-u", "--untracked-files", "--ignored", "--ignore-submodules", "--no-renames",
+                "--find-renames", "-M")  # fmt: skip
+_DIFF_FORMAT = ["--no-color", "--raw", "--numstat", "-p", "-z", "--src-prefix=a/",
+                "--dst-prefix=b/"]  # fmt: skip
+
+
+def _filters(args: Sequence[str]) -> list[str]:
+    """The user's arguments without those that only change how output looks."""
+    kept: list[str] = []
+    skip_next = False
+    for i, arg in enumerate(args):
+        if skip_next:
+            skip_next = False
+            continue
+        if "--" in args[:i]:
+            kept.append(arg)
+        elif arg == "-L":
+            skip_next = True
+        elif arg not in _DROP_EXACT and not arg.startswith(_DROP_PREFIXES):
+            kept.append(arg)
+    return kept
+
+
+def _status_filters(args: Sequence[str]) -> list[str]:
+    kept = []
+    for i, arg in enumerate(args):
+        after = "--" in args[:i] or arg == "--"
+        if after or not arg.startswith("-") or arg.startswith(_STATUS_KEEP):
+            kept.append(arg)
+    return kept
+
+
+def _parse_plan(decision: Decision) -> list[ParseRun] | None:
+    """The runs whose output `parsed` is made from, or None when the command has no parser."""
+    sub, args = decision.subcommand, decision.args
+    if decision.tier is not Tier.READ:
+        return None
+    if sub == "status":
+        base = ["--porcelain=v2", "-z", "--branch"]
+        return [ParseRun(base + _status_filters(args), parse.parse_status)]
+    if sub == "diff":
+        return [ParseRun(_DIFF_FORMAT + _filters(args), parse.parse_diff)]
+    if sub == "log":
+        return [ParseRun(["-z", f"--format={parse.LOG_FORMAT}", *_filters(args)],
+                         parse.parse_log)]  # fmt: skip
+    if sub == "show":
+        kept = _filters(args)
+        return [
+            ParseRun(["-s", "-z", f"--format={parse.LOG_FORMAT}", *kept], parse.parse_log),
+            ParseRun(["--format=", "--diff-merges=first-parent", *_DIFF_FORMAT, *kept],
+                     parse.parse_diff),
+        ]  # fmt: skip
+    if sub == "branch":
+        fmt = f"--format={parse.BRANCH_FORMAT}"
+        return [ParseRun(["--list", "--all", "--no-color", fmt], parse.parse_branches)]
+    if sub == "tag":
+        return [ParseRun(["--list", f"--format={parse.TAG_FORMAT}"], parse.parse_tags)]
+    if sub == "remote":
+        return [ParseRun(["-v"], parse.parse_remotes)]
+    if sub == "stash" and args[:1] == ("list",):
+        fmt = f"--format={parse.STASH_FORMAT}"
+        return [ParseRun(["list", "-z", fmt, *_filters(args[1:])], parse.parse_stash_list)]
+    return None
+
+
+def _combine(subcommand: str, plan: list[ParseRun], outputs: list[Completed]) -> Any:
+    """`parsed` from the parse runs; a run that failed or timed out yields None."""
+    values = [
+        run.parser(out.stdout) if out.exit_code == 0 and not out.timed_out else None
+        for run, out in zip(plan, outputs, strict=True)
+    ]
+    if subcommand == "log":
+        return None if values[0] is None else {"commits": values[0]}
+    if subcommand == "show":
+        commits, files = values
+        return {"commits": commits, "files": files if commits and len(commits) == 1 else None}
+    if subcommand == "diff":
+        return None if values[0] is None else {"files": values[0]}
+    if subcommand == "stash":
+        return None if values[0] is None else {"stashes": values[0]}
+    if subcommand == "remote":
+        return None if values[0] is None else {"remotes": values[0]}
+    if subcommand == "tag":
+        return None if values[0] is None else {"tags": values[0]}
+    return values[0]
+
+
+# --- failures ---------------------------------------------------------------------------
+
+
+def _timeout_error(decision: Decision, repo: Repository, root: Path, timeout: float) -> ToolError:
+    lock = repo.git_dir / "index.lock"
+    if lock.exists():
+        shown = lock.relative_to(root).as_posix() if is_inside(lock, root) else "index.lock"
+        return ToolError(
+            ErrorKind.TIMEOUT,
+            f"git {decision.subcommand} timed out after {timeout:g} s and left {shown} behind; "
+            "make sure no git process is still running, then remove that lock yourself.",
+            index_lock=shown,
+        )
+    return ToolError(
+        ErrorKind.TIMEOUT,
+        f"git {decision.subcommand} timed out after {timeout:g} s and was stopped; "
+        "narrow the command or raise git.timeout in the config.",
+    )

@@ -1,0 +1,119 @@
+"""The repository's own config is not trusted: find the keys in it that would run a program.
+
+`unsafe_key(key, value)` is the pure rule; `parse_config_list` reads the output of
+`git config --list --show-scope -z --no-includes`, and `find_unsafe` applies the rule to
+the entries of the repository's scopes (local and worktree). The user's global and system
+config are trusted and not scanned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+REPOSITORY_SCOPES = frozenset({"local", "worktree", "submodule"})
+
+# Exact keys (lower-case, as git prints them) whose value names a program or a file to read.
+_EXACT = frozenset(
+    {
+        "core.pager", "core.editor", "core.sshcommand", "core.gitproxy", "core.askpass",
+        "core.alternaterefscommand", "core.fsmonitor", "diff.external",
+        "sequence.editor", "gpg.program",
+        "gpg.ssh.defaultkeycommand", "credential.helper", "include.path",
+        "uploadpack.packobjectshook", "interactive.difffilter", "web.browser",
+        "instaweb.httpd", "sendemail.smtpserver", "sendemail.sendmailcmd",
+        "sendemail.tocmd", "sendemail.cccmd", "sendemail.headercmd",
+    }
+)  # fmt: skip
+# Sections whose every subsection key with one of these names runs a program.
+_SUBSECTION_KEYS: dict[str, frozenset[str]] = {
+    "diff": frozenset({"textconv", "command"}),
+    "filter": frozenset({"clean", "smudge", "process"}),
+    "merge": frozenset({"driver"}),
+    "hook": frozenset({"command"}),
+    "includeif": frozenset({"path"}),
+    "credential": frozenset({"helper"}),
+    "gpg": frozenset({"program"}),
+    "remote": frozenset({"uploadpack", "receivepack", "vcs"}),
+    "difftool": frozenset({"cmd", "path"}),
+    "mergetool": frozenset({"cmd", "path"}),
+    "browser": frozenset({"cmd", "path"}),
+    "man": frozenset({"cmd", "path"}),
+    "trailer": frozenset({"command", "cmd"}),
+    "tar": frozenset({"command"}),
+}
+# Whole sections where any key may run a program.
+_SECTIONS = frozenset({"pager"})
+_FALSE = frozenset({"false", "no", "off", "0", ""})
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    scope: str
+    key: str
+    value: str | None  # None: a key with no `=` (boolean true)
+
+
+def parse_config_list(data: bytes, scope: str | None = None) -> list[ConfigEntry]:
+    """Entries of `git config --list -z`: with `--show-scope` (`scope NUL key LF value NUL`)
+    when `scope` is None, else `key LF value NUL` entries all given that scope."""
+    tokens = data.decode("utf-8", "replace").split("\x00")
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    pairs = (
+        zip(tokens[::2], tokens[1::2], strict=False)
+        if scope is None
+        else ((scope, item) for item in tokens)
+    )
+    entries = []
+    for entry_scope, item in pairs:
+        key, sep, value = item.partition("\n")
+        entries.append(ConfigEntry(entry_scope, key, value if sep else None))
+    return entries
+
+
+def unsafe_key(key: str, value: str | None) -> bool:
+    """Whether `key = value` in a repository's config would make git run a program."""
+    key = key.lower()
+    section, _, rest = key.partition(".")
+    name = rest.rpartition(".")[2]
+    has_subsection = "." in rest
+    if key == "core.fsmonitor":  # a bare key means true: the builtin daemon
+        return value is None or value.strip().lower() not in _FALSE
+    if key in _EXACT or section in _SECTIONS:
+        return True
+    if has_subsection and name in _SUBSECTION_KEYS.get(section, frozenset()):
+        return True
+    if section == "submodule" and name == "update" and (value or "").startswith("!"):
+        return True
+    if section in ("remote", "url") and value is not None:
+        lowered = value.lower()
+        if lowered.startswith(("ext::", "fd::")):
+            return True
+    # ext:: and fd:: run programs; the daemon forbids them on its command line as well.
+    return key in ("protocol.ext.allow", "protocol.fd.allow") and ((value or "").lower() != "never")
+
+
+def find_unsafe(entries: Iterable[ConfigEntry]) -> list[str]:
+    """The keys of the repository's own scopes that would run a program, in order."""
+    found: list[str] = []
+    for entry in entries:
+        repository = entry.scope in REPOSITORY_SCOPES
+        if repository and entry.key not in found and unsafe_key(entry.key, entry.value):
+            found.append(entry.key)
+    return found
+
+
+def implicit_force_push(entries: Iterable[ConfigEntry]) -> str | None:
+    """A repository key that makes a plain `git push` a force push (mirror, `+` refspec)."""
+    for entry in entries:
+        if entry.scope not in REPOSITORY_SCOPES:
+            continue
+        key = entry.key.lower()
+        if not key.startswith("remote."):
+            continue
+        if key.endswith(".mirror") and (entry.value or "true").lower() not in _FALSE:
+            return entry.key
+        if key.endswith(".push") and (entry.value or "").startswith(("+", ":")):
+            return entry.key
+    return None

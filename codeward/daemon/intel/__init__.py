@@ -1,0 +1,1 @@
+"""Code intelligence: shaping language servers' answers into the tools' results, safely."""

@@ -1,0 +1,166 @@
+"""Output locations: server URIs and ranges to root-relative paths or indicators, with previews.
+
+A path inside the root (dependency folders such as `.venv/` included) is shown relative to
+it; a standard-library or installed-dependency file outside becomes an indicator
+(`python:os.path`); anything else is dropped without a trace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import trio
+
+from codeward.daemon.intel.indicators import go_env, indicator
+from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.lsp.types import Position, Range
+from codeward.daemon.lsp.uris import uri_to_path
+
+Location = dict[str, Any]
+_MISSING = object()
+
+
+def point(position: Position | dict[str, Any]) -> tuple[int, int]:
+    """(line, character) of an LSP Position, as a Struct or a dict."""
+    if isinstance(position, dict):
+        return int(position["line"]), int(position["character"])
+    return position.line, position.character
+
+
+def bounds(rng: Range | dict[str, Any]) -> tuple[Any, Any]:
+    if isinstance(rng, dict):
+        return rng["start"], rng["end"]
+    return rng.start, rng.end
+
+
+def targets(result: Any) -> list[tuple[str, Any]]:
+    """(uri, range) of each `Location` or `LocationLink` in a definition-style result."""
+    items = result if isinstance(result, list) else [result]
+    found: list[tuple[str, Any]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("targetUri"), str):
+            rng = item.get("targetSelectionRange") or item.get("targetRange")
+            if isinstance(rng, dict):
+                found.append((item["targetUri"], rng))
+        elif isinstance(item.get("uri"), str) and isinstance(item.get("range"), dict):
+            found.append((item["uri"], item["range"]))
+    return found
+
+
+class Locator:
+    """Turns one answer's URIs and ranges into tool locations; caches per URI."""
+
+    def __init__(self, manager: LspManager) -> None:
+        self.manager = manager
+        self.root = manager.root
+        self._places: dict[str, tuple[str, bool] | None] = {}
+        self._indexes: dict[str, LineIndex | None] = {}
+
+    async def prepare(self, uris: Iterable[str]) -> None:
+        """Learn GOROOT and the module cache (a subprocess, once) when a Go file is outside."""
+        if any(uri.endswith(".go") and self.place(uri, go=False) is None for uri in uris):
+            await trio.to_thread.run_sync(go_env)
+            self._places.clear()
+
+    def place(self, uri: str, *, go: bool = True) -> tuple[str, bool] | None:
+        """(shown path, inside the root) of `uri`, or None when it must be dropped."""
+        cached = self._places.get(uri, _MISSING)
+        if cached is not _MISSING:
+            return cached  # type: ignore[return-value]
+        path = uri_to_path(uri)
+        found: tuple[str, bool] | None = None
+        if path is not None:
+            real = Path(os.path.realpath(path))
+            if real == self.root or self.root in real.parents:
+                found = (real.relative_to(self.root).as_posix(), True)
+            elif go or real.suffix != ".go":
+                shown = indicator(real)
+                found = (shown, False) if shown else None
+            else:
+                return None
+        self._places[uri] = found
+        return found
+
+    def index(self, uri: str) -> LineIndex | None:
+        if uri not in self._indexes:
+            path = uri_to_path(uri)
+            self._indexes[uri] = self.manager.line_index(path) if path is not None else None
+        return self._indexes[uri]
+
+    def span(self, uri: str, rng: Range | dict[str, Any], encoding: Encoding) -> tuple[int, ...]:
+        """1-based (line, character, end_line, end_character) in code points."""
+        start, end = bounds(rng)
+        index = self.index(uri)
+        (line, char), (end_line, end_char) = point(start), point(end)
+        if index is None:
+            return line + 1, char + 1, end_line + 1, end_char + 1
+        return (
+            *index.to_client(line, char, encoding),
+            *index.to_client(end_line, end_char, encoding),
+        )
+
+    def preview(self, uri: str, line: int) -> str:
+        index = self.index(uri)
+        return index.line(line - 1).strip() if index is not None else ""
+
+    def location(
+        self, uri: str, rng: Range | dict[str, Any], encoding: Encoding
+    ) -> Location | None:
+        """`{path, line, character, end_line, end_character, preview}`, or None to drop."""
+        place = self.place(uri)
+        if place is None:
+            return None
+        line, char, end_line, end_char = self.span(uri, rng, encoding)
+        return {
+            "path": place[0],
+            "line": line,
+            "character": char,
+            "end_line": end_line,
+            "end_character": end_char,
+            "preview": self.preview(uri, line),
+        }
+
+    def scrub(self, text: str) -> str:
+        """`text` with each absolute path shown as the tools show paths (or `<path>`)."""
+
+        def replace(match: re.Match[str]) -> str:
+            raw = match.group(0)
+            uri = raw if raw.startswith("file://") else PurePosixPath(raw).as_uri()
+            place = self.place(uri)
+            return place[0] if place is not None else "<path>"
+
+        return _ABSOLUTE.sub(replace, text)
+
+
+# An absolute path of two or more parts (or a file:// URI), not inside a word or expression.
+_ABSOLUTE = re.compile(r"(?:file://|(?<![\w.)\]/]))/(?:[\w.@+~-]+/)+[\w.@+~-]*[\w~+-]")
+
+
+def finish(locations: Iterable[Location | None]) -> list[Location]:
+    """Drop Nones and duplicates; sort project files first, then by path and position."""
+    seen: set[tuple[Any, ...]] = set()
+    unique: list[Location] = []
+    for loc in locations:
+        if loc is None:
+            continue
+        key = (loc["path"], loc["line"], loc["character"], loc["end_line"], loc["end_character"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(loc)
+    unique.sort(
+        key=lambda loc: (_external(loc["path"]), loc["path"], loc["line"], loc["character"])
+    )
+    return unique
+
+
+def _external(path: str) -> bool:
+    """Whether a shown path is an indicator (`python:os`) rather than a project path."""
+    head, sep, _ = path.partition(":")
+    return bool(sep) and head in ("python", "go", "elixir", "erlang", "c", "cpp")

@@ -1,0 +1,134 @@
+"""Open documents of one server: versions, content hashes, LRU eviction (sans IO).
+
+Each method returns the notifications to send, in order; the caller queues them before
+anything else, so the server sees every change before the request that needs it.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codeward.daemon.lsp.positions import LineIndex
+
+Notice = tuple[str, dict[str, Any]]
+Stat = tuple[int, ...]
+UNTRUSTED: Stat = (-1,)  # equal to no real stat: the file is read again next time
+
+
+def content_hash(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def decode_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+@dataclass
+class Document:
+    path: Path
+    uri: str
+    language_id: str
+    text: str
+    hash: str
+    version: int
+    world: int  # the server's change count when this version was sent
+    stat: Stat = UNTRUSTED
+    _index: LineIndex | None = field(default=None, repr=False)
+
+    @property
+    def index(self) -> LineIndex:
+        """Position conversion for this version's text (built once per version)."""
+        if self._index is None:
+            self._index = LineIndex(self.text)
+        return self._index
+
+
+@dataclass
+class DocumentStore:
+    max_open: int
+    documents: collections.OrderedDict[str, Document] = field(
+        default_factory=collections.OrderedDict
+    )
+    _versions: dict[str, int] = field(default_factory=dict)
+
+    def get(self, uri: str) -> Document | None:
+        return self.documents.get(uri)
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def sync(
+        self,
+        path: Path,
+        uri: str,
+        language_id: str,
+        data: bytes,
+        world: int,
+        stat: Stat = UNTRUSTED,
+        *,
+        force: bool = False,
+    ) -> tuple[Document, list[Notice]]:
+        """Make the server's copy of `uri` equal `data`: didOpen, or didChange with a new
+        version when the hash changed (or `force`); evicts the least recently used beyond
+        `max_open`."""
+        digest = content_hash(data)
+        notices: list[Notice] = []
+        doc = self.documents.get(uri)
+        if doc is None:
+            version = self._versions.get(uri, 0) + 1
+            doc = Document(path, uri, language_id, decode_text(data), digest, version, world, stat)
+            self.documents[uri] = doc
+            notices.append(("textDocument/didOpen", {"textDocument": self._item(doc)}))
+        else:
+            self.documents.move_to_end(uri)
+            doc.stat = stat
+            if doc.hash != digest or force:
+                doc.text, doc.hash, doc.version = decode_text(data), digest, doc.version + 1
+                doc.world, doc._index = world, None
+                notices.append(self._change(doc))
+        self._versions[uri] = doc.version
+        while len(self.documents) > self.max_open:
+            old_uri, _ = next(iter(self.documents.items()))
+            notices += self.close(old_uri)
+        return doc, notices
+
+    def touch(self, uri: str) -> None:
+        """Mark `uri` used now (for the LRU order)."""
+        if uri in self.documents:
+            self.documents.move_to_end(uri)
+
+    def close(self, uri: str) -> list[Notice]:
+        doc = self.documents.pop(uri, None)
+        if doc is None:
+            return []
+        return [("textDocument/didClose", {"textDocument": {"uri": uri}})]
+
+    def reopen_all(self) -> list[Notice]:
+        """didOpen for every open document (a restarted server knows none of them)."""
+        return [
+            ("textDocument/didOpen", {"textDocument": self._item(d)})
+            for d in self.documents.values()
+        ]
+
+    @staticmethod
+    def _item(doc: Document) -> dict[str, Any]:
+        return {
+            "uri": doc.uri,
+            "languageId": doc.language_id,
+            "version": doc.version,
+            "text": doc.text,
+        }
+
+    @staticmethod
+    def _change(doc: Document) -> Notice:
+        return (
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": doc.uri, "version": doc.version},
+                "contentChanges": [{"text": doc.text}],
+            },
+        )

@@ -1,0 +1,627 @@
+"""The language servers of one session, and the request API the code-intelligence tools use.
+
+    manager = LspManager(root, config, on_progress)
+    await nursery.start(manager.run)     # owns the server actors; cancel stops them all
+
+Request API (every call syncs from disk first: pending file events are flushed, open
+documents changed on disk get `didChange`, the named file gets `didOpen`/`didChange`):
+
+- `await manager.request(path, method, params, *, result_type=Any, wait_ready=True,
+  timeout=None) -> Answer`: sends `method` to the first server of the file's language
+  whose capabilities (static or dynamically registered) include it. `params` is a
+  function of a `DocumentContext` (`ctx.text_document`, `ctx.position(line, character)`
+  from 1-based code points to the server's encoding, `ctx.range(...)`), called after the
+  sync. `result_type` decodes the result straight from JSON (msgspec Structs from
+  `codeward.daemon.lsp.types` for hot results such as `list[Location]`). With
+  `wait_ready`, the server must first have analysed the document and ended its work-done
+  progress, within `lsp.ready_timeout`; else the `Answer` is `partial`. The timeout is
+  `lsp.method_timeouts[method]`, else `lsp.request_timeout`; a timeout or cancellation
+  sends `$/cancelRequest`. A `ContentModified` answer is retried once.
+- `await manager.request_all(path, method, params, ...) -> tuple[list[Answer], list[ToolError]]`:
+  the same, to every server of the language that offers `method` (to merge, e.g. code
+  actions); the errors of servers that failed come back beside the answers.
+- `await manager.workspace_request(method, params, *, languages, ...) -> list[Answer]`:
+  a request naming no file (`workspace/symbol`) to each server of `languages` offering it.
+- `Answer.point(uri, position)`, `Answer.span(uri, range)`: 1-based code points from the
+  server's positions in any file; `manager.relative(uri)`: root-relative output path or
+  None; `manager.preview(uri, line)`: the trimmed source line (1-based).
+- `await manager.diagnostics(path) -> FileDiagnostics` and
+  `await manager.workspace_diagnostics() -> list[Found]`: fresh diagnostics (get_diagnostics).
+- `manager.server_for(name)` reaches a server actor (e.g. to set `apply_edit`).
+
+Errors are `ToolError`s: `unsupported_file_type` (no language for the file),
+`lsp_unavailable` (not installed, naming what to install; or no server offers the method),
+`lsp_error` (crash, failure, refusal), `timeout`, `file_not_found`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from codeward.daemon.config import Config
+from codeward.daemon.lsp.connection import CONTENT_MODIFIED
+from codeward.daemon.lsp.defaults import effective_languages, effective_servers, language_of
+from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat, content_hash
+from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.types import Diagnostic, Position, Range
+from codeward.daemon.lsp.uris import uri_to_path
+from codeward.daemon.lsp.watcher import (
+    CHANGED,
+    DELETED,
+    glob_matches,
+    is_ignored,
+    watch_root,
+)
+from codeward.protocol.errors import ErrorKind, ToolError
+
+RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than our read
+
+
+@dataclass
+class DocumentContext:
+    """What a params builder needs: the synced document and the server's position encoding."""
+
+    server: str
+    path: Path
+    uri: str
+    text: str
+    version: int
+    encoding: Encoding
+    index: LineIndex
+
+    @property
+    def text_document(self) -> dict[str, str]:
+        return {"uri": self.uri}
+
+    def position(self, line: int, character: int) -> dict[str, int]:
+        """An LSP Position from 1-based line and character in code points."""
+        return self.index.to_server(line, character, self.encoding)
+
+    def range(self, line: int, character: int, end_line: int, end_character: int) -> dict[str, Any]:
+        return {
+            "start": self.position(line, character),
+            "end": self.position(end_line, end_character),
+        }
+
+
+@dataclass
+class Answer:
+    server: str
+    result: Any
+    partial: bool
+    encoding: Encoding
+    manager: LspManager = field(repr=False)
+
+    def point(self, uri: str, position: Position | dict[str, int]) -> tuple[int, int]:
+        """1-based (line, character) in code points of a server position in `uri`."""
+        return self.manager.to_client(uri, position, self.encoding)
+
+    def span(self, uri: str, rng: Range | dict[str, Any]) -> tuple[int, int, int, int]:
+        """1-based (line, character, end_line, end_character) of a server range in `uri`."""
+        if isinstance(rng, dict):
+            start, end = rng["start"], rng["end"]
+        else:
+            start, end = rng.start, rng.end
+        return (*self.point(uri, start), *self.point(uri, end))
+
+
+@dataclass
+class Found:
+    """One diagnostic in client terms."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    severity: int
+    message: str
+    code: str | int | None
+    source: str | None
+
+
+@dataclass
+class FileDiagnostics:
+    diagnostics: list[Found]
+    content_hash: str
+    partial: bool  # a server did not answer for this content within the settle timeout
+    errors: list[ToolError]  # servers that failed; their diagnostics are missing
+
+
+class LspManager:
+    def __init__(
+        self, root: Path, config: Config, on_progress: Callable[[dict[str, Any]], None]
+    ) -> None:
+        self.root = root
+        self.config = config
+        self.on_progress = on_progress
+        self.server_configs = effective_servers(config)
+        self.languages = effective_languages(config)
+        self.servers: dict[str, LanguageServer] = {}
+        self._nursery: trio.Nursery | None = None
+        self._changes: dict[Path, int | None] = {}
+        self._wake = trio.Event()
+        self._flush_lock = trio.Lock()
+        self._texts: dict[Path, tuple[Stat, LineIndex]] = {}
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    async def run(
+        self, *, watch: bool = True, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Own the server actors and the root watcher until cancelled; then stop every server."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            if watch:
+                await nursery.start(watch_root, self.root, self._on_watch)
+            nursery.start_soon(self._flush_loop)
+            task_status.started()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    def status(self) -> list[dict[str, Any]]:
+        return [server.status() for server in self.servers.values()]
+
+    def restart_failed(self) -> None:
+        """Failed or missing servers start again on their next need."""
+        for server in self.servers.values():
+            server.retry()
+
+    def server_for(self, name: str, language: str = "") -> LanguageServer:
+        """The actor of server `name`, created (not started) on first use."""
+        server = self.servers.get(name)
+        if server is not None:
+            return server
+        config = self.server_configs.get(name)
+        if config is None:
+            raise ToolError(
+                ErrorKind.LSP_UNAVAILABLE,
+                f"No language server named {name!r} is configured; add it under [servers].",
+                server=name,
+            )
+        if self._nursery is None:
+            raise ToolError(
+                ErrorKind.LSP_ERROR, "The session's language servers are stopped; open it again."
+            )
+        server = LanguageServer(
+            name,
+            config,
+            root=self.root,
+            lsp=self.config.lsp,
+            max_message=self.config.daemon.max_message_bytes,
+            on_progress=self.on_progress,
+            language=language or ",".join(config.languages),
+        )
+        self.servers[name] = server
+        self._nursery.start_soon(server.run)
+        return server
+
+    # -- file events --------------------------------------------------------------------
+
+    def files_changed(self, paths: Sequence[Path]) -> None:
+        """Files changed by git writes or edits: the servers are told before the next request."""
+        for path in paths:
+            path = path if path.is_absolute() else self.root / path
+            self._changes[Path(os.path.realpath(path))] = None
+        self._wake.set()
+
+    def _on_watch(self, changes: list[tuple[Path, int]]) -> None:
+        for path, kind in changes:
+            self._changes[path] = kind
+        self._wake.set()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Tell running servers everything that changed on disk up to now."""
+        if not self._flush_lock.locked() and not self._changes and not self._stale_documents():
+            return  # the common case, without a checkpoint
+        async with self._flush_lock:
+            changes, self._changes = self._changes, {}
+            running = [s for s in self.servers.values() if s.running]
+            for path in self._stale_documents():
+                changes.setdefault(path, None)
+            if not changes:
+                return
+            events: dict[str, list[dict[str, Any]]] = {s.name: [] for s in running}
+            for path, kind in changes.items():
+                self._texts.pop(path, None)
+                data, stat = _read(path)
+                if kind is None:
+                    kind = DELETED if data is None else CHANGED
+                for server in running:
+                    doc = server.documents.get(path.as_uri())
+                    if doc is not None:
+                        if data is None:
+                            server.close_document(doc.uri)
+                        else:
+                            server.sync(path, doc.language_id, data, stat)
+                    elif self._watched_by(server, path):
+                        events[server.name].append({"uri": path.as_uri(), "type": kind})
+            for server in running:
+                server.watched_files_changed(events[server.name])
+
+    def _stale_documents(self) -> list[Path]:
+        """Open documents whose file changed on disk since it was read (or may have)."""
+        return [
+            doc.path
+            for server in self.servers.values()
+            if server.running
+            for doc in server.documents.documents.values()
+            if doc.stat is UNTRUSTED or _stat(doc.path) != doc.stat
+        ]
+
+    def _watched_by(self, server: LanguageServer, path: Path) -> bool:
+        globs = server.capabilities.watched_file_globs()
+        if globs:
+            return any(glob_matches(g, path) for g in globs)
+        language = language_of(path, self.root, self.languages)
+        return language is not None and server.name in self.languages[language].servers
+
+    # -- requests -----------------------------------------------------------------------
+
+    def language(self, path: Path) -> str:
+        language = language_of(path, self.root, self.languages)
+        if language is None:
+            raise ToolError(
+                ErrorKind.UNSUPPORTED_FILE_TYPE,
+                f"No language is configured for {path.name!r}; give a file of a configured "
+                "language or add one under [languages].",
+            )
+        return language
+
+    def _language_id(self, language: str) -> str:
+        return self.languages[language].language_id or language
+
+    async def route(self, language: str, method: str) -> LanguageServer:
+        """The first server of `language` (routing order) that offers `method`, started."""
+        errors: list[ToolError] = []
+        for name in self.languages[language].servers:
+            try:
+                server = self.server_for(name, language)
+                await server.connection()
+            except ToolError as exc:
+                errors.append(exc)
+                continue
+            if await server.offers(method):
+                return server
+        if errors:
+            raise errors[0]
+        raise ToolError(
+            ErrorKind.LSP_UNAVAILABLE,
+            f"No {language} language server offers {method}; configure one that does.",
+        )
+
+    async def _open(self, server: LanguageServer, path: Path, language: str) -> Document:
+        await self.flush()
+        await server.connection()
+        doc = server.documents.get(path.as_uri())
+        if doc is not None and doc.stat is not UNTRUSTED and _stat(path) == doc.stat:
+            server.documents.touch(doc.uri)
+            return doc
+        data, stat = _read(path)
+        if data is None:
+            raise ToolError(ErrorKind.FILE_NOT_FOUND, f"{path.name!r} no longer exists.")
+        return server.sync(path, self._language_id(language), data, stat)
+
+    async def request(
+        self,
+        path: Path,
+        method: str,
+        params: Callable[[DocumentContext], Any],
+        *,
+        result_type: Any = Any,
+        wait_ready: bool = True,
+        timeout: float | None = None,
+    ) -> Answer:
+        """Send a request about `path` to the server that offers `method` (see the module doc)."""
+        language = self.language(path)
+        server = await self.route(language, method)
+        return await self._ask(
+            server, path, language, method, params, result_type, wait_ready, timeout
+        )
+
+    async def request_all(
+        self,
+        path: Path,
+        method: str,
+        params: Callable[[DocumentContext], Any],
+        *,
+        result_type: Any = Any,
+        wait_ready: bool = False,
+        timeout: float | None = None,
+    ) -> tuple[list[Answer], list[ToolError]]:
+        """`method` to every server of the file's language that offers it, concurrently."""
+        language = self.language(path)
+        names = self.languages[language].servers
+        answers: list[Answer | None] = [None] * len(names)
+        errors: list[ToolError] = []
+
+        async def one(i: int, name: str) -> None:
+            try:
+                server = self.server_for(name, language)
+                await server.connection()
+                if await server.offers(method):
+                    answers[i] = await self._ask(
+                        server, path, language, method, params, result_type, wait_ready, timeout
+                    )
+            except ToolError as exc:
+                errors.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for i, name in enumerate(names):
+                nursery.start_soon(one, i, name)
+        found = [a for a in answers if a is not None]
+        if not found and errors:
+            raise errors[0]
+        return found, errors
+
+    async def workspace_request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        languages: Sequence[str],
+        result_type: Any = Any,
+        timeout: float | None = None,
+    ) -> list[Answer]:
+        """A request naming no document, to each server of `languages` that offers it."""
+        answers: list[Answer] = []
+        errors: list[ToolError] = []
+        names = list(dict.fromkeys(n for lang in languages for n in self.languages[lang].servers))
+        await self.flush()
+        for name in names:
+            try:
+                server = self.server_for(name)
+                await server.connection()
+                if not await server.offers(method):
+                    continue
+                result = await server.request(
+                    method, params, timeout=timeout, result_type=result_type
+                )
+                answers.append(Answer(server.name, result, False, server.encoding, self))
+            except ToolError as exc:
+                errors.append(exc)
+        if not answers and errors:
+            raise errors[0]
+        return answers
+
+    async def _ask(
+        self,
+        server: LanguageServer,
+        path: Path,
+        language: str,
+        method: str,
+        params: Callable[[DocumentContext], Any],
+        result_type: Any,
+        wait_ready: bool,
+        timeout: float | None,
+    ) -> Answer:
+        for attempt in (1, 2):
+            doc = await self._open(server, path, language)
+            partial = False
+            if wait_ready:
+                partial = not await server.wait_ready(doc, self.config.lsp.ready_timeout)
+            ctx = DocumentContext(
+                server.name, path, doc.uri, doc.text, doc.version, server.encoding, doc.index
+            )
+            try:
+                result = await server.request(
+                    method, params(ctx), timeout=timeout, result_type=result_type
+                )
+            except ToolError as exc:
+                if attempt == 1 and exc.details.get("code") == CONTENT_MODIFIED:
+                    continue
+                raise
+            return Answer(server.name, result, partial, server.encoding, self)
+        raise AssertionError("unreachable")
+
+    # -- positions and paths ------------------------------------------------------------
+
+    def line_index(self, path: Path) -> LineIndex | None:
+        """The text of `path` as the servers see it: an open document, else the disk."""
+        uri = path.as_uri()
+        for server in self.servers.values():
+            doc = server.documents.get(uri)
+            if doc is not None:
+                return doc.index
+        stat = _stat(path)
+        cached = self._texts.get(path)
+        if cached is not None and cached[0] == stat:
+            return cached[1]
+        data, stat = _read(path)
+        if data is None:
+            return None
+        index = LineIndex(data.decode("utf-8", "replace"))
+        if len(self._texts) > 512:
+            self._texts.clear()
+        self._texts[path] = (stat, index)
+        return index
+
+    def to_client(
+        self, uri: str, position: Position | dict[str, int], encoding: Encoding
+    ) -> tuple[int, int]:
+        if isinstance(position, dict):
+            line, character = position["line"], position["character"]
+        else:
+            line, character = position.line, position.character
+        path = uri_to_path(uri)
+        index = self.line_index(path) if path is not None else None
+        if index is None:
+            return line + 1, character + 1
+        return index.to_client(line, character, encoding)
+
+    def relative(self, uri: str) -> str | None:
+        """The root-relative path of `uri`, or None when it is outside the root."""
+        path = uri_to_path(uri)
+        if path is None:
+            return None
+        real = Path(os.path.realpath(path))
+        try:
+            return real.relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+
+    def preview(self, uri: str, line: int) -> str:
+        path = uri_to_path(uri)
+        index = self.line_index(path) if path is not None else None
+        return index.line(line - 1).strip() if index is not None else ""
+
+    # -- diagnostics --------------------------------------------------------------------
+
+    async def diagnostics(self, path: Path) -> FileDiagnostics:
+        """Diagnostics of every diagnostic server for the file's current content (fresh)."""
+        language = self.language(path)
+        await self.flush()
+        data, stat = _read(path)
+        if data is None:
+            raise ToolError(ErrorKind.FILE_NOT_FOUND, f"{path.name!r} does not exist.")
+        digest = content_hash(data)
+        settle = self.config.lsp.settle_timeout
+        found: list[Found] = []
+        errors: list[ToolError] = []
+        partial = False
+
+        async def one(name: str) -> None:
+            nonlocal partial
+            try:
+                server = self.server_for(name, language)
+                await server.connection()
+                doc = server.sync(
+                    path, self._language_id(language), data, stat, fresh_diagnostics=True
+                )
+                items = await server.document_diagnostics(doc, settle)
+            except ToolError as exc:
+                errors.append(exc)
+                return
+            if items is None:
+                partial = True
+                return
+            found.extend(self._found(doc.uri, d, doc.index, server.encoding) for d in items)
+
+        async with trio.open_nursery() as nursery:
+            for name in self.languages[language].servers:
+                nursery.start_soon(one, name)
+        if errors and len(errors) == len(self.languages[language].servers):
+            raise errors[0]
+        return FileDiagnostics(found, digest, partial or bool(errors), errors)
+
+    async def workspace_diagnostics(
+        self, languages: Sequence[str] | None = None
+    ) -> tuple[list[Found], list[ToolError]]:
+        """Everything the servers have published, plus pulled workspace diagnostics.
+
+        `languages` (default: those with files in the root) are started first, and each
+        server's work-done progress is awaited within `lsp.ready_timeout`.
+        """
+        await self.flush()
+        if languages is None:
+            languages = self.project_languages()
+        names = list(dict.fromkeys(n for lang in languages for n in self.languages[lang].servers))
+        errors: list[ToolError] = []
+        by_uri: dict[tuple[str, str], list[Diagnostic]] = {}
+        encodings: dict[str, Encoding] = {}
+
+        async def one(name: str) -> None:
+            try:
+                server = self.server_for(name)
+                await server.connection()
+                await server.wait_idle(self.config.lsp.ready_timeout)
+                encodings[name] = server.encoding
+                for uri, published in server.published.items():
+                    by_uri[(name, uri)] = published.diagnostics
+                if await server.offers("workspace/diagnostic"):
+                    pulled, _ = await server.workspace_diagnostics(self.config.lsp.settle_timeout)
+                    for uri, items in pulled.items():
+                        by_uri[(name, uri)] = items
+            except ToolError as exc:
+                errors.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for name in names:
+                nursery.start_soon(one, name)
+        found: list[Found] = []
+        for (name, uri), items in by_uri.items():
+            path = uri_to_path(uri)
+            index = self.line_index(path) if path is not None else None
+            if index is None or self.relative(uri) is None:
+                continue
+            found.extend(self._found(uri, d, index, encodings[name]) for d in items)
+        if names and len(errors) == len(names):
+            raise errors[0]
+        return found, errors
+
+    def project_languages(self, limit: int = 20000) -> list[str]:
+        """Languages with at least one file under the root (ignored folders skipped)."""
+        seen: set[str] = set()
+        count = 0
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if not is_ignored(Path(dirpath) / d, self.root)]
+            for filename in filenames:
+                count += 1
+                language = language_of(Path(dirpath) / filename, self.root, self.languages)
+                if language is not None:
+                    seen.add(language)
+            if count > limit:
+                break
+        return sorted(seen)
+
+    def _found(self, uri: str, d: Diagnostic, index: LineIndex, encoding: Encoding) -> Found:
+        line, column = index.to_client(d.range.start.line, d.range.start.character, encoding)
+        end_line, end_column = index.to_client(d.range.end.line, d.range.end.character, encoding)
+        return Found(
+            file=self.relative(uri) or uri,
+            line=line,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+            severity=d.severity or 1,
+            message=d.message,
+            code=d.code,
+            source=d.source,
+        )
+
+
+def _stat(path: Path) -> Stat:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return UNTRUSTED
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+def _read(path: Path) -> tuple[bytes | None, Stat]:
+    """The bytes of `path`, and the stat under which an unchanged file need not be read again.
+
+    As in git's "racy" check, a stat is only trusted when the file was last changed well
+    before the read: a later write then always shows in its timestamps, even with the
+    coarse clock of the file system. Otherwise the stat is UNTRUSTED and the file is read
+    (and hashed) again next time. None when the file is gone.
+    """
+    now = time.time_ns()
+    stat = _stat(path)
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None, UNTRUSTED
+    except OSError as exc:
+        raise ToolError(
+            ErrorKind.FILE_NOT_FOUND, f"{path.name!r} cannot be read ({exc.strerror}); check it."
+        ) from None
+    if stat is UNTRUSTED or now - max(stat[0], stat[3]) < RACY_NS:
+        return data, UNTRUSTED
+    return data, stat

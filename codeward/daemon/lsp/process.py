@@ -1,0 +1,97 @@
+"""A language-server process: its own process group, pipes, a bounded stderr ring, and a stop
+that leaves nothing behind (SIGTERM to the group, then SIGKILL)."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import trio
+
+log = logging.getLogger("codeward.lsp")
+
+STDERR_LINES = 200
+
+
+class ServerProcess:
+    """One spawned server; `pid` is also its process group id."""
+
+    def __init__(self, name: str, process: trio.Process) -> None:
+        self.name = name
+        self.process = process
+        self.pid: int = process.pid
+        self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        assert process.stdin is not None and process.stdout is not None
+        self.stdin: trio.abc.SendStream = process.stdin
+        self.stdout: trio.abc.ReceiveStream = process.stdout
+
+    @classmethod
+    async def spawn(
+        cls, name: str, command: list[str], cwd: Path, env: dict[str, str]
+    ) -> ServerProcess:
+        """Start `command`; raises OSError (FileNotFoundError: not installed)."""
+        process = await trio.lowlevel.open_process(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env={**os.environ, **env},
+            start_new_session=True,
+        )
+        return cls(name, process)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def stderr_tail(self, lines: int = 10) -> list[str]:
+        return list(self.stderr)[-lines:]
+
+    async def pump_stderr(self) -> None:
+        """Keep the last stderr lines in the ring and in the log, until EOF."""
+        stream = self.process.stderr
+        assert stream is not None
+        partial = b""
+        while True:
+            try:
+                chunk = await stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                break
+            if not chunk:
+                break
+            *lines, partial = (partial + chunk).split(b"\n")
+            if len(partial) > 65536:
+                lines.append(partial)
+                partial = b""
+            for raw in lines:
+                line = raw.decode("utf-8", "replace").rstrip()
+                if line:
+                    self.stderr.append(line)
+                    log.debug("%s stderr: %s", self.name, line)
+        if partial.strip():
+            self.stderr.append(partial.decode("utf-8", "replace").rstrip())
+
+    def signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+    async def terminate(self, grace: float) -> None:
+        """SIGTERM to the group, up to `grace` seconds, then SIGKILL; reaps the leader.
+
+        Members of the group that outlive the leader are killed too. Call it shielded.
+        """
+        if self.process.returncode is None:
+            self.signal_group(signal.SIGTERM)
+            with trio.move_on_after(grace):
+                await self.process.wait()
+        self.signal_group(signal.SIGKILL)
+        await self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if stream is not None:
+                await stream.aclose()

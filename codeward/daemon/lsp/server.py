@@ -1,0 +1,706 @@
+"""One language server for one session root: an actor that spawns, handshakes, supervises
+and stops its process, answers the server's requests and records what it publishes.
+
+Supervision: a crash restarts the server after a backoff (0.5 s doubling to 30 s) and opens
+its documents again; after 5 crashes in 5 minutes it stays `failed` until a request after a
+cool-down, or `retry()`. Requests in flight fail at once when the process goes.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import math
+import os
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from codeward.daemon.config import LspConfig, ServerConfig
+from codeward.daemon.lsp.capabilities import ServerCapabilities, client_capabilities
+from codeward.daemon.lsp.connection import (
+    ConnectionClosed,
+    LspConnection,
+    RequestTimeout,
+    ResponseError,
+)
+from codeward.daemon.lsp.defaults import command_available
+from codeward.daemon.lsp.documents import UNTRUSTED, Document, DocumentStore, Stat
+from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.lsp.process import ServerProcess
+from codeward.daemon.lsp.types import (
+    ConfigurationParams,
+    Diagnostic,
+    DocumentDiagnosticReport,
+    LogMessageParams,
+    ProgressParams,
+    PublishDiagnosticsParams,
+    RegistrationParams,
+    UnregistrationParams,
+    WorkspaceDiagnosticReport,
+)
+from codeward.protocol.errors import ErrorKind, ToolError
+from codeward.protocol.messages import Incoming
+
+log = logging.getLogger("codeward.lsp")
+
+BACKOFF_START = 0.5
+BACKOFF_MAX = 30.0
+CRASH_LIMIT = 5
+CRASH_WINDOW = 300.0
+FAILED_COOLDOWN = 30.0
+METHOD_NOT_FOUND = -32601
+REGISTRATION_GRACE = 2.0  # seconds a new server may take to register its capabilities
+QUIET = 0.3  # seconds without news that end a streamed workspace diagnostic pull
+_TOKENS = itertools.count(1)
+
+ApplyEdit = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+ProgressSink = Callable[[dict[str, Any]], None]
+
+
+class ServerState(StrEnum):
+    IDLE = "idle"  # not started yet: servers start on first need
+    STARTING = "starting"
+    RUNNING = "running"
+    RESTARTING = "restarting"  # crashed; waiting out the backoff
+    FAILED = "failed"  # too many crashes; waits for a request after the cool-down
+    UNAVAILABLE = "unavailable"  # its program is not installed
+    STOPPED = "stopped"
+
+
+@dataclass
+class Published:
+    """The diagnostics a server last pushed for a document, and the version they describe."""
+
+    version: int | None
+    diagnostics: list[Diagnostic]
+
+
+_ABSOLUTE = re.compile(r"(?:file://)?/[^\s'\"`:,)]+")
+
+
+def scrub(text: str, root: Path) -> str:
+    """`text` with absolute paths outside `root` replaced, for messages."""
+    prefix = str(root)
+
+    def replace(match: re.Match[str]) -> str:
+        path = match.group(0).removeprefix("file://")
+        if path == prefix or path.startswith(prefix + "/"):
+            return os.path.relpath(path, prefix)
+        return "<path>"
+
+    return _ABSOLUTE.sub(replace, text)
+
+
+class LanguageServer:
+    def __init__(
+        self,
+        name: str,
+        config: ServerConfig,
+        *,
+        root: Path,
+        lsp: LspConfig,
+        max_message: int,
+        on_progress: ProgressSink,
+        language: str = "",
+    ) -> None:
+        self.name = name
+        self.language = language
+        self.config = config
+        self.root = root
+        self.lsp = lsp
+        self.max_message = max_message
+        self.on_progress = on_progress
+        self.apply_edit: ApplyEdit | None = None  # the edit layer plugs in here
+        self.state = ServerState.IDLE
+        self.pid: int | None = None
+        self.restarts = 0
+        self.last_error = ""
+        self.stderr: list[str] = []
+        self.messages: collections.deque[str] = collections.deque(maxlen=50)
+        self.documents = DocumentStore(max(1, lsp.max_open_documents))
+        self.capabilities = ServerCapabilities()
+        self.published: dict[str, Published] = {}
+        self.analysed: dict[str, int] = {}  # uri -> version answered by a diagnostic pull
+        self.progress: dict[int | str, str] = {}  # active work-done progress: token -> title
+        self.world = 0  # counts changes the server was told of (for freshness)
+        self.push_silent = False  # it never pushed diagnostics and let a settle time out
+        self._crashes: collections.deque[float] = collections.deque()
+        self._failed_at = 0.0
+        self._running_since = 0.0
+        self._attempts = 0  # start attempts so far
+        self._failed_attempt = 0  # the number of the last attempt that failed
+        self._wanted = trio.Event()
+        self._changed = trio.Event()
+        self._process: ServerProcess | None = None
+        self._conn: LspConnection | None = None
+        self._partial: dict[int | str, Callable[[Any], None]] = {}
+
+    # -- state ------------------------------------------------------------------------
+
+    def _set_state(self, state: ServerState) -> None:
+        self.state = state
+        self._touch()
+
+    def _touch(self) -> None:
+        """Wake everyone waiting for a change of state, diagnostics or progress."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Whether `predicate` came true within `timeout` (checked after every change)."""
+        with trio.move_on_after(timeout):
+            while not predicate():
+                await self._changed.wait()
+            return True
+        return False
+
+    @property
+    def encoding(self) -> Encoding:
+        return self.capabilities.position_encoding
+
+    def status(self) -> dict[str, Any]:
+        stderr = self._process.stderr_tail() if self._process is not None else self.stderr
+        return {
+            "name": self.name,
+            "language": self.language,
+            "state": self.state.value,
+            "pid": self.pid,
+            "restarts": self.restarts,
+            "open_documents": len(self.documents),
+            "in_flight": self._conn.in_flight if self._conn is not None else 0,
+            "progress": sorted(self.progress.values()),
+            "last_error": self.last_error,
+            "stderr": stderr,
+        }
+
+    def retry(self) -> None:
+        """Start a failed (or missing) server again on its next need: `session/open` asked."""
+        if self.state in (ServerState.FAILED, ServerState.UNAVAILABLE):
+            self._crashes.clear()
+            self._failed_at = 0.0
+            self._set_state(ServerState.IDLE)
+
+    # -- supervision ------------------------------------------------------------------
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Supervise the server until cancelled; then stop it (shutdown, exit, TERM, KILL)."""
+        task_status.started()
+        try:
+            while True:
+                await self._wanted.wait()
+                crash = await self._run_once()
+                if crash is None:  # not installed
+                    self._wanted = trio.Event()
+                    self._set_state(ServerState.UNAVAILABLE)
+                    continue
+                self._failed_attempt = self._attempts
+                self.last_error = crash
+                now = trio.current_time()
+                self._crashes.append(now)
+                while self._crashes and self._crashes[0] < now - CRASH_WINDOW:
+                    self._crashes.popleft()
+                log.warning("%s crashed: %s", self.name, crash)
+                if len(self._crashes) >= CRASH_LIMIT:
+                    self._failed_at = now
+                    self._wanted = trio.Event()
+                    self._set_state(ServerState.FAILED)
+                    continue
+                self._set_state(ServerState.RESTARTING)
+                self.restarts += 1
+                await trio.sleep(min(BACKOFF_START * 2 ** (len(self._crashes) - 1), BACKOFF_MAX))
+        finally:
+            self._set_state(ServerState.STOPPED)
+
+    async def _run_once(self) -> str | None:
+        """Run one process until it dies: the reason, or None when it is not installed."""
+        self._attempts += 1
+        self._set_state(ServerState.STARTING)
+        env = self.config.env
+        if not command_available(self.config.command, env):
+            self.last_error = "not installed"
+            return None
+        try:
+            process = await ServerProcess.spawn(self.name, self.config.command, self.root, env)
+        except FileNotFoundError:
+            self.last_error = "not installed"
+            return None
+        except OSError as exc:
+            return f"it could not start ({exc.strerror or exc.__class__.__name__})"
+        conn = LspConnection(
+            self.name,
+            process.stdin,
+            process.stdout,
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            max_message=self.max_message,
+        )
+        self._process, self._conn, self.pid = process, conn, process.pid
+        self.capabilities = ServerCapabilities()
+        self.published.clear()
+        self.analysed.clear()
+        self.progress.clear()
+        io_scope = trio.CancelScope(shield=True)
+        reason = "it stopped"
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._io, process, conn, io_scope)
+                try:
+                    await self._handshake(conn)
+                    self._running_since = trio.current_time()
+                    self._set_state(ServerState.RUNNING)
+                    await conn.closed.wait()
+                    reason = await self._crash_reason(process, conn)
+                except _StartFailed as exc:
+                    reason = str(exc)
+                except ConnectionClosed:
+                    reason = await self._crash_reason(process, conn)
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await self._stop(process, conn)
+                        io_scope.cancel()
+        finally:
+            conn.close(reason)
+            self.stderr = process.stderr_tail()
+            self._process = self._conn = None
+            self.pid = None
+        return reason
+
+    async def _io(
+        self, process: ServerProcess, conn: LspConnection, scope: trio.CancelScope
+    ) -> None:
+        with scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(conn.run)
+                nursery.start_soon(process.pump_stderr)
+                await process.process.wait()
+                with trio.move_on_after(1.0):  # let the reader drain what it wrote
+                    await conn.closed.wait()
+                conn.close(f"it exited with code {process.returncode}")
+
+    async def _crash_reason(self, process: ServerProcess, conn: LspConnection) -> str:
+        with trio.move_on_after(0.2):
+            await process.process.wait()
+        if process.returncode is not None and "not LSP" not in conn.close_reason:
+            return f"it exited with code {process.returncode}"
+        return conn.close_reason
+
+    async def _handshake(self, conn: LspConnection) -> None:
+        timeout = self.lsp.initialize_timeout
+        params = {
+            "processId": os.getpid(),
+            "clientInfo": {"name": "codeward", "version": "0.1.0"},
+            "locale": "en",
+            "rootPath": str(self.root),
+            "rootUri": self.root.as_uri(),
+            "workspaceFolders": self._folders(),
+            "capabilities": client_capabilities(),
+            "initializationOptions": self.config.init_options,
+            "trace": "off",
+        }
+        try:
+            result = await conn.request("initialize", params, timeout=timeout)
+        except RequestTimeout:
+            raise _StartFailed(f"it did not answer initialize within {timeout:g} s") from None
+        except ResponseError as exc:
+            raise _StartFailed(f"it refused initialize ({scrub(exc.message, self.root)})") from None
+        caps = result.get("capabilities") if isinstance(result, dict) else None
+        if not isinstance(caps, dict):
+            raise _StartFailed("its initialize result has no capabilities")
+        if "offsetEncoding" in result and "positionEncoding" not in caps:
+            caps["offsetEncoding"] = result["offsetEncoding"]
+        self.capabilities.static = caps
+        conn.notify("initialized", {})
+        if self.config.settings:
+            conn.notify("workspace/didChangeConfiguration", {"settings": self.config.settings})
+        for method, notice in self.documents.reopen_all():
+            conn.notify(method, notice)
+
+    async def _stop(self, process: ServerProcess, conn: LspConnection) -> None:
+        """shutdown and exit when it still talks, then TERM and KILL its process group."""
+        grace = self.lsp.shutdown_timeout
+        if not conn.closed.is_set() and self.state is ServerState.RUNNING:
+            with trio.move_on_after(grace):
+                try:
+                    await conn.request("shutdown", None, timeout=grace)
+                    conn.notify("exit")
+                    await process.process.wait()
+                except (ConnectionClosed, RequestTimeout, ResponseError):
+                    pass
+        await process.terminate(grace)
+
+    def _folders(self) -> list[dict[str, str]]:
+        return [{"uri": self.root.as_uri(), "name": self.root.name}]
+
+    # -- what callers use -------------------------------------------------------------
+
+    def _unavailable(self) -> ToolError:
+        hint = self.config.install_hint or f"install {self.config.command[:1] or [self.name]}"
+        return ToolError(
+            ErrorKind.LSP_UNAVAILABLE,
+            f"The {self.name} language server is not installed; {hint}.",
+            server=self.name,
+        )
+
+    def _want(self) -> None:
+        if self.state is ServerState.FAILED:
+            if trio.current_time() - self._failed_at < FAILED_COOLDOWN:
+                wait = FAILED_COOLDOWN - (trio.current_time() - self._failed_at)
+                raise ToolError(
+                    ErrorKind.LSP_ERROR,
+                    f"The {self.name} language server failed {CRASH_LIMIT} times "
+                    f"({scrub(self.last_error, self.root)}); retry in {wait:.0f} s or open the "
+                    "session again.",
+                    server=self.name,
+                )
+            self.retry()
+        if self.state is ServerState.UNAVAILABLE:
+            if not command_available(self.config.command, self.config.env):
+                raise self._unavailable()
+            self._set_state(ServerState.IDLE)
+        self._wanted.set()
+
+    async def connection(self) -> LspConnection:
+        """The running server's connection, starting it on first need."""
+        self._want()
+        # The attempt that will serve this caller: the one starting now, else the next.
+        target = self._attempts + (0 if self.state is ServerState.STARTING else 1)
+        while True:
+            conn = self._conn
+            if self.state is ServerState.RUNNING and conn is not None and not conn.closed.is_set():
+                return conn
+            if self.state is ServerState.UNAVAILABLE:
+                raise self._unavailable()
+            if self.state is ServerState.STOPPED:
+                raise ToolError(
+                    ErrorKind.LSP_ERROR,
+                    f"The {self.name} language server was stopped; open the session again.",
+                    server=self.name,
+                )
+            if self._failed_attempt >= target or self.state is ServerState.FAILED:
+                raise ToolError(
+                    ErrorKind.LSP_ERROR,
+                    f"The {self.name} language server could not start: "
+                    f"{scrub(self.last_error, self.root)}; see session/list for its stderr.",
+                    server=self.name,
+                )
+            await self._changed.wait()
+
+    async def request(
+        self, method: str, params: Any, *, timeout: float | None = None, result_type: Any = Any
+    ) -> Any:
+        """Send `method` to the running server; ToolError `lsp_error`/`timeout` on failure."""
+        conn = await self.connection()
+        timeout = self.timeout_for(method) if timeout is None else timeout
+        try:
+            return await conn.request(method, params, timeout=timeout, result_type=result_type)
+        except ConnectionClosed as exc:
+            raise ToolError(
+                ErrorKind.LSP_ERROR,
+                f"The {self.name} language server stopped during {method} "
+                f"({scrub(exc.reason, self.root)}); it restarts by itself, so retry.",
+                server=self.name,
+            ) from None
+        except RequestTimeout:
+            raise ToolError(
+                ErrorKind.TIMEOUT,
+                f"The {self.name} language server did not answer {method} within "
+                f"{timeout:g} s; retry, or raise lsp.method_timeouts in the config.",
+                server=self.name,
+            ) from None
+        except ResponseError as exc:
+            raise ToolError(
+                ErrorKind.LSP_ERROR,
+                f"The {self.name} language server could not answer {method}: "
+                f"{scrub(exc.message, self.root)}.",
+                server=self.name,
+                code=exc.code,
+            ) from None
+
+    def timeout_for(self, method: str) -> float:
+        return self.lsp.method_timeouts.get(method, self.lsp.request_timeout)
+
+    def notify(self, method: str, params: Any) -> None:
+        if self.running:
+            assert self._conn is not None
+            self._conn.notify(method, params)
+
+    @property
+    def running(self) -> bool:
+        conn = self._conn
+        return self.state is ServerState.RUNNING and conn is not None and not conn.closed.is_set()
+
+    @property
+    def pulls_diagnostics(self) -> bool:
+        return self.capabilities.supports("textDocument/diagnostic")
+
+    def sync(
+        self,
+        path: Path,
+        language_id: str,
+        data: bytes,
+        stat: Stat = UNTRUSTED,
+        *,
+        fresh_diagnostics: bool = False,
+    ) -> Document:
+        """Give the running server `data` as the content of `path` (didOpen/didChange).
+
+        With `fresh_diagnostics`, a server that only pushes diagnostics gets the same text
+        again under a new version when other files changed since, so its next push
+        describes the world as it is now.
+        """
+        uri = path.as_uri()
+        current = self.documents.get(uri)
+        force = (
+            fresh_diagnostics
+            and current is not None
+            and current.world < self.world
+            and not self.pulls_diagnostics
+        )
+        doc, notices = self.documents.sync(
+            path, uri, language_id, data, self.world, stat, force=force
+        )
+        for method, params in notices:
+            if method == "textDocument/didChange":
+                self.world += 1
+                doc.world = self.world
+            if method == "textDocument/didClose":
+                self.published.pop(params["textDocument"]["uri"], None)
+            self.notify(method, params)
+        return doc
+
+    def close_document(self, uri: str) -> None:
+        for method, params in self.documents.close(uri):
+            self.published.pop(uri, None)
+            self.world += 1
+            self.notify(method, params)
+
+    def watched_files_changed(self, changes: list[dict[str, Any]]) -> None:
+        """didChangeWatchedFiles (`changes`: FileEvent dicts)."""
+        if changes and self.running:
+            self.world += 1
+            self.notify("workspace/didChangeWatchedFiles", {"changes": changes})
+            self._touch()
+
+    async def document_diagnostics(self, doc: Document, settle: float) -> list[Diagnostic] | None:
+        """Diagnostics for this content of `doc`: pulled, or the push for its version.
+
+        None when no answer came within `settle` seconds.
+        """
+
+        def answered() -> bool:
+            published = self.published.get(doc.uri)
+            return published is not None and (published.version or 0) >= doc.version
+
+        with trio.move_on_after(settle):
+            if not self.pulls_diagnostics:
+                # A server may register pull diagnostics only after `initialized`.
+                if self.push_silent and doc.uri not in self.published:
+                    return []
+                await self.wait_for(lambda: answered() or self.pulls_diagnostics, math.inf)
+                if answered():
+                    return self.published[doc.uri].diagnostics
+            try:
+                report = await self.request(
+                    "textDocument/diagnostic",
+                    {"textDocument": {"uri": doc.uri}},
+                    timeout=settle,
+                    result_type=DocumentDiagnosticReport,
+                )
+            except ToolError as exc:
+                if exc.kind is ErrorKind.TIMEOUT:
+                    return None
+                raise
+            self.analysed[doc.uri] = doc.version
+            self._touch()
+            return report.items
+        if not self.published and not self.pulls_diagnostics:
+            self.push_silent = True
+        return None
+
+    async def workspace_diagnostics(
+        self, timeout: float
+    ) -> tuple[dict[str, list[Diagnostic]], bool]:
+        """Pull workspace diagnostics: (uri -> diagnostics, complete).
+
+        Results may stream as partial results while the request stays open (basedpyright
+        keeps it open for ever): it is over when the response came, or when the server's
+        work-done progress ended and nothing new arrived for a quiet moment.
+        """
+        token = f"codeward-{next(_TOKENS)}"
+        results: dict[str, list[Diagnostic]] = {}
+        done = False
+
+        def take(report: WorkspaceDiagnosticReport) -> None:
+            for item in report.items:
+                if item.kind == "full":
+                    results[item.uri] = item.items
+
+        def sink(value: Any) -> None:
+            take(msgspec.convert(value, type=WorkspaceDiagnosticReport))
+            self._touch()
+
+        async def ask() -> None:
+            nonlocal done
+            try:
+                take(
+                    await self.request(
+                        "workspace/diagnostic",
+                        {"previousResultIds": [], "partialResultToken": token},
+                        timeout=timeout,
+                        result_type=WorkspaceDiagnosticReport,
+                    )
+                )
+            except ToolError as exc:
+                if exc.kind is not ErrorKind.TIMEOUT:
+                    raise
+            else:
+                done = True
+            self._touch()
+
+        self._partial[token] = sink
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(ask)
+                with trio.move_on_after(timeout):
+                    while not done:
+                        with trio.move_on_after(QUIET) as quiet:
+                            await self._changed.wait()
+                        if quiet.cancelled_caught and results and not self.progress:
+                            done = True
+                nursery.cancel_scope.cancel()
+        finally:
+            del self._partial[token]
+        return results, done
+
+    async def wait_ready(self, doc: Document, timeout: float) -> bool:
+        """Wait until the server has analysed `doc` and its work-done progress ended."""
+
+        def ready() -> bool:
+            if self.progress:
+                return False
+            if self.analysed.get(doc.uri) == doc.version:
+                return True
+            published = self.published.get(doc.uri)
+            return published is not None and (published.version or 0) >= doc.version
+
+        with trio.move_on_after(timeout):
+            if not ready():
+                await self.document_diagnostics(doc, timeout)
+            return await self.wait_for(ready, timeout)
+        return False
+
+    async def offers(self, method: str) -> bool:
+        """Whether the running server offers `method`; a server that started moments ago
+        gets `REGISTRATION_GRACE` seconds to register it dynamically."""
+        grace = self._running_since + REGISTRATION_GRACE - trio.current_time()
+        return await self.wait_for(lambda: self.capabilities.supports(method), max(grace, 0))
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait until no work-done progress is active."""
+        return await self.wait_for(lambda: not self.progress, timeout)
+
+    # -- what the server sends --------------------------------------------------------
+
+    def _setting(self, section: str | None) -> Any:
+        value: Any = self.config.settings
+        if not section:
+            return value
+        for part in section.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return None
+            value = value[part]
+        return value
+
+    def _on_request(self, method: str, message: Incoming) -> Any:
+        if method == "workspace/configuration":
+            items = message.decode(ConfigurationParams).items
+            return [self._setting(item.section) for item in items]
+        if method == "client/registerCapability":
+            for reg in message.decode(RegistrationParams).registrations:
+                self.capabilities.register(reg.id, reg.method, reg.register_options)
+            self._touch()
+            return None
+        if method == "client/unregisterCapability":
+            for unreg in message.decode(UnregistrationParams).unregisterations:
+                self.capabilities.unregister(unreg.id)
+            self._touch()
+            return None
+        if method == "window/workDoneProgress/create":
+            return None
+        if method == "workspace/workspaceFolders":
+            return self._folders()
+        if method == "workspace/applyEdit":
+            if self.apply_edit is not None:
+                return self.apply_edit(message.decode())
+            return {"applied": False, "failureReason": "codeward applies no edits from servers yet"}
+        if method == "window/showMessageRequest":
+            params = message.decode()
+            self.messages.append(str(params.get("message", "")))
+            return None
+        if method == "window/showDocument":
+            return {"success": False}
+        if method.endswith("/refresh"):  # diagnostics, semantic tokens, code lens, inlay hints
+            self.world += 1
+            return None
+        raise ResponseError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _on_notification(self, method: str, message: Incoming) -> None:
+        if method == "textDocument/publishDiagnostics":
+            params = message.decode(PublishDiagnosticsParams)
+            version = params.version
+            if version is None:
+                doc = self.documents.get(params.uri)
+                version = doc.version if doc is not None else None
+            self.published[params.uri] = Published(version, params.diagnostics)
+            self.push_silent = False
+            self._touch()
+        elif method == "$/progress":
+            params = message.decode(ProgressParams)
+            sink = self._partial.get(params.token)
+            if sink is not None:
+                sink(params.value)
+            else:
+                self._progress(params)
+        elif method in ("window/logMessage", "window/showMessage"):
+            params = message.decode(LogMessageParams)
+            self.messages.append(params.message)
+            log.debug("%s: %s", self.name, params.message)
+
+    def _progress(self, params: ProgressParams) -> None:
+        value = params.value if isinstance(params.value, dict) else {}
+        kind = value.get("kind")
+        if kind not in ("begin", "report", "end"):
+            return  # partial results, not work-done progress
+        title = value.get("title") or self.progress.get(params.token, "")
+        if kind == "begin":
+            self.progress[params.token] = str(title)
+        elif kind == "end":
+            self.progress.pop(params.token, None)
+        self._touch()
+        self.on_progress(
+            {
+                "server": self.name,
+                "token": params.token,
+                "kind": kind,
+                "title": title,
+                "message": value.get("message"),
+                "percentage": value.get("percentage"),
+            }
+        )
+
+
+class _StartFailed(Exception):
+    """The server started but did not complete the handshake."""
+
+
+def decode_items(data: Any, type_: Any) -> Any:
+    """Convert already-decoded JSON into `type_` (for results decoded as Any)."""
+    return msgspec.convert(data, type=type_)

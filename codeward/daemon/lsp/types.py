@@ -1,0 +1,115 @@
+"""LSP shapes on msgspec Structs, for the hot and the frequent messages (not cattrs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import UNSET, Struct
+
+
+class Position(Struct):
+    line: int
+    character: int
+
+
+class Range(Struct):
+    start: Position
+    end: Position
+
+
+class Location(Struct):
+    uri: str
+    range: Range
+
+
+class LocationLink(Struct, rename="camel"):
+    target_uri: str
+    target_range: Range
+    target_selection_range: Range
+    origin_selection_range: Range | None = None
+
+
+class Diagnostic(Struct, rename="camel"):
+    range: Range
+    message: str
+    severity: int | None = None
+    code: int | str | None = None
+    source: str | None = None
+    tags: list[int] | None = None
+    data: Any = UNSET
+
+
+class PublishDiagnosticsParams(Struct):
+    uri: str
+    diagnostics: list[Diagnostic]
+    version: int | None = None
+
+
+class DocumentDiagnosticReport(Struct, rename="camel"):
+    kind: str
+    items: list[Diagnostic] = []
+    result_id: str | None = None
+    related_documents: dict[str, Any] | None = None
+
+
+class WorkspaceDocumentReport(Struct, rename="camel"):
+    uri: str
+    kind: str
+    items: list[Diagnostic] = []
+    version: int | None = None
+    result_id: str | None = None
+
+
+class WorkspaceDiagnosticReport(Struct):
+    items: list[WorkspaceDocumentReport] = []
+
+
+class ProgressValue(Struct):
+    kind: str
+    title: str | None = None
+    message: str | None = None
+    percentage: float | None = None
+    cancellable: bool | None = None
+
+
+class ProgressParams(Struct):
+    token: int | str
+    value: Any
+
+
+class Registration(Struct, rename="camel"):
+    id: str
+    method: str
+    register_options: Any = None
+
+
+class RegistrationParams(Struct):
+    registrations: list[Registration]
+
+
+class Unregistration(Struct):
+    id: str
+    method: str
+
+
+class UnregistrationParams(Struct):
+    # The LSP spec keeps this misspelling.
+    unregisterations: list[Unregistration]
+
+
+class ConfigurationItem(Struct, rename="camel"):
+    scope_uri: str | None = None
+    section: str | None = None
+
+
+class ConfigurationParams(Struct):
+    items: list[ConfigurationItem]
+
+
+class LogMessageParams(Struct):
+    type: int
+    message: str
+
+
+SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
+SEVERITY_RANKS = {name: rank for rank, name in SEVERITY_NAMES.items()}

@@ -1,0 +1,236 @@
+"""One hardened lupa Lua 5.4 runtime that runs one eval at a time, one resume at a time.
+
+The Python side never lets Lua allocate outside a protected call while the memory cap is on
+(lupa pushes arguments unprotected, and an allocation failure there aborts the process):
+data is handed over with the cap lifted and only stored; compiling and running happen under
+the cap with nothing but numbers and booleans as arguments.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import lupa.lua54 as lua54
+
+from codeward.daemon.config import LuaConfig
+from codeward.daemon.lua.convert import LuaBuilder, decode_json
+from codeward.daemon.lua.prelude import HOOK_COUNT, PRELUDE
+from codeward.protocol.errors import ErrorKind, ToolError
+
+LOG_LIMIT = 64 * 1024
+_MESSAGE_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class HostRequest:
+    """The script called `codeward.<name>`; `payloads` are JSON texts (raw text for log)."""
+
+    name: str
+    payloads: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The script returned; `value` is its first return value as JSON-able data."""
+
+    value: Any
+
+
+Step = HostRequest | Finished
+
+
+class Sandbox:
+    """A lupa runtime with the sandbox prelude loaded; `broken` once a limit was hit."""
+
+    def __init__(self, limits: LuaConfig) -> None:
+        self._limits = limits
+        self._max_memory = max(1, limits.memory_mb) * 1024 * 1024
+        self.broken = False
+        self._host_errors: dict[int, ToolError] = {}
+        self._cpu_left = limits.cpu_seconds
+        self._runtime: Any = lua54.LuaRuntime(
+            encoding=None,
+            register_eval=False,
+            register_builtins=False,
+            max_memory=self._max_memory,
+        )
+        with self._lifted():
+            driver = self._runtime.execute(PRELUDE, HOOK_COUNT)
+            self._driver = {bytes(k).decode(): driver[k] for k in driver}
+            self._null = self._driver["null"]()
+
+    @property
+    def memory_used(self) -> int:
+        return self._runtime.get_memory_used()
+
+    @contextmanager
+    def _lifted(self) -> Iterator[None]:
+        """Lift the memory cap while Python pushes data (lupa pushes it unprotected)."""
+        self._runtime.set_max_memory(0)
+        try:
+            yield
+        finally:
+            self._runtime.set_max_memory(self._max_memory)
+
+    def _builder(self) -> LuaBuilder:
+        return LuaBuilder(self._runtime, self._null)
+
+    def _mark_arrays(self, builder: LuaBuilder) -> None:
+        if builder.arrays:
+            self._driver["mark_arrays"](self._runtime.table_from(builder.arrays))
+
+    def start(self, source: str, args: Any) -> Step:
+        """Compile `source` into a fresh environment and run it until it first stops."""
+        self._host_errors.clear()
+        self._cpu_left = self._limits.cpu_seconds
+        with self._lifted():
+            builder = self._builder()
+            try:
+                lua_args = None if args is None else builder.build(args)
+            except TypeError as exc:
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    f"args cannot be passed to Lua ({exc}); pass JSON data.",
+                ) from None
+            self._mark_arrays(builder)
+            self._driver["prepare"](
+                source.encode("utf-8", "replace"),
+                lua_args,
+                self._limits.result_bytes,
+                LOG_LIMIT,
+            )
+        message = self._limited(self._driver["compile"])
+        if message is not None:
+            text = _text(message)
+            raise ToolError(
+                ErrorKind.LUA_ERROR,
+                f"The Lua script does not compile ({_short(text)}); fix it and run it again.",
+                error=text,
+            )
+        return self._resume(True)
+
+    def resume(self, value: Any) -> Step:
+        """Continue after a host call that returned `value`."""
+        with self._lifted():
+            builder = self._builder()
+            try:
+                lua_value = builder.build(value)
+            except TypeError as exc:
+                failure = ToolError(
+                    ErrorKind.LUA_ERROR,
+                    f"A host call returned data that cannot be passed to Lua ({exc}).",
+                )
+            else:
+                self._mark_arrays(builder)
+                self._driver["stash"](lua_value)
+                failure = None
+        if failure is not None:
+            return self.throw(failure)
+        return self._resume(True)
+
+    def throw(self, error: ToolError) -> Step:
+        """Continue after a host call that failed: the script sees `{kind=..., message=...}`."""
+        ident = len(self._host_errors) + 1
+        self._host_errors[ident] = error
+        with self._lifted():
+            builder = self._builder()
+            try:
+                table = builder.build({**error.to_data(), "message": error.message})
+            except TypeError:
+                table = builder.build({"kind": error.kind.value, "message": error.message})
+            self._driver["stash"](table)
+            self._driver["host_error"](ident)
+        return self._resume(False)
+
+    def reset(self) -> None:
+        """Drop the eval's coroutine and everything it held (the runtime stays usable)."""
+        self._host_errors.clear()
+        with self._lifted():
+            self._driver["reset"]()
+
+    def _limited(self, function: Any, *args: Any) -> Any:
+        try:
+            return function(*args)
+        except lua54.LuaMemoryError:
+            raise self._limit_error(b"memory") from None
+        except lua54.LuaError as exc:
+            self.broken = True
+            if "not enough memory" in str(exc):
+                raise self._limit_error(b"memory") from None
+            raise ToolError(
+                ErrorKind.LUA_ERROR,
+                "The Lua sandbox failed internally; run the script again.",
+                error=_short(str(exc)),
+            ) from None
+
+    def _resume(self, ok: bool) -> Step:
+        started = time.process_time()
+        try:
+            out = self._limited(self._driver["resume"], max(self._cpu_left, 0.0), ok)
+        finally:
+            self._cpu_left -= time.process_time() - started
+        return self._interpret(out if isinstance(out, tuple) else (out,))
+
+    def _interpret(self, out: tuple[Any, ...]) -> Step:
+        status = out[0]
+        if status == b"done":
+            return Finished(decode_json(out[1]))
+        if status == b"host":
+            return HostRequest(_text(out[1]), tuple(out[2:]))
+        if status == b"host_error":
+            raise self._host_errors[out[1]]
+        if status == b"limit":
+            raise self._limit_error(out[1])
+        if status == b"fail":
+            kind, text = ErrorKind(_text(out[1])), _text(out[2])
+            if kind is ErrorKind.OUTPUT_TOO_LARGE:
+                raise ToolError(
+                    kind,
+                    f"The script's result is too large ({text}); return less data, or raise "
+                    "lua.result_bytes in the config.",
+                    limit=self._limits.result_bytes,
+                )
+            raise ToolError(kind, f"The script's result cannot become JSON: {text}.", error=text)
+        if status == b"yield":
+            raise ToolError(
+                ErrorKind.LUA_ERROR,
+                "The script called coroutine.yield outside a coroutine of its own; "
+                "return a value instead.",
+            )
+        text = _text(out[1])
+        raise ToolError(
+            ErrorKind.LUA_ERROR,
+            f"The Lua script raised an error ({_short(text)}); fix the script and run it again.",
+            error=text,
+        )
+
+    def _limit_error(self, which: bytes) -> ToolError:
+        self.broken = True
+        if which == b"cpu":
+            seconds = self._limits.cpu_seconds
+            return ToolError(
+                ErrorKind.LUA_TIMEOUT,
+                f"The script used more than {seconds:g} s of CPU time; make it do less work "
+                "or raise lua.cpu_seconds in the config.",
+                limit="cpu_seconds",
+            )
+        return ToolError(
+            ErrorKind.LUA_MEMORY,
+            f"The script used more than {self._limits.memory_mb} MiB of memory; make it hold "
+            "less data or raise lua.memory_mb in the config.",
+            limit="memory_mb",
+        )
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + "..."

@@ -1,0 +1,88 @@
+"""`get_diagnostics`: fresh diagnostics of a file, a folder or the whole workspace."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from codeward.daemon.lsp.manager import Found
+from codeward.daemon.lsp.types import SEVERITY_NAMES, SEVERITY_RANKS
+from codeward.daemon.paths import relative, resolve_input_path
+from codeward.daemon.tools.registry import ToolContext, tool
+from codeward.protocol.errors import ErrorKind, ToolError
+
+Severity = Literal["error", "warning", "information", "hint"]
+DEFAULT_LIMIT = 500
+
+
+class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
+    path: str | None = None
+    severity: Severity | None = None
+    limit: int = DEFAULT_LIMIT
+
+
+@tool(
+    "get_diagnostics",
+    "Errors and warnings from the language servers. With `path` (a file), the file is synced "
+    "from disk and every diagnostic server answers for that content, which `content_hash` "
+    "names; a folder or no `path` gives everything known for the workspace. `severity` keeps "
+    "that level and the more severe ones (error > warning > information > hint); `limit` "
+    "caps the list (sorted by severity, file, line) and sets `truncated`.",
+    DiagnosticsArgs,
+)
+async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, Any]:
+    if args.limit < 1:
+        raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `limit` as a positive number.")
+    session = ctx.session
+    root = session.root
+    result: dict[str, Any] = {}
+    path = root if args.path is None else resolve_input_path(root, args.path, allow_dir=True)
+    if path.is_dir():
+        found, errors = await session.lsp.workspace_diagnostics()
+        prefix = relative(path, root)
+        if prefix != ".":
+            found = [f for f in found if f.file == prefix or f.file.startswith(prefix + "/")]
+    else:
+        answer = await session.lsp.diagnostics(path)
+        found, errors = answer.diagnostics, answer.errors
+        result["content_hash"] = answer.content_hash
+        if answer.partial:
+            result["partial"] = True
+    if errors:
+        result["errors"] = [
+            {"server": e.details.get("server"), "message": e.message} for e in errors
+        ]
+    return {**shape(found, args.severity, args.limit), **result}
+
+
+def shape(found: list[Found], severity: str | None, limit: int) -> dict[str, Any]:
+    """Filter by severity, sort (severity, file, line, column), dedupe and cap at `limit`."""
+    rank = SEVERITY_RANKS[severity] if severity else 4
+    kept = sorted(
+        (f for f in found if f.severity <= rank),
+        key=lambda f: (f.severity, f.file, f.line, f.column, f.source or "", f.message),
+    )
+    unique: list[Found] = []
+    for f in kept:
+        if not unique or unique[-1] != f:
+            unique.append(f)
+    shown = unique[:limit]
+    return {
+        "diagnostics": [
+            {
+                "file": f.file,
+                "line": f.line,
+                "column": f.column,
+                "end_line": f.end_line,
+                "end_column": f.end_column,
+                "severity": SEVERITY_NAMES.get(f.severity, "error"),
+                "message": f.message,
+                "code": f.code,
+                "source": f.source,
+            }
+            for f in shown
+        ],
+        "count": len(unique),
+        "truncated": len(unique) > limit,
+    }

@@ -1,0 +1,35 @@
+"""The `git_command` tool: safe git, run through the session's Lua sandbox."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from codeward.daemon.tools.registry import ToolContext, tool
+
+# The chunk receives the tool's arguments as its one vararg: {subcommand, args, opts}.
+SOURCE = "local a = ...\nreturn codeward.git(a[1], a[2], a[3])\n"
+
+
+class GitArgs(msgspec.Struct, forbid_unknown_fields=True):
+    subcommand: str
+    args: list[str] = msgspec.field(default_factory=list)
+    allow_destructive: bool = False
+
+
+@tool(
+    "git_command",
+    "Run a git subcommand at the project root. Reads (status, diff, log, show, branch, tag, "
+    "remote, stash list, blame, ls-files, rev-parse, describe, shortlog, grep, fetch) run at "
+    "once; writes need the user's approval; destructive commands (force push, reset --hard, "
+    "clean -f, branch -D, discarding checkouts, stash drop) also need allow_destructive. "
+    "Returns exit_code, output, stderr, truncated, and parsed data for status, diff, show, "
+    "log, branch, tag, remote and stash list.",
+    GitArgs,
+)
+async def git_command(ctx: ToolContext, args: GitArgs) -> dict[str, Any]:
+    opts = {"allow_destructive": args.allow_destructive}
+    # writes shield themselves in run_git; reads stay cancellable
+    host = ctx.session.host_for(ctx.caller, ctx.policy)
+    return await ctx.session.lua.eval(SOURCE, [args.subcommand, args.args, opts], host)

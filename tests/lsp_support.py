@@ -1,0 +1,86 @@
+"""Helpers for the language-server tests: a running LspManager, the fake server, real servers."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from codeward.daemon.config import Config, LanguageConfig, LspConfig, ServerConfig
+from codeward.daemon.lsp.defaults import command_available, default_servers
+from codeward.daemon.lsp.manager import LspManager
+
+FAKE = str(Path(__file__).with_name("fake_lsp_server.py"))
+
+
+def fake_server(mode: str, log: Path | None = None) -> ServerConfig:
+    command = [sys.executable, FAKE, mode] + ([str(log)] if log else [])
+    return ServerConfig(command=command, settings={"fake": {"answer": 42}})
+
+
+def fake_config(
+    servers: dict[str, ServerConfig], order: list[str] | None = None, **lsp: Any
+) -> Config:
+    """A Config where `*.fake` files go to `servers` (in `order`)."""
+    return Config(
+        lsp=LspConfig(**{"initialize_timeout": 5.0, "settle_timeout": 5.0, **lsp}),
+        servers=servers,
+        languages={
+            "fake": LanguageConfig(
+                patterns=["*.fake"], servers=order or list(servers), language_id="fake"
+            )
+        },
+    )
+
+
+@asynccontextmanager
+async def running(
+    root: Path, config: Config, *, watch: bool = False
+) -> AsyncIterator[tuple[LspManager, list[dict[str, Any]]]]:
+    """A started LspManager for `root`; everything it started is stopped on exit."""
+    progress: list[dict[str, Any]] = []
+    manager = LspManager(root, config, progress.append)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(manager.run, watch=watch))
+        yield manager, progress
+        nursery.cancel_scope.cancel()
+
+
+def logged(log: Path) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def methods(log: Path) -> list[str]:
+    return [m.get("method", "<response>") for m in logged(log)]
+
+
+def _missing(name: str) -> str | None:
+    config = default_servers()[name]
+    if not command_available(config.command, config.env):
+        return f"{name} is not installed ({config.install_hint})"
+    return None
+
+
+def needs(*names: str) -> pytest.MarkDecorator:
+    """Skip, saying why, when a real server is not installed."""
+    reasons = [r for r in (_missing(n) for n in names) if r]
+    return pytest.mark.skipif(bool(reasons), reason="; ".join(reasons) or "installed")
+
+
+def real_config(**lsp: Any) -> Config:
+    return Config(lsp=msgspec.structs.replace(LspConfig(), **lsp))
+
+
+def have(program: str) -> bool:
+    return shutil.which(program) is not None

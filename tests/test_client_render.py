@@ -1,0 +1,182 @@
+"""Human output of every command, from result dicts shaped as DESIGN.md says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codeward.client import render
+
+
+def loc(path: str, line: int, character: int, preview: str = "") -> dict[str, Any]:
+    item: dict[str, Any] = {"path": path, "line": line, "character": character}
+    if preview:
+        item["preview"] = preview
+    return item
+
+
+def test_location_forms() -> None:
+    assert render.location(loc("a.py", 3, 7)) == "a.py:3:7"
+    assert render.location({"file": "b.go", "line": 2, "column": 5}) == "b.go:2:5"
+    assert render.location({"path": "c.c", "line": 4}) == "c.c:4"
+    assert render.location({"range": {"start": {"line": 9, "character": 2}}}, "d.py") == "d.py:9:2"
+    assert render.location({"line": True}) == "?"  # a bool is not a line number
+    assert render.location_line(loc("a.py", 1, 1, "x = 1")) == "a.py:1:1: x = 1"
+    assert render.location_line(loc("a.py", 1, 1)) == "a.py:1:1"
+    assert render.location_line(loc("a.py", 1, 1, "x"), "custom") == "a.py:1:1: custom"
+
+
+def test_diagnostics_lines_and_notes() -> None:
+    result = {
+        "diagnostics": [
+            {"file": "a.py", "line": 3, "column": 5, "end_line": 3, "end_column": 9,
+             "severity": "error", "message": "Undefined name", "code": "F821", "source": "ruff"},
+            {"file": "a.py", "line": 7, "column": 1, "severity": "warning",
+             "message": "Type mismatch\n  int is not str", "code": None, "source": "basedpyright"},
+            "junk",
+        ],
+        "count": 2,
+        "truncated": True,
+    }  # fmt: skip
+    assert render.diagnostics(result) == [
+        "a.py:3:5: error: Undefined name [F821]",
+        "a.py:7:1: warning: Type mismatch int is not str",
+    ]
+    assert render.notes("diagnostics", result) == ["output truncated", "2 diagnostics"]
+    assert render.notes("diagnostics", {"diagnostics": [{}]}) == ["1 diagnostic"]
+
+
+def test_hover() -> None:
+    assert render.hover({"signature": "def f(x: int) -> str", "docs": "Doc.\nMore."}) == [
+        "def f(x: int) -> str", "", "Doc.", "More.",
+    ]  # fmt: skip
+    assert render.hover({"type": "int"}) == ["int"]
+    assert render.hover({"markdown": "```python\nx\n```"}) == ["```python", "x", "```"]
+    assert render.hover({}) == []
+    assert render.notes("hover", {}) == ["no hover information"]
+    assert render.notes("hover", {"type": "int"}) == []
+
+
+def test_navigation_results() -> None:
+    one = {"status": "found", "definition": loc("m.py", 10, 5, "def f():")}
+    many = {"status": "found", "definitions": [loc("a.py", 1, 1, "x"), loc("go:fmt", 2, 3)]}
+    assert render.definition(one) == ["m.py:10:5: def f():"]
+    assert render.definition(many) == ["a.py:1:1: x", "go:fmt:2:3"]
+    assert render.definition({"status": "not_found"}) == []
+    assert render.notes("definition", {"status": "not_found"}) == ["no definition found"]
+    refs = {
+        "status": "found",
+        "references": [loc("a.py", 4, 2, "f()")],
+        "count": 1,
+        "partial": True,
+    }
+    assert render.references(refs) == ["a.py:4:2: f()"]
+    assert render.notes("references", refs)[0].startswith("partial result")
+    impls = {"implementations": [loc("i.go", 5, 6, "func (s S) M()")], "count": 1}
+    assert render.implementations(impls) == ["i.go:5:6: func (s S) M()"]
+    assert render.type_definition({"type_definition": loc("t.py", 1, 7, "class T:")}) == [
+        "t.py:1:7: class T:"
+    ]
+    assert render.type_definition({"type_definitions": [loc("t.py", 2, 1)]}) == ["t.py:2:1"]
+    assert render.notes("type-definition", {"status": "not_found"}) == ["no type definition found"]
+
+
+def test_symbols_document_tree_and_workspace() -> None:
+    document = {
+        "symbols": [
+            {"name": "C", "kind": "class", "line": 1, "character": 7,
+             "children": [{"name": "m", "kind": "method", "line": 2, "character": 9,
+                           "detail": "(self) -> None"}]},
+            {"name": "f", "kind": "function", "line": 5, "character": 5, "children": []},
+        ]
+    }  # fmt: skip
+    assert render.symbols(document, "a.py") == [
+        "a.py:1:7: class C",
+        "a.py:2:9:   method m: (self) -> None",
+        "a.py:5:5: function f",
+    ]
+    workspace = {
+        "symbols": [{"name": "Handler", "kind": "struct", "path": "srv/h.go", "line": 8,
+                     "character": 6, "container": "srv"}]
+    }  # fmt: skip
+    assert render.symbols(workspace) == ["srv/h.go:8:6: struct Handler (in srv)"]
+    assert render.symbols({"symbols": "bad"}) == []
+
+
+def test_calls() -> None:
+    result = {
+        "status": "found",
+        "calls": [
+            {"name": "main", "kind": "function", "path": "m.py", "line": 9, "character": 5,
+             "preview": "run()"},
+            {"name": "other", "kind": "function", "path": "o.py", "line": 1, "character": 1},
+        ],
+    }  # fmt: skip
+    assert render.calls(result) == ["m.py:9:5: main: run()", "o.py:1:1: other"]
+
+
+def test_edits_and_actions() -> None:
+    diff = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x=1\n+x = 1\n"
+    assert render.edit({"changed": True, "diff": diff, "applied": True}) == diff.splitlines()
+    assert render.notes("format", {"changed": True, "applied": True}) == []
+    assert render.notes("format", {"changed": False, "diff": ""}) == ["already formatted"]
+    assert render.notes("format", {"changed": True, "applied": False}) == ["not applied (dry run)"]
+    listed = {
+        "actions": [
+            {"index": 0, "title": "Remove import", "kind": "quickfix", "preferred": True},
+            {"index": 1, "title": "Organize imports", "kind": "source.organizeImports"},
+            {"index": 2, "title": "Plain"},
+        ]
+    }
+    assert render.actions(listed) == [
+        "[0] Remove import (quickfix) *",
+        "[1] Organize imports (source.organizeImports)",
+        "[2] Plain",
+    ]
+    applied = {"applied": True, "files_changed": ["a.py"], "diff": diff}
+    assert render.actions(applied) == diff.splitlines()
+    assert render.notes("actions", applied) == ["changed 1 file"]
+    assert render.notes("actions", listed) == []
+    assert render.notes("rename", {"files_changed": 3, "edits": 5, "diff": diff}) == [
+        "changed 3 files"
+    ]
+    assert render.notes("rename", {"files_changed": 2, "applied": False}) == [
+        "would change 2 files"
+    ]
+
+
+def test_daemon_views() -> None:
+    status = {"version": "0.1.0", "pid": 42, "uptime": 3725.5, "sessions": 1, "connections": 2,
+              "socket": "/run/user/1/codeward/codeward.sock"}  # fmt: skip
+    assert render.status(status) == [
+        "codeward 0.1.0 (pid 42), up 1h02m",
+        "sessions: 1, connections: 2",
+        "socket: /run/user/1/codeward/codeward.sock",
+    ]
+    assert render.status({"uptime": 65})[0].endswith("up 1m05s")
+    assert render.status({"uptime": "x"})[0].endswith("up ?")
+    sessions = {
+        "sessions": [
+            {"id": "ab12", "root": "/p", "clients": 1, "idle_seconds": 4.2,
+             "servers": [{"name": "basedpyright", "language": "python", "state": "ready",
+                          "pid": 99, "restarts": 0},
+                         {"name": "ruff", "language": "python", "state": "stopped",
+                          "pid": None, "restarts": 2}, "junk"]}
+        ]
+    }  # fmt: skip
+    assert render.sessions(sessions) == [
+        "ab12  /p  clients: 1  idle: 4s",
+        "  basedpyright (python): ready, pid 99, restarts 0",
+        "  ruff (python): stopped, restarts 2",
+    ]
+    assert render.sessions({"sessions": []}) == ["no sessions"]
+    tools = {"tools": [{"name": "git_command", "description": "Run git.\nMore."},
+                       {"name": "bare", "description": ""}, 3]}  # fmt: skip
+    assert render.tools(tools) == ["git_command: Run git.", "bare"]
+
+
+def test_lua_results() -> None:
+    assert render.lua({"result": "hello\nworld"}) == ["hello", "world"]
+    assert render.lua({"result": ""}) == [""]
+    assert render.lua({"result": None}) == []
+    assert render.lua({"result": {"a": [1, 2]}}) == render.to_json({"a": [1, 2]}).splitlines()
+    assert render.lua({"result": 4}) == ["4"]

@@ -1,0 +1,337 @@
+"""Faults, with the scripted fake server: each gives a clear error and the session goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from codeward.daemon.config import DaemonConfig, ServerConfig
+from codeward.daemon.lsp import server as server_module
+from codeward.daemon.lsp.manager import LspManager
+from codeward.protocol.errors import ErrorKind, ToolError
+from tests.lsp_support import fake_config, fake_server, logged, methods, running
+
+
+def hover_params(ctx):  # type: ignore[no-untyped-def]
+    return {"textDocument": ctx.text_document, "position": ctx.position(1, 1)}
+
+
+async def hover(manager: LspManager, path: Path, **kwargs):  # type: ignore[no-untyped-def]
+    return await manager.request(
+        path, "textDocument/hover", hover_params, wait_ready=False, **kwargs
+    )
+
+
+@pytest.fixture
+def doc(tmp_path: Path) -> Path:
+    path = tmp_path / "a.fake"
+    path.write_text("good\nbad line\n")
+    return path
+
+
+async def test_hover_and_push_diagnostics(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    async with running(tmp_path, fake_config({"fake": fake_server("ok", log)})) as (manager, _):
+        answer = await hover(manager, doc)
+        assert answer.server == "fake" and answer.result["contents"]["value"] == "hover"
+        found = await manager.diagnostics(doc)
+        assert [(d.line, d.message) for d in found.diagnostics] == [(2, "bad line 2")]
+        assert not found.partial
+        # Edited on disk between two calls: the second sees the new content only.
+        doc.write_text("bad\ngood\n")
+        found = await manager.diagnostics(doc)
+        assert [(d.line, d.message) for d in found.diagnostics] == [(1, "bad line 1")]
+        assert found.content_hash.startswith("sha256:")
+    assert methods(log)[:3] == ["initialize", "initialized", "workspace/didChangeConfiguration"]
+    assert methods(log)[-2:] == ["shutdown", "exit"]
+    change = [m for m in logged(log) if m.get("method") == "textDocument/didChange"][-1]
+    assert change["params"]["contentChanges"] == [{"text": "bad\ngood\n"}]
+
+
+async def test_crash_at_start_is_reported_and_others_keep_working(
+    tmp_path: Path, doc: Path
+) -> None:
+    servers = {"broken": fake_server("crash-at-start"), "fake": fake_server("ok")}
+    async with running(tmp_path, fake_config(servers)) as (manager, _):
+        with pytest.raises(ToolError) as info:
+            await manager.server_for("broken").connection()
+        assert info.value.kind is ErrorKind.LSP_ERROR
+        assert "could not start" in info.value.message and "code 3" in info.value.message
+        # Diagnostics merge: the broken server is named, the working one answers.
+        found = await manager.diagnostics(doc)
+        assert [d.message for d in found.diagnostics] == ["bad line 2"]
+        assert found.partial and [e.details["server"] for e in found.errors] == ["broken"]
+        status = {s["name"]: s for s in manager.status()}
+        assert "fake: cannot start" in status["broken"]["stderr"]
+        assert status["fake"]["state"] == "running" and status["fake"]["pid"] > 0
+
+
+async def test_crash_mid_request_fails_at_once_and_restarts(
+    tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "BACKOFF_START", 0.01)
+    log = tmp_path / "log"
+    async with running(tmp_path, fake_config({"fake": fake_server("crash-on-hover", log)})) as (
+        manager,
+        _,
+    ):
+        with trio.fail_after(5), pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.kind is ErrorKind.LSP_ERROR
+        assert "stopped during textDocument/hover" in info.value.message
+        # It comes back by itself, with its documents open again.
+        server = manager.servers["fake"]
+        with trio.fail_after(5):
+            await server.connection()
+            found = await manager.diagnostics(doc)
+        assert [d.message for d in found.diagnostics] == ["bad line 2"]
+        assert server.restarts == 1
+    assert methods(log).count("initialize") == 2
+    assert methods(log).count("textDocument/didOpen") == 2
+
+
+async def test_no_answer_to_initialize_is_killed_and_reported(tmp_path: Path, doc: Path) -> None:
+    config = fake_config({"fake": fake_server("no-initialize")}, initialize_timeout=0.5)
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(5), pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert "did not answer initialize within 0.5 s" in info.value.message
+        assert manager.servers["fake"].state.value in ("restarting", "starting")
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("garbage", "not LSP"),
+        ("huge", "limit"),
+        ("close-stdout", "stdout closed"),
+    ],
+)
+async def test_broken_output_fails_the_request_and_the_server_restarts(
+    tmp_path: Path, doc: Path, mode: str, words: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "BACKOFF_START", 0.01)
+    config = msgspec.structs.replace(
+        fake_config({"fake": fake_server(mode)}), daemon=DaemonConfig(max_message_bytes=1 << 20)
+    )
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(5), pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.kind is ErrorKind.LSP_ERROR and words in info.value.message
+        with trio.fail_after(5):
+            found = await manager.diagnostics(doc)
+        assert [d.message for d in found.diagnostics] == ["bad line 2"]
+        assert manager.servers["fake"].restarts == 1
+
+
+async def test_timeout_and_cancellation_send_cancel_request(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    config = fake_config(
+        {"fake": fake_server("silent-hover", log)}, method_timeouts={"textDocument/hover": 0.2}
+    )
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(5), pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.kind is ErrorKind.TIMEOUT and "0.2 s" in info.value.message
+        with trio.move_on_after(0.2) as scope:
+            await hover(manager, doc, timeout=30)
+        assert scope.cancelled_caught
+        await manager.diagnostics(doc)  # still answers; and flushes the cancel to the log
+    cancels = [m["params"]["id"] for m in logged(log) if m.get("method") == "$/cancelRequest"]
+    hovers = [m["id"] for m in logged(log) if m.get("method") == "textDocument/hover"]
+    assert cancels == hovers and len(cancels) == 2
+
+
+async def test_server_requests_are_answered(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    async with running(tmp_path, fake_config({"fake": fake_server("server-requests", log)})) as (
+        manager,
+        progress,
+    ):
+        server = manager.servers.get("fake") or manager.server_for("fake")
+        await server.connection()
+        await manager.diagnostics(doc)  # a round trip after the server's requests
+        with trio.fail_after(5):
+            await server.wait_for(
+                lambda: server.capabilities.supports("textDocument/formatting"), 5
+            )
+    answers = {m["id"]: m for m in logged(log) if "method" not in m}  # all read by shutdown
+    assert answers[1001]["error"]["code"] == -32601
+    assert answers[1002]["result"] == [42, {"fake": {"answer": 42}}]
+    assert answers[1003]["result"]["applied"] is False
+    assert answers[1004]["result"] is None
+    assert answers[1006]["result"] is None
+    assert answers[1007]["result"] == [{"uri": tmp_path.as_uri(), "name": tmp_path.name}]
+    assert [(p["kind"], p["title"]) for p in progress] == [
+        ("begin", "Indexing"),
+        ("end", "Indexing"),
+    ]
+    assert "hello" in server.messages
+
+
+async def test_stop_kills_the_whole_process_group(tmp_path: Path, doc: Path) -> None:
+    config = fake_config({"fake": fake_server("ignore-term")}, shutdown_timeout=0.3)
+    async with running(tmp_path, config) as (manager, _):
+        await hover(manager, doc)
+        pgid = manager.servers["fake"].pid
+        assert pgid is not None
+        assert len(_group(pgid)) == 2  # the server and its child
+    assert _group(pgid) == []  # zombies aside (the test process reaps them)
+
+
+def _group(pgid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+async def test_repeated_crashes_fail_until_asked_again(
+    tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "BACKOFF_START", 0.001)
+    log = tmp_path / "log"
+    async with running(tmp_path, fake_config({"fake": fake_server("crash-at-start", log)})) as (
+        manager,
+        _,
+    ):
+        server = manager.server_for("fake")
+        with pytest.raises(ToolError):
+            await server.connection()
+        with trio.fail_after(10):
+            await server.wait_for(lambda: server.state.value == "failed", 10)
+        assert server.restarts == 4
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert "failed 5 times" in info.value.message and "retry in" in info.value.message
+        # session/open asks again: the server gets a new chance.
+        server.config = fake_server("ok")
+        manager.restart_failed()
+        with trio.fail_after(5):
+            answer = await hover(manager, doc)
+        assert answer.result["contents"]["value"] == "hover"
+
+
+async def test_missing_binary_and_unknown_files(tmp_path: Path, doc: Path) -> None:
+    missing = ServerConfig(command=["no-such-server-xyz"], install_hint="pip install xyz")
+    async with running(tmp_path, fake_config({"fake": missing})) as (manager, _):
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
+        assert "pip install xyz" in info.value.message
+        assert manager.status()[0]["state"] == "unavailable"
+        with pytest.raises(ToolError) as info:
+            await manager.diagnostics(doc)
+        assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
+        other = tmp_path / "x.unknown"
+        other.write_text("")
+        with pytest.raises(ToolError) as info:
+            await hover(manager, other)
+        assert info.value.kind is ErrorKind.UNSUPPORTED_FILE_TYPE
+
+
+async def test_method_no_server_offers(tmp_path: Path, doc: Path) -> None:
+    async with running(tmp_path, fake_config({"fake": fake_server("ok")})) as (manager, _):
+        with pytest.raises(ToolError) as info:
+            await manager.request(doc, "textDocument/references", hover_params, wait_ready=False)
+        assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
+        assert "offers textDocument/references" in info.value.message
+
+
+async def test_files_changed_and_lru(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    config = fake_config({"fake": fake_server("ok", log)}, max_open_documents=2)
+    other = [tmp_path / f"o{i}.fake" for i in range(3)]
+    for path in other:
+        path.write_text("good\n")
+    async with running(tmp_path, config) as (manager, _):
+        for path in [doc, *other[:2]]:
+            await manager.diagnostics(path)
+        assert len(manager.servers["fake"].documents) == 2  # doc was evicted
+        doc.write_text("bad\n")  # not open any more: a watched-file event
+        other[1].write_text("bad\nbad\n")  # open: didChange
+        manager.files_changed([doc, other[1], tmp_path / "gone.fake"])
+        await manager.flush()
+        found = await manager.diagnostics(other[1])
+        assert len(found.diagnostics) == 2
+    events = [m for m in logged(log) if m.get("method") == "workspace/didChangeWatchedFiles"]
+    assert events[0]["params"]["changes"] == [
+        {"uri": doc.as_uri(), "type": 2},
+        {"uri": (tmp_path / "gone.fake").as_uri(), "type": 3},
+    ]
+    closes = [
+        m["params"]["textDocument"]["uri"]
+        for m in logged(log)
+        if m.get("method") == "textDocument/didClose"
+    ]
+    assert closes == [doc.as_uri()]
+
+
+async def test_watcher_reports_changes_on_disk(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    (tmp_path / "node_modules").mkdir()
+    async with running(tmp_path, fake_config({"fake": fake_server("ok", log)}), watch=True) as (
+        manager,
+        _,
+    ):
+        await manager.diagnostics(doc)
+        (tmp_path / "node_modules" / "skip.fake").write_text("x")
+        (tmp_path / "new.fake").write_text("bad\n")
+        with trio.fail_after(10):
+            while not any(
+                m.get("method") == "workspace/didChangeWatchedFiles" for m in logged(log)
+            ):
+                await trio.sleep(0.05)  # polling a file another process writes
+    event = next(m for m in logged(log) if m.get("method") == "workspace/didChangeWatchedFiles")
+    uris = [c["uri"] for c in event["params"]["changes"]]
+    assert (tmp_path / "new.fake").as_uri() in uris
+    assert not any("node_modules" in u for u in uris)
+
+
+async def test_request_all_merges_and_workspace_requests(tmp_path: Path, doc: Path) -> None:
+    servers = {
+        "one": fake_server("ok"),
+        "two": fake_server("ok"),
+        "gone": fake_server("crash-at-start"),
+    }
+    async with running(tmp_path, fake_config(servers)) as (manager, _):
+        answers, errors = await manager.request_all(doc, "textDocument/hover", hover_params)
+        assert [a.server for a in answers] == ["one", "two"]
+        assert [e.details["server"] for e in errors] == ["gone"]
+        uri = doc.as_uri()
+        assert answers[0].span(uri, answers[0].result["range"]) == (1, 1, 1, 1)
+        assert manager.relative(uri) == "a.fake" and manager.preview(uri, 2) == "bad line"
+        assert manager.relative("file:///etc/passwd") is None
+        with pytest.raises(ToolError) as info:
+            await manager.workspace_request("workspace/symbol", {"query": "x"}, languages=["fake"])
+        assert info.value.details["server"] == "gone"
+
+
+async def test_apply_edit_goes_to_the_edit_layer(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    edits: list[dict[str, Any]] = []
+
+    async def apply(params: dict[str, Any]) -> dict[str, Any]:
+        edits.append(params)
+        await trio.lowlevel.checkpoint()
+        return {"applied": True}
+
+    async with running(tmp_path, fake_config({"fake": fake_server("server-requests", log)})) as (
+        manager,
+        _,
+    ):
+        manager.server_for("fake").apply_edit = apply
+        await manager.diagnostics(doc)
+    answers = {m["id"]: m for m in logged(log) if "method" not in m}
+    assert answers[1003]["result"] == {"applied": True}
+    assert edits == [{"edit": {"changes": {}}}]

@@ -1,0 +1,32 @@
+"""get_diagnostics end to end: a client, the in-process daemon, real servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.lsp_support import needs
+from tests.rpc import RpcClient, RpcFailure
+
+pytestmark = needs("basedpyright", "ruff")
+
+
+async def test_get_diagnostics_through_the_daemon(client: RpcClient, project: Path) -> None:
+    (project / "a.py").write_text("import os\n\nprint(undefined_name)\n")
+    with trio.fail_after(40):
+        result = await client.tool("get_diagnostics", path="a.py", severity="error")
+    assert {d["code"] for d in result["diagnostics"]} == {"F821", "reportUndefinedVariable"}
+    assert all(d["file"] == "a.py" and d["line"] == 3 for d in result["diagnostics"])
+    assert result["content_hash"].startswith("sha256:")
+    sessions = (await client.call("session/list"))["sessions"]
+    servers = {s["name"]: s for s in sessions[0]["servers"]}
+    assert servers["basedpyright"]["state"] == "running" and servers["basedpyright"]["pid"]
+    assert servers["ruff"]["restarts"] == 0
+    with pytest.raises(RpcFailure) as info:
+        await client.tool("get_diagnostics", path="/etc/passwd")
+    assert info.value.kind == "path_outside_project"
+    with pytest.raises(RpcFailure) as info:
+        await client.tool("get_diagnostics", severity="fatal")
+    assert info.value.kind == "invalid_arguments"

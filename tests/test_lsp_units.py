@@ -1,0 +1,202 @@
+"""The sans-IO parts of the language-server layer: positions, documents, capabilities, globs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codeward.daemon.config import Config, LanguageConfig, ServerConfig
+from codeward.daemon.lsp.capabilities import ServerCapabilities, client_capabilities
+from codeward.daemon.lsp.defaults import (
+    command_available,
+    default_servers,
+    effective_languages,
+    effective_servers,
+    language_of,
+)
+from codeward.daemon.lsp.documents import DocumentStore
+from codeward.daemon.lsp.manager import Found
+from codeward.daemon.lsp.positions import (
+    LineIndex,
+    negotiated,
+    split_lines,
+    to_code_points,
+    to_units,
+)
+from codeward.daemon.lsp.server import scrub
+from codeward.daemon.lsp.uris import uri_to_path
+from codeward.daemon.lsp.watcher import glob_matches, is_ignored
+from codeward.daemon.tools.diagnostics import shape
+
+LINE = "aé😀中b"
+
+
+def test_units_per_encoding() -> None:
+    assert [to_units(LINE, n, "utf-16") for n in range(6)] == [0, 1, 2, 4, 5, 6]
+    assert [to_units(LINE, n, "utf-8") for n in range(6)] == [0, 1, 3, 7, 10, 11]
+    assert [to_units(LINE, n, "utf-32") for n in range(6)] == [0, 1, 2, 3, 4, 5]
+    assert to_units(LINE, 99, "utf-16") == 6  # clamped to the line
+    assert to_code_points(LINE, 3, "utf-16") == 3  # inside the emoji: counts it
+    assert to_code_points(LINE, 99, "utf-8") == 5
+    assert to_code_points(LINE, -1, "utf-32") == 0
+
+
+@given(st.text(), st.sampled_from(["utf-8", "utf-16", "utf-32"]))
+def test_round_trip(text: str, encoding: str) -> None:
+    line = split_lines(text)[0]
+    for n in range(len(line) + 1):
+        assert to_code_points(line, to_units(line, n, encoding), encoding) == n  # type: ignore[arg-type]
+
+
+def test_line_index() -> None:
+    index = LineIndex(f"x\r\n{LINE}\rlast")
+    assert index.lines == ["x", LINE, "last"]
+    assert index.to_server(2, 4, "utf-16") == {"line": 1, "character": 4}
+    assert index.to_client(1, 4, "utf-16") == (2, 4)
+    assert index.line(7) == "" and index.to_client(9, 3, "utf-8") == (10, 1)
+    assert negotiated("utf-8") == "utf-8" and negotiated("latin-1") == "utf-16"
+
+
+def test_document_store_versions_and_lru(tmp_path: Path) -> None:
+    store = DocumentStore(max_open=2)
+    paths = [tmp_path / f"{n}.py" for n in range(3)]
+    doc, notices = store.sync(paths[0], paths[0].as_uri(), "python", b"a", world=0)
+    assert [m for m, _ in notices] == ["textDocument/didOpen"] and doc.version == 1
+    assert store.sync(paths[0], paths[0].as_uri(), "python", b"a", world=0)[1] == []
+    doc, notices = store.sync(paths[0], paths[0].as_uri(), "python", b"b", world=1)
+    assert notices[0][1]["textDocument"]["version"] == 2 and doc.text == "b"
+    doc, notices = store.sync(paths[0], paths[0].as_uri(), "python", b"b", world=1, force=True)
+    assert doc.version == 3 and notices[0][0] == "textDocument/didChange"
+    store.sync(paths[1], paths[1].as_uri(), "python", b"x", world=1)
+    _, notices = store.sync(paths[2], paths[2].as_uri(), "python", b"y", world=1)
+    assert notices[-1] == ("textDocument/didClose", {"textDocument": {"uri": paths[0].as_uri()}})
+    # Reopened later, its version keeps growing: servers never see a version go back.
+    doc, _ = store.sync(paths[0], paths[0].as_uri(), "python", b"z", world=1)
+    assert doc.version == 4
+    assert [n[1]["textDocument"]["uri"] for n in store.reopen_all()] == [
+        paths[2].as_uri(),
+        paths[0].as_uri(),
+    ]
+    assert store.close("file:///nowhere") == []
+
+
+def test_capabilities_static_and_dynamic() -> None:
+    caps = ServerCapabilities(
+        {
+            "hoverProvider": True,
+            "renameProvider": {"prepareProvider": True},
+            "definitionProvider": False,
+        }
+    )
+    assert caps.supports("textDocument/hover")
+    assert caps.supports("textDocument/prepareRename")
+    assert not caps.supports("textDocument/definition")
+    assert not caps.supports("codeAction/resolve")
+    caps.register("1", "textDocument/codeAction", {"resolveProvider": True})
+    caps.register("2", "textDocument/diagnostic", {"workspaceDiagnostics": False})
+    caps.register("3", "textDocument/formatting", None)
+    assert caps.supports("codeAction/resolve") and caps.supports("textDocument/formatting")
+    assert caps.supports("textDocument/diagnostic") and not caps.supports("workspace/diagnostic")
+    assert not caps.supports("custom/thing")
+    caps.register("4", "custom/thing", None)
+    assert caps.supports("custom/thing")
+    caps.unregister("3")
+    assert not caps.supports("textDocument/formatting")
+    assert caps.position_encoding == "utf-16"
+    assert ServerCapabilities({"offsetEncoding": "utf-8"}).position_encoding == "utf-8"
+    caps.register(
+        "5", "workspace/didChangeWatchedFiles", {"watchers": [{"globPattern": "**/*.py"}]}
+    )
+    assert caps.watched_file_globs() == ["**/*.py"]
+    assert ServerCapabilities({"textDocumentSync": {"change": 2}}).text_document_sync_kind() == 2
+    assert ServerCapabilities({"textDocumentSync": 1}).text_document_sync_kind() == 1
+    declared = client_capabilities()
+    assert declared["general"]["positionEncodings"] == ["utf-8", "utf-16"]
+    assert declared["textDocument"]["hover"]["contentFormat"][0] == "markdown"
+    assert declared["textDocument"]["rename"]["prepareSupport"]
+    assert declared["window"]["workDoneProgress"]
+
+
+def test_globs() -> None:
+    path = Path("/work/p/src/pkg/mod.py")
+    assert glob_matches("**/*.py", path)
+    assert glob_matches("**/*.{py,pyi}", path)
+    assert glob_matches("**", path)
+    assert glob_matches("src/**/mod.?y", path)
+    assert not glob_matches("**/*.ts", path)
+    assert glob_matches("**/[a-m]od.py", path) and not glob_matches("**/[!m]od.py", path)
+    assert glob_matches({"baseUri": "file:///work/p", "pattern": "src/**"}, path)
+    assert glob_matches(
+        {"baseUri": {"uri": "file:///work/p/src", "name": "s"}, "pattern": "**/*.py"}, path
+    )
+    assert not glob_matches({"baseUri": "file:///elsewhere", "pattern": "**"}, path)
+    assert not glob_matches({"baseUri": "http://x", "pattern": "**"}, path)
+    assert not glob_matches(42, path)
+    assert glob_matches("/work/p/**/*.py", path)
+
+
+def test_ignored_folders() -> None:
+    root = Path("/r")
+    assert is_ignored(Path("/r/.git/index"), root)
+    assert is_ignored(Path("/r/a/node_modules/x.js"), root)
+    assert is_ignored(Path("/r/pkg.egg-info/PKG-INFO"), root)
+    assert is_ignored(Path("/elsewhere/x.py"), root)
+    assert not is_ignored(Path("/r/src/build.py"), root)
+
+
+def test_defaults_and_languages(tmp_path: Path) -> None:
+    servers = default_servers()
+    assert servers["gopls"].env["GOPROXY"] == "off"
+    assert servers["basedpyright"].command[-1] == "--stdio"
+    assert "node" in servers["basedpyright"].command[0]  # node itself: nothing to orphan
+    mine = ServerConfig(command=["my-pyright"])
+    config = Config(
+        servers={"basedpyright": mine},
+        languages={"python": LanguageConfig(patterns=["*.py"], servers=["ruff"])},
+    )
+    assert effective_servers(config)["basedpyright"] is mine
+    assert effective_languages(config)["python"].servers == ["ruff"]
+    languages = effective_languages(Config())
+    assert language_of(tmp_path / "a.py", tmp_path, languages) == "python"
+    assert language_of(tmp_path / "x.tsx", tmp_path, languages) == "typescriptreact"
+    assert language_of(tmp_path / "README", tmp_path, languages) is None
+    nested = {"docs": LanguageConfig(patterns=["docs/*.md"], servers=[])}
+    assert language_of(tmp_path / "docs" / "a.md", tmp_path, nested) == "docs"
+    assert language_of(Path("/other/docs/a.md"), tmp_path, nested) is None
+    assert command_available(["sh"]) and not command_available(["no-such-xyz"])
+    assert not command_available([])
+
+
+def test_scrub_and_uris(tmp_path: Path) -> None:
+    text = f"failed at {tmp_path}/a.py and /usr/lib/secret.py and file:///etc/x"
+    assert scrub(text, tmp_path) == "failed at a.py and <path> and <path>"
+    assert uri_to_path("file:///a%20b/c.py") == Path("/a b/c.py")
+    assert uri_to_path("untitled:1") is None
+
+
+def _found(file: str, line: int, severity: int, message: str = "m") -> Found:
+    return Found(file, line, 1, line, 2, severity, message, None, "s")
+
+
+def test_shape_sorts_filters_dedupes_and_limits() -> None:
+    found = [
+        _found("b.py", 1, 2),
+        _found("a.py", 9, 1),
+        _found("a.py", 2, 1),
+        _found("a.py", 2, 1),
+        _found("a.py", 1, 4),
+    ]
+    result = shape(found, None, 10)
+    assert [(d["file"], d["line"], d["severity"]) for d in result["diagnostics"]] == [
+        ("a.py", 2, "error"),
+        ("a.py", 9, "error"),
+        ("b.py", 1, "warning"),
+        ("a.py", 1, "hint"),
+    ]
+    assert result["count"] == 4 and not result["truncated"]
+    warnings = shape(found, "warning", 10)
+    assert [d["severity"] for d in warnings["diagnostics"]] == ["error", "error", "warning"]
+    limited = shape(found, None, 1)
+    assert limited["count"] == 4 and limited["truncated"] and len(limited["diagnostics"]) == 1
