@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -41,10 +42,8 @@ def children() -> dict[int, tuple[str, str]]:
 def reap_zombies() -> None:
     for pid, (state, _) in children().items():
         if state == "Z":
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
 
 
 def leftovers(grace: float = 3.0) -> list[str]:
@@ -60,10 +59,8 @@ def leftovers(grace: float = 3.0) -> list[str]:
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
     if alive:
         time.sleep(0.1)
         reap_zombies()

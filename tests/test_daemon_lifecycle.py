@@ -51,11 +51,23 @@ def wait_for_socket(proc: subprocess.Popen, path: Path) -> None:
 
 
 def test_directory_is_made_private(socket_dir: Path) -> None:
-    prepare_directory(socket_dir)
+    prepare_directory(socket_dir / "deeper")
     assert (socket_dir.stat().st_mode & 0o777) == 0o700
+    assert ((socket_dir / "deeper").stat().st_mode & 0o777) == 0o700
+
+
+def test_existing_directories_are_checked_never_changed(socket_dir: Path) -> None:
+    socket_dir.mkdir(mode=0o755)
     os.chmod(socket_dir, 0o755)
+    prepare_directory(socket_dir)  # only the owner can write: fine, and left as it is
+    assert (socket_dir.stat().st_mode & 0o777) == 0o755
+    os.chmod(socket_dir, 0o777)
+    with pytest.raises(ListenerError, match="writable by others"):
+        prepare_directory(socket_dir)
+    assert (socket_dir.stat().st_mode & 0o777) == 0o777
+    os.chmod(socket_dir, 0o1777)  # sticky, like /tmp: others cannot replace our socket
     prepare_directory(socket_dir)
-    assert (socket_dir.stat().st_mode & 0o777) == 0o700
+    assert (socket_dir.stat().st_mode & 0o7777) == 0o1777
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to chown the directory to another uid")
@@ -97,13 +109,15 @@ def test_a_regular_file_in_the_way_is_refused(socket_dir: Path) -> None:
 
 def test_start_lock_lets_one_daemon_through(socket_dir: Path) -> None:
     prepare_directory(socket_dir)
-    fd = acquire_start_lock(socket_dir)
+    path = socket_dir / "codeward.sock"
+    fd = acquire_start_lock(path)
     try:
         with pytest.raises(ListenerError, match="another codeward daemon"):
-            acquire_start_lock(socket_dir)
+            acquire_start_lock(path)
+        os.close(acquire_start_lock(socket_dir / "other.sock"))  # another socket, another lock
     finally:
         os.close(fd)
-    os.close(acquire_start_lock(socket_dir))
+    os.close(acquire_start_lock(path))
 
 
 def test_sigterm_stops_gracefully_and_removes_the_socket(socket_dir: Path) -> None:

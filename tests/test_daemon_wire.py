@@ -365,7 +365,9 @@ async def test_tool_arguments_are_validated(client, gate: Gate) -> None:
     assert not gate.started.is_set()
 
 
-async def test_tool_schema_is_generated_from_the_struct(open_client: OpenClient, gate: Gate) -> None:
+async def test_tool_schema_is_generated_from_the_struct(
+    open_client: OpenClient, gate: Gate
+) -> None:
     client = await open_client()
     tools = (await client.call("tools/list", {"format": "anthropic"}))["tools"]
     (mine,) = [t for t in tools if t["name"] == "test_gate"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import threading
 import stat
+import threading
 from pathlib import Path
 
 import pytest

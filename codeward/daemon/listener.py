@@ -21,11 +21,19 @@ class ListenerError(Exception):
 
 
 def prepare_directory(directory: Path) -> None:
-    """Create the socket directory 0700; refuse one owned by another user or open to others."""
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ListenerError(f"cannot create the socket directory {directory}: {exc}") from None
+    """Create the socket directory 0700, or check an existing one (never changing it).
+
+    An existing directory must be owned by this user, and others must not be able to
+    replace the socket in it (no group/other write unless the sticky bit is set).
+    """
+    if not directory.exists() and not directory.is_symlink():
+        try:
+            directory.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            pass  # made by a racing daemon or client: checked below like any other
+        except OSError as exc:
+            raise ListenerError(f"cannot create the socket directory {directory}: {exc}") from None
     info = directory.lstat()
     if not stat.S_ISDIR(info.st_mode):
         raise ListenerError(f"{directory} is not a directory; remove it or choose --socket")
@@ -33,13 +41,17 @@ def prepare_directory(directory: Path) -> None:
         raise ListenerError(
             f"{directory} is owned by uid {info.st_uid}, not by you; choose another --socket"
         )
-    if info.st_mode & 0o077:
-        os.chmod(directory, 0o700)
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        raise ListenerError(
+            f"{directory} is writable by others, who could replace the socket; "
+            "make it 0700 or choose another --socket"
+        )
 
 
-def acquire_start_lock(directory: Path) -> int:
-    """Hold `codeward.lock` for the daemon's life, so two racing daemons cannot both serve."""
-    fd = os.open(directory / "codeward.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+def acquire_start_lock(socket_path: Path) -> int:
+    """Hold `<socket>.lock` for the daemon's life, so two racing daemons cannot both serve."""
+    lock = socket_path.with_name(socket_path.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -41,7 +41,7 @@ class Daemon:
         lock_fd = -1
         if not activated:
             prepare_directory(self.socket_path.parent)
-            lock_fd = acquire_start_lock(self.socket_path.parent)
+            lock_fd = acquire_start_lock(self.socket_path)
         try:
             listener, self._bound = open_listener(self.socket_path)
             async with listener, trio.open_nursery() as nursery:

@@ -21,7 +21,7 @@ class FrameError(Exception):
     """The stream broke a framing rule; the connection cannot go on."""
 
 
-def detect_framing(first: bytes) -> Framing:
+def detect_framing(first: bytes | bytearray) -> Framing:
     """The framing a connection uses, from its first non-blank byte."""
     if first[:1] in (b"{", b"["):
         return Framing.NDJSON
@@ -38,7 +38,7 @@ class NdjsonDecoder:
         self._buffer = bytearray()
         self._scanned = 0
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes | bytearray) -> list[bytes]:
         self._buffer += data
         messages: list[bytes] = []
         start = 0
@@ -75,7 +75,7 @@ class ContentLengthDecoder:
         self._buffer = bytearray()
         self._length: int | None = None
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes | bytearray) -> list[bytes]:
         self._buffer += data
         messages: list[bytes] = []
         while True:
