@@ -1,215 +1,674 @@
-"""Benchmark the language-server layer against a real, warm basedpyright.
+"""Benchmark the code-intelligence tools end to end, through the daemon's socket, against a
+direct client of basedpyright, side by side in one run.
 
-1. hover, definition and references through the daemon's LSP layer (LspManager.request:
-   routing, disk sync, readiness, position conversion, msgspec decoding) against the same
-   requests sent straight to a second basedpyright by a minimal client in this script:
-   the ratio of medians (target <= 1.10) and the milliseconds added.
-2. A second client's first request on an already-warm session against a cold start.
-3. The decode time of a 5,000-location references response.
+A real daemon (`python -m codeward.daemon.main`) runs on a private socket in a temp dir
+with an empty XDG_CONFIG_HOME; a plain blocking client speaks NDJSON JSON-RPC to it
+(`session/open {root}`, `tools/call {name, arguments}`). The baseline is a second
+basedpyright (node, started directly) driven by the smallest blocking LSP client, on the
+same fixture project, with the daemon's own client capabilities and settings, so that both
+servers do the same work. Calls alternate (daemon, direct, then direct, daemon) so that
+machine load hits both alike.
 
-Run: .venv/bin/python bench/lsp.py [--rounds N]
+Prints:
+1. every tool against its direct LSP equivalent: medians over N rounds, the ratio of
+   medians (target <= 1.10 for hover and definition), the milliseconds added, and the
+   daemon process's CPU per call (from /proc ticks: indicative);
+2. find_references returning 1,000+ locations (one function used 1,200 times across six
+   files): through the daemon against direct, and the daemon's own time on it, two ways:
+   its process CPU time per call, and an in-process replay of its work on the server's
+   very response bytes (frame, envelope, decode, shape, encode);
+3. a second client's first request on the already-warm session against a cold start (a
+   new session on a new copy of the fixture), as a ratio;
+4. the decode time of a 5,000-location references response.
+
+Run: .venv/bin/python bench/lsp.py [--rounds N] [--cold-runs N]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
+import select
+import shutil
+import signal
+import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import trio
 
 from codeward.daemon.config import Config
+from codeward.daemon.intel.locations import Locator, finish
 from codeward.daemon.lsp.capabilities import client_capabilities
 from codeward.daemon.lsp.defaults import default_servers
-from codeward.daemon.lsp.manager import DocumentContext, LspManager
-from codeward.daemon.lsp.types import Location
-from codeward.protocol.framing import ContentLengthDecoder
-from codeward.protocol.messages import decode_message
+from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.lsp.positions import Encoding, negotiated
+from codeward.daemon.lsp.types import Location as LspLocation
+from codeward.protocol.framing import ContentLengthDecoder, Framing, encode_frame
+from codeward.protocol.messages import Response, decode_message, encode
 
-LIB = "def compute(value: int) -> int:\n    return value * 2\n"
-USE = "from lib import compute\n\n" + "".join(f"r{i} = compute({i})\n" for i in range(200))
-QUERIES = {  # (line, character) 1-based in use.py: the `compute` of line 3
-    "textDocument/hover": {},
-    "textDocument/definition": {},
-    "textDocument/references": {"context": {"includeDeclaration": True}},
-}
+USE_FILES = 6
+USES = 200  # per file: 1,200 calls of `compute`
+LIB = '''\
+import abc
 
 
-def make_project() -> Path:
-    root = Path(os.path.realpath(tempfile.mkdtemp(prefix="cw-bench-")))
+class Base(abc.ABC):
+    @abc.abstractmethod
+    def run(self) -> int: ...
+
+
+class Impl(Base):
+    def run(self) -> int:
+        return compute(1)
+
+
+def compute(value: int) -> int:
+    """Double the value."""
+    return value * 2
+
+
+def caller() -> int:
+    return compute(3) + compute(4)
+
+
+LIMIT: int = "ten"
+'''
+USE = "from lib import Impl, compute\n\nobj = Impl()\ntotal = obj.run()\n" + "".join(
+    f"r{i} = compute({i})\n" for i in range(USES)
+)
+MAX_MESSAGE = 256 * 1024 * 1024
+START_TIMEOUT = 60.0
+
+# -- the fixture ---------------------------------------------------------------------------
+
+
+def make_project(parent: Path, name: str = "project") -> Path:
+    """lib.py (a class hierarchy, `compute`, a type error) and six files calling `compute`."""
+    root = parent / name
+    root.mkdir()
     (root / "lib.py").write_text(LIB)
-    (root / "use.py").write_text(USE)
-    return root
+    for k in range(USE_FILES):
+        (root / f"use_{k}.py").write_text(USE)
+    return Path(os.path.realpath(root))
+
+
+# -- processes -----------------------------------------------------------------------------
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL to the process group of `proc` (its own session); reap it."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            kill_group(proc.pid)
+            proc.wait()
+    kill_group(proc.pid)  # anything of its group it left behind
+
+
+def kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` (every thread), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- the daemon and its client -------------------------------------------------------------
+
+
+class Daemon:
+    """A real daemon subprocess on a private socket, with an empty user config."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.socket = tmp / "run" / "codeward.sock"
+        config_home = tmp / "config"
+        config_home.mkdir()
+        self.log = tmp / "daemon.log"
+        env = {**os.environ, "XDG_CONFIG_HOME": str(config_home)}
+        env.pop("CODEWARD_SOCKET", None)
+        argv = [sys.executable, "-m", "codeward.daemon.main", "--socket", str(self.socket)]
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [*argv, "--log-level", "warning"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                start_new_session=True,
+            )  # fmt: skip
+        self.server_pids: set[int] = set()
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.socket(socket.AF_UNIX) as probe:
+                    probe.connect(str(self.socket))
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise SystemExit(f"the daemon did not start:\n{self.log.read_text()}") from None
+                time.sleep(0.05)
+
+    def note_servers(self, client: DaemonClient) -> None:
+        """Remember the language servers' pids, to make sure they are gone at the end."""
+        for session in client.call("session/list", {})["sessions"]:
+            self.server_pids |= {s["pid"] for s in session["servers"] if s.get("pid")}
+
+    def stop(self) -> None:
+        stop_group(self.proc, grace=30.0)
+        for pid in self.server_pids:  # the daemon stops them; a crash would leave them
+            if alive(pid):
+                kill_group(pid)
+
+
+class RpcFailed(Exception):
+    pass
+
+
+class DaemonClient:
+    """A plain blocking NDJSON JSON-RPC client of the daemon's socket."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(str(path))
+        self.reader = self.sock.makefile("rb")
+        self.ids = itertools.count(1)
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        message = {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
+        self.sock.sendall(msgspec.json.encode(message) + b"\n")
+        reply = msgspec.json.decode(self.reader.readline())
+        if "error" in reply:
+            raise RpcFailed(f"{method}: {reply['error']}")
+        return reply["result"]
+
+    def tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        return self.call("tools/call", {"name": name, "arguments": arguments})
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+
+# -- the direct client ---------------------------------------------------------------------
 
 
 class DirectClient:
-    """The smallest LSP client that basedpyright answers: a baseline with no daemon."""
+    """The smallest LSP client that basedpyright answers: a baseline with no daemon.
+
+    Blocking and single-threaded: it reads the server's output only while it waits for an
+    answer, answering the server's own requests and noting progress and diagnostics on the
+    way, so no thread hop is on its path.
+    """
 
     def __init__(self, root: Path) -> None:
+        config = default_servers()["basedpyright"]
         self.root = root
-        self.ids = itertools.count(1)
-        self.decoder = ContentLengthDecoder()
-        self.waiting: dict[int, trio.MemorySendChannel[Any]] = {}
-        self.process: trio.Process | None = None
-        self.settings = default_servers()["basedpyright"].settings
-
-    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        command = default_servers()["basedpyright"].command
-        self.process = await trio.lowlevel.open_process(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self.root, start_new_session=True,
+        self.settings = config.settings
+        self.proc = subprocess.Popen(
+            config.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, cwd=root, start_new_session=True,
         )  # fmt: skip
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._read)
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                os.killpg(self.process.pid, 9)
-                await self.process.wait()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin = self.proc.stdin
+        self.fd = self.proc.stdout.fileno()
+        self.decoder = ContentLengthDecoder(max_message=MAX_MESSAGE, max_header=65536)
+        self.frames: deque[bytes] = deque()
+        self.ids = itertools.count(1)
+        self.progress: set[int | str] = set()
+        self.published: set[str] = set()
+        self.capabilities: dict[str, Any] = {}
+        self.registered: set[str] = set()
+        self.last_frame = b""  # the raw body of the last response (for the replay)
 
-    async def _write(self, message: dict[str, Any]) -> None:
-        assert self.process is not None and self.process.stdin is not None
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        await self.process.stdin.send_all(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    def uri(self, path: str) -> str:
+        return (self.root / path).as_uri()
 
-    async def _read(self) -> None:
-        assert self.process is not None and self.process.stdout is not None
-        async for chunk in self.process.stdout:
-            for frame in self.decoder.feed(bytes(chunk)):
-                message = json.loads(frame)
-                if "method" in message and "id" in message:
-                    result: Any = None
-                    if message["method"] == "workspace/configuration":
-                        items = message["params"]["items"]
-                        result = [self.settings.get(i.get("section", ""), {}) for i in items]
-                    await self._write({"id": message["id"], "result": result})
-                elif "id" in message and message["id"] in self.waiting:
-                    await self.waiting.pop(message["id"]).send(message.get("result"))
+    def _write(self, message: dict[str, Any]) -> None:
+        body = msgspec.json.encode({"jsonrpc": "2.0", **message})
+        self.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.stdin.flush()
 
-    async def request(self, method: str, params: Any) -> Any:
-        request_id = next(self.ids)
-        send, receive = trio.open_memory_channel[Any](1)
-        self.waiting[request_id] = send
-        await self._write({"id": request_id, "method": method, "params": params})
-        return await receive.receive()
+    def _next(self, timeout: float | None) -> bytes | None:
+        """The next frame from the server, or None when none came within `timeout`."""
+        while not self.frames:
+            if timeout is not None:
+                ready, _, _ = select.select([self.fd], [], [], timeout)
+                if not ready:
+                    return None
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                raise SystemExit("the direct basedpyright exited")
+            self.frames.extend(self.decoder.feed(chunk))
+        return self.frames.popleft()
 
-    async def notify(self, method: str, params: Any) -> None:
-        await self._write({"method": method, "params": params})
+    def _handle(self, frame: bytes) -> dict[str, Any] | None:
+        """Answer or note a server message; a response is returned to the caller."""
+        message = msgspec.json.decode(frame)
+        method = message.get("method")
+        if method is None:
+            return message
+        if "id" in message:
+            result: Any = None
+            if method == "workspace/configuration":
+                result = [self._setting(i.get("section")) for i in message["params"]["items"]]
+            elif method == "client/registerCapability":
+                self.registered |= {r["method"] for r in message["params"]["registrations"]}
+            self._write({"id": message["id"], "result": result})
+        elif method == "$/progress":
+            value = message["params"].get("value") or {}
+            if value.get("kind") == "begin":
+                self.progress.add(message["params"]["token"])
+            elif value.get("kind") == "end":
+                self.progress.discard(message["params"]["token"])
+        elif method == "textDocument/publishDiagnostics":
+            self.published.add(message["params"]["uri"])
+        return None
 
+    def _setting(self, section: str | None) -> Any:
+        value: Any = self.settings
+        for part in (section or "").split(".") if section else []:
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
 
-async def rounds_both(
-    root: Path, rounds: int
-) -> tuple[dict[str, dict[str, list[float]]], float, float]:
-    """Both paths warm side by side, measured alternately so machine load hits both alike."""
-    client = DirectClient(root)
-    manager = LspManager(root, Config(), lambda _: None)
-    use = root / "use.py"
-    times: dict[str, dict[str, list[float]]] = {"direct": {}, "daemon": {}}
-    async with trio.open_nursery() as nursery:
-        start = time.perf_counter()
-        await nursery.start(manager.run)
+    def request(self, method: str, params: Any) -> Any:
+        return self.pipelined([(method, params)])[0]
 
-        async def via_daemon(method: str, extra: dict[str, Any], path: Path = use) -> Any:
-            def params(ctx: DocumentContext) -> dict[str, Any]:
-                return {"textDocument": ctx.text_document, "position": ctx.position(3, 7), **extra}
+    def pipelined(self, calls: list[tuple[str, Any]]) -> list[Any]:
+        """Send every request at once, then wait for all the answers (as the daemon does)."""
+        ids = {}
+        for method, params in calls:
+            ids[next(self.ids)] = method
+            self._write({"id": list(ids)[-1], "method": method, "params": params})
+        results: dict[int, Any] = {}
+        while len(results) < len(ids):
+            frame = self._next(None)
+            assert frame is not None
+            message = self._handle(frame)
+            if message is not None and message.get("id") in ids:
+                if "error" in message:
+                    raise RpcFailed(f"{ids[message['id']]}: {message['error']}")
+                self.last_frame = frame
+                results[message["id"]] = message.get("result")
+        return [results[i] for i in ids]
 
-            result_type = list[Location] if method == "textDocument/references" else Any
-            return (await manager.request(path, method, params, result_type=result_type)).result
+    def notify(self, method: str, params: Any) -> None:
+        self._write({"method": method, "params": params})
 
-        await via_daemon("textDocument/hover", {})
-        cold = time.perf_counter() - start
+    def settle(self, quiet: float, timeout: float) -> None:
+        """Read until no progress is active and the server said nothing for `quiet` s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            frame = self._next(quiet)
+            if frame is None and not self.progress:
+                return
+            if frame is not None:
+                self._handle(frame)
 
-        await nursery.start(client.run)
-        await client.request(
+    def start(self, open_files: list[str]) -> None:
+        result = self.request(
             "initialize",
             {
                 "processId": os.getpid(),
-                "rootUri": root.as_uri(),
-                "workspaceFolders": [{"uri": root.as_uri(), "name": "bench"}],
+                "rootUri": self.root.as_uri(),
+                "rootPath": str(self.root),
+                "workspaceFolders": [{"uri": self.root.as_uri(), "name": self.root.name}],
                 # The daemon's own declaration: the server does the same work for both.
                 "capabilities": client_capabilities(),
             },
         )
-        await client.notify("initialized", {})
-        await client.notify("workspace/didChangeConfiguration", {"settings": client.settings})
-        uri = use.as_uri()
-        await client.notify(
-            "textDocument/didOpen",
-            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": USE}},
+        self.capabilities = result["capabilities"]
+        self.notify("initialized", {})
+        self.notify("workspace/didChangeConfiguration", {"settings": self.settings})
+        for name in open_files:
+            text = (self.root / name).read_text()
+            document = {"uri": self.uri(name), "languageId": "python", "version": 1, "text": text}
+            self.notify("textDocument/didOpen", {"textDocument": document})
+
+    def pulls_diagnostics(self) -> bool:
+        self.settle(0.2, 10.0)  # registrations come after `initialized`
+        return "diagnosticProvider" in self.capabilities or (
+            "textDocument/diagnostic" in self.registered
         )
 
-        async def direct(method: str, extra: dict[str, Any]) -> Any:
-            position = {"line": 2, "character": 6}
-            return await client.request(
-                method, {"textDocument": {"uri": uri}, "position": position, **extra}
-            )
+    def at(self, method: str, path: str, line: int, character: int, **extra: Any) -> Any:
+        """`method` at 1-based `line`:`character` (ASCII text: code points = UTF-16 units)."""
+        return self.request(method, self.params(path, line, character, **extra))
 
-        paths = {"direct": direct, "daemon": via_daemon}
-        for name, ask in paths.items():
-            times[name] = {m: [] for m in QUERIES}
-            for method, extra in QUERIES.items():  # warm-up
-                for _ in range(5):
-                    await ask(method, extra)
-        for _ in range(rounds):
-            for method, extra in QUERIES.items():
-                for name, ask in paths.items():
+    def params(self, path: str, line: int, character: int, **extra: Any) -> dict[str, Any]:
+        position = {"line": line - 1, "character": character - 1}
+        return {"textDocument": {"uri": self.uri(path)}, "position": position, **extra}
+
+    def first_hover(self, path: str) -> float:
+        """Seconds to open `path` and get a hover in it: a direct client's first touch."""
+        begin = time.perf_counter()
+        text = (self.root / path).read_text()
+        document = {"uri": self.uri(path), "languageId": "python", "version": 1, "text": text}
+        self.notify("textDocument/didOpen", {"textDocument": document})
+        result = self.at("textDocument/hover", path, 5, 6)
+        assert result, f"no hover in {path}"
+        return time.perf_counter() - begin
+
+    def stop(self) -> None:
+        self.stdin.close()
+        stop_group(self.proc, grace=5.0)
+
+
+# -- the cases -----------------------------------------------------------------------------
+
+
+def incoming_calls(client: DirectClient, path: str, line: int, character: int) -> Any:
+    items = client.at("textDocument/prepareCallHierarchy", path, line, character)
+    found: list[Any] = []
+    for item in items or []:
+        found += client.request("callHierarchy/incomingCalls", {"item": item}) or []
+    return found
+
+
+def at(path: str, line: int, character: int, **extra: Any) -> dict[str, Any]:
+    return {"path": path, "line": line, "character": character, **extra}
+
+
+@dataclass
+class Case:
+    label: str
+    tool: str
+    arguments: dict[str, Any]
+    direct: Callable[[DirectClient], Any]
+    daemon_times: list[float] = field(default_factory=list)
+    direct_times: list[float] = field(default_factory=list)
+    daemon_cpu: list[float] = field(default_factory=list)
+    sizes: tuple[int, int] = (0, 0)
+
+
+def cases() -> list[Case]:
+    refs = "textDocument/references"
+    return [
+        Case("get_hover_info", "get_hover_info", at("use_0.py", 5, 6),
+             lambda c: c.at("textDocument/hover", "use_0.py", 5, 6)),
+        Case("get_hover_info vs h+def", "get_hover_info", at("use_0.py", 5, 6),
+             lambda c: c.pipelined([("textDocument/hover", c.params("use_0.py", 5, 6)),
+                                    ("textDocument/definition", c.params("use_0.py", 5, 6))])[0]),
+        Case("go_to_definition", "go_to_definition", at("use_0.py", 5, 6),
+             lambda c: c.at("textDocument/definition", "use_0.py", 5, 6)),
+        Case("find_references +decl", "find_references",
+             at("lib.py", 9, 7, include_declaration=True),
+             lambda c: c.at(refs, "lib.py", 9, 7, context={"includeDeclaration": True})),
+        Case("find_references", "find_references", at("lib.py", 9, 7),
+             lambda c: c.at(refs, "lib.py", 9, 7, context={"includeDeclaration": False})),
+        Case("find_implementations", "find_implementations", at("lib.py", 6, 9),
+             lambda c: c.at("textDocument/implementation", "lib.py", 6, 9)),
+        Case("get_type_definition", "get_type_definition", at("use_0.py", 3, 1),
+             lambda c: c.at("textDocument/typeDefinition", "use_0.py", 3, 1)),
+        Case("get_symbols document", "get_symbols", {"path": "lib.py"},
+             lambda c: c.request("textDocument/documentSymbol",
+                                 {"textDocument": {"uri": c.uri("lib.py")}})),
+        Case("get_symbols workspace", "get_symbols", {"scope": "workspace", "query": "Impl"},
+             lambda c: c.request("workspace/symbol", {"query": "Impl"})),
+        Case("call_hierarchy incoming", "call_hierarchy", at("lib.py", 10, 9),
+             lambda c: incoming_calls(c, "lib.py", 10, 9)),
+        Case("get_diagnostics", "get_diagnostics", {"path": "lib.py"},
+             lambda c: c.request("textDocument/diagnostic",
+                                 {"textDocument": {"uri": c.uri("lib.py")}})),
+    ]  # fmt: skip
+
+
+BIG = Case(
+    "find_references 1,200+",
+    "find_references",
+    at("lib.py", 14, 5, include_declaration=True),
+    lambda c: c.at(
+        "textDocument/references", "lib.py", 14, 5, context={"includeDeclaration": True}
+    ),
+)
+
+
+def size(result: Any) -> int:
+    """How many things an answer holds (tool result or raw LSP result)."""
+    if isinstance(result, list):
+        return len(result)
+    if isinstance(result, dict):
+        if result.get("status") == "not_found":
+            return 0
+        for key in ("count", "calls", "symbols", "items", "diagnostics"):
+            value = result.get(key)
+            if isinstance(value, int):
+                return value
+            if isinstance(value, list):
+                return len(value)
+        return 1
+    return 0
+
+
+# -- measuring -----------------------------------------------------------------------------
+
+
+def warm_up(client: DaemonClient, direct: DirectClient, case: Case) -> None:
+    """Both answer, and the same thing; the direct server answers once it has analysed."""
+    mine: Any = None
+    for _ in range(3):
+        mine = client.tool(case.tool, case.arguments)
+    deadline = time.monotonic() + START_TIMEOUT
+    while not (theirs := case.direct(direct)):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the direct server gave no answer for {case.label}")
+        direct.settle(0.1, 1.0)
+    for _ in range(2):
+        theirs = case.direct(direct)
+    case.sizes = (size(mine), size(theirs))
+
+
+def measure(
+    client: DaemonClient, direct: DirectClient, pid: int, batch: list[Case], rounds: int
+) -> None:
+    for round_ in range(rounds):
+        for case in batch:
+            for way in ("daemon", "direct") if round_ % 2 == 0 else ("direct", "daemon"):
+                if way == "daemon":
+                    cpu = cpu_seconds(pid)
                     begin = time.perf_counter()
-                    await ask(method, extra)
-                    times[name][method].append(time.perf_counter() - begin)
-        # A second client's first request on the warm session: a file no one opened yet.
-        (root / "other.py").write_text(USE)
-        start = time.perf_counter()
-        await via_daemon("textDocument/hover", {}, root / "other.py")
-        warm_first = time.perf_counter() - start
-        nursery.cancel_scope.cancel()
-    return times, cold, warm_first
+                    client.tool(case.tool, case.arguments)
+                    case.daemon_times.append(time.perf_counter() - begin)
+                    case.daemon_cpu.append(cpu_seconds(pid) - cpu)
+                else:
+                    begin = time.perf_counter()
+                    case.direct(direct)
+                    case.direct_times.append(time.perf_counter() - begin)
+
+
+def ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def report(batch: list[Case], rounds: int) -> None:
+    print(f"median of {rounds} alternating rounds; daemon CPU: mean per call from /proc ticks")
+    print(
+        f"{'tool':26} {'direct ms':>9} {'daemon ms':>9} {'ratio':>6} {'added ms':>8}"
+        f" {'daemon CPU ms':>13}  items daemon/direct"
+    )
+    for case in batch:
+        d, m = ms(case.direct_times), ms(case.daemon_times)
+        cpu = statistics.fmean(case.daemon_cpu) * 1000
+        print(
+            f"{case.label:26} {d:9.2f} {m:9.2f} {m / d:6.2f} {m - d:8.2f} {cpu:13.2f}"
+            f"  {case.sizes[0]} / {case.sizes[1]}"
+        )
+
+
+def replay_references(
+    root: Path, frame: bytes, encoding: Encoding, rounds: int = 20
+) -> tuple[float, int]:
+    """Milliseconds (median) of the daemon's own work on a references response, in process.
+
+    The same steps as LspConnection._reader and find_references on the server's very bytes:
+    frame, envelope, msgspec decode, path and position shaping with previews, sort, and the
+    encoding of the reply; only the event loop and socket I/O are left out.
+    """
+    manager = LspManager(root, Config(), lambda _: None)
+    wire = b"Content-Length: %d\r\n\r\n" % len(frame) + frame
+    samples: list[float] = []
+    count = 0
+    for _ in range(rounds):
+        begin = time.perf_counter()
+        [body] = ContentLengthDecoder(MAX_MESSAGE).feed(wire)
+        message = decode_message(body)
+        items = msgspec.json.decode(bytes(message.payload), type=list[LspLocation] | None) or []
+        locator = Locator(manager)
+        found = finish(locator.location(i.uri, i.range, encoding) for i in items)
+        result = {"status": "found", "references": found, "count": len(found), "partial": False}
+        encode_frame(Framing.NDJSON, encode(Response(id=1, result=result)))
+        samples.append(time.perf_counter() - begin)
+        count = len(found)
+    return ms(samples), count
 
 
 def decode_5000() -> float:
-    """Milliseconds (median of 20) to decode a 5,000-location references response."""
+    """Milliseconds (median of 20) for the daemon to take a 5,000-location references
+    response off the wire: frame, envelope, and msgspec decode into Location Structs."""
     location = {
         "uri": "file:///project/src/module_name.py",
         "range": {"start": {"line": 120, "character": 4}, "end": {"line": 120, "character": 11}},
     }
     body = json.dumps({"jsonrpc": "2.0", "id": 7, "result": [location] * 5000}).encode()
     frame = b"Content-Length: %d\r\n\r\n" % len(body) + body
-    decoder = msgspec.json.Decoder(list[Location])
     samples = []
     for _ in range(20):
-        start = time.perf_counter()
-        [message] = [decode_message(f) for f in ContentLengthDecoder().feed(frame)]
-        locations = decoder.decode(bytes(message.payload))
-        samples.append(time.perf_counter() - start)
-        assert len(locations) == 5000
-    return statistics.median(samples) * 1000
+        begin = time.perf_counter()
+        [message] = [decode_message(f) for f in ContentLengthDecoder(MAX_MESSAGE).feed(frame)]
+        locations = msgspec.json.decode(bytes(message.payload), type=list[LspLocation] | None)
+        samples.append(time.perf_counter() - begin)
+        assert locations is not None and len(locations) == 5000
+    return ms(samples)
 
 
-async def main(rounds: int) -> None:
-    root = make_project()
-    times, cold, warm_first = await rounds_both(root, rounds)
-    direct, daemon = times["direct"], times["daemon"]
-    print(f"{'request':28} {'direct ms':>10} {'daemon ms':>10} {'ratio':>7} {'added ms':>9}")
-    for method in QUERIES:
-        d = statistics.median(direct[method]) * 1000
-        m = statistics.median(daemon[method]) * 1000
-        print(f"{method:28} {d:10.2f} {m:10.2f} {m / d:7.2f} {m - d:9.2f}")
-    print(f"cold start + first hover: {cold * 1000:.0f} ms")
-    print(f"second client's first request on the warm session: {warm_first * 1000:.0f} ms")
-    print(f"warm / cold ratio: {warm_first / cold:.3f}")
-    print(f"decode of a 5,000-location references response: {decode_5000():.2f} ms")
+def first_request(sock: Path, root: Path, path: str) -> tuple[float, float, bool]:
+    """A new client: (session/open s, first hover s, whether the session was created)."""
+    client = DaemonClient(sock)
+    try:
+        begin = time.perf_counter()
+        opened = client.call("session/open", {"root": str(root)})
+        middle = time.perf_counter()
+        result = client.tool("get_hover_info", at(path, 5, 6))
+        end = time.perf_counter()
+        assert result["status"] == "found", result
+        if opened["created"]:
+            client.call("session/close", {"terminate": True})
+        return middle - begin, end - middle, opened["created"]
+    finally:
+        client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--cold-runs", type=int, default=3)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="cw-bench-lsp-"))
+    daemon: Daemon | None = None
+    direct: DirectClient | None = None
+    try:
+        root = make_project(tmp)
+        daemon = Daemon(tmp)
+        client = DaemonClient(daemon.socket)
+        client.call("session/open", {"root": str(root)})
+        direct = DirectClient(root)
+        direct.start(["lib.py", "use_0.py"])
+        daemon.note_servers(client)
+        batch = cases()
+        for case in [*batch, BIG]:
+            if case.tool == "get_diagnostics" and not direct.pulls_diagnostics():
+                print("basedpyright offers no pull diagnostics: get_diagnostics has no twin")
+                batch.remove(case)
+                continue
+            warm_up(client, direct, case)
+        daemon.note_servers(client)
+        pid = daemon.proc.pid
+        measure(client, direct, pid, batch, args.rounds)
+        report(batch, args.rounds)
+
+        measure(client, direct, pid, [BIG], args.rounds)
+        encoding = negotiated(direct.capabilities.get("positionEncoding"))
+        replay, replayed = replay_references(root, direct_big_frame(direct), encoding)
+        d, m = ms(BIG.direct_times), ms(BIG.daemon_times)
+        cpu = statistics.fmean(BIG.daemon_cpu) * 1000
+        print(
+            f"\nfind_references returning {BIG.sizes[0]} locations (direct: {BIG.sizes[1]}),"
+            f" median of {len(BIG.daemon_times)}:\n"
+            f"  direct {d:.1f} ms, through the daemon {m:.1f} ms: ratio {m / d:.2f},"
+            f" {m - d:.1f} ms added\n"
+            f"  daemon process CPU per call (mean, /proc ticks): {cpu:.1f} ms\n"
+            f"  daemon's own work replayed in process on the server's bytes"
+            f" ({replayed} locations): {replay:.1f} ms"
+        )
+
+        runs = max(1, min(args.cold_runs, USE_FILES - 1))
+        warm = [first_request(daemon.socket, root, f"use_{k}.py") for k in range(1, 1 + runs)]
+        fresh = [direct.first_hover(f"use_{k}.py") for k in range(1, 1 + runs)]
+        same = [first_request(daemon.socket, root, "use_0.py") for _ in range(runs)]
+        cold = []
+        for k in range(max(1, args.cold_runs)):
+            copy = make_project(tmp, f"cold-{k}")
+            cold.append(first_request(daemon.socket, copy, "use_1.py"))
+        assert not any(w[2] for w in warm + same) and all(c[2] for c in cold)
+        warm_total = statistics.median(o + h for o, h, _ in warm) * 1000
+        same_total = statistics.median(o + h for o, h, _ in same) * 1000
+        cold_total = statistics.median(o + h for o, h, _ in cold) * 1000
+        print(
+            f"\na second client's first request on the warm session (session/open + hover),"
+            f" median of {runs}:\n"
+            f"  in a file no client asked about yet: {warm_total:.1f} ms (session/open"
+            f" {statistics.median(o for o, _, _ in warm) * 1000:.1f} ms; the daemon waits"
+            f" until the server has analysed the newly opened file)\n"
+            f"  in the file the first client asked about: {same_total:.1f} ms\n"
+            f"  for scale, a direct client's didOpen + hover in a file it had not opened:"
+            f" {statistics.median(fresh) * 1000:.1f} ms\n"
+            f"cold start (session/open on a new copy: server start, analysis, hover),"
+            f" median of {len(cold)}: {cold_total:.0f} ms\n"
+            f"warm / cold ratio: {warm_total / cold_total:.4f} (new file),"
+            f" {same_total / cold_total:.4f} (same file)"
+        )
+        print(f"\ndecode of a 5,000-location references response: {decode_5000():.2f} ms")
+        daemon.note_servers(client)
+        client.close()
+    finally:
+        if direct is not None:
+            direct.stop()
+        if daemon is not None:
+            daemon.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"(total run {time.perf_counter() - started:.0f} s)")
+
+
+def direct_big_frame(direct: DirectClient) -> bytes:
+    """The raw body of basedpyright's answer to the 1,200+-location references request."""
+    BIG.direct(direct)
+    return direct.last_frame
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=50)
-    trio.run(main, parser.parse_args().rounds)
+    main()

@@ -25,7 +25,7 @@ def _width(char: str, encoding: Encoding) -> int:
 def to_units(line: str, code_points: int, encoding: Encoding) -> int:
     """Code units before the `code_points`-th character of `line` (clamped to the line)."""
     prefix = line[: max(code_points, 0)]
-    if encoding == "utf-32":
+    if encoding == "utf-32" or prefix.isascii():
         return len(prefix)
     if encoding == "utf-16":
         return len(prefix) + sum(1 for c in prefix if ord(c) >= 0x10000)
@@ -34,7 +34,7 @@ def to_units(line: str, code_points: int, encoding: Encoding) -> int:
 
 def to_code_points(line: str, units: int, encoding: Encoding) -> int:
     """Code points before code unit `units` of `line`; a unit inside a character counts it."""
-    if encoding == "utf-32":
+    if encoding == "utf-32" or line.isascii():  # one unit per character
         return min(max(units, 0), len(line))
     seen = 0
     for index, char in enumerate(line):

@@ -156,6 +156,8 @@ class LanguageServer:
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Whether `predicate` came true within `timeout` (checked after every change)."""
+        if predicate():  # the common case, without a cancel scope
+            return True
         with trio.move_on_after(timeout):
             while not predicate():
                 await self._changed.wait()
@@ -591,6 +593,8 @@ class LanguageServer:
             published = self.published.get(doc.uri)
             return published is not None and (published.version or 0) >= doc.version
 
+        if ready():
+            return True
         with trio.move_on_after(timeout):
             if not ready():
                 await self.document_diagnostics(doc, timeout)
@@ -640,7 +644,10 @@ class LanguageServer:
         if method == "workspace/applyEdit":
             if self.apply_edit is not None:
                 return self.apply_edit(message.decode())
-            return {"applied": False, "failureReason": "codeward applies no edits from servers yet"}
+            return {
+                "applied": False,
+                "failureReason": "codeward applies a server's edits only during its commands",
+            }
         if method == "window/showMessageRequest":
             params = message.decode()
             self.messages.append(str(params.get("message", "")))

@@ -1,0 +1,27 @@
+"""The edit layer: a language server's WorkspaceEdit, checked and applied atomically.
+
+    plan = prepare(root, workspace_edit, encoding, basis)   # reads, checks, diffs
+    commit(plan)                                            # writes every file, or none
+
+`prepare` refuses (writing nothing) an edit that touches a path outside the root
+(`path_outside_project`) or a file whose content is no longer the one the server computed
+the edit from (`stale_edit`); `commit` checks the files again just before it writes, and
+rolls back the files it replaced when a later one fails.
+"""
+
+from codeward.daemon.edits.apply import EditResult, apply_workspace_edit, capture_basis
+from codeward.daemon.edits.atomic import commit
+from codeward.daemon.edits.plan import Basis, EditPlan, FileChange, prepare
+from codeward.daemon.edits.server_edits import accepting_edits
+
+__all__ = [
+    "Basis",
+    "EditPlan",
+    "EditResult",
+    "FileChange",
+    "accepting_edits",
+    "apply_workspace_edit",
+    "capture_basis",
+    "commit",
+    "prepare",
+]

@@ -1,0 +1,360 @@
+"""The edit tools: format_code, get_code_actions and rename_symbol, applied through the edit
+layer (atomic, only inside the root, only on the content the server computed them from)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from codeward.daemon.edits import Basis, EditResult, apply_workspace_edit, capture_basis
+from codeward.daemon.edits.actions import Action, collect, in_lines, server_diagnostics
+from codeward.daemon.edits.server_edits import accepting_edits
+from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
+from codeward.daemon.lsp.manager import DocumentContext, LspManager
+from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.tools.intel import Character, Line, Path_
+from codeward.daemon.tools.registry import ToolContext, tool
+from codeward.protocol.errors import ErrorKind, ToolError
+
+FORMATTING_OPTIONS = {
+    "tabSize": 4,
+    "insertSpaces": True,
+    "trimTrailingWhitespace": True,
+    "insertFinalNewline": True,
+    "trimFinalNewlines": True,
+}
+
+Apply = Annotated[
+    bool,
+    msgspec.Meta(description="Write the change (true) or only show its diff (false)."),
+]
+
+
+class FormatArgs(msgspec.Struct, forbid_unknown_fields=True):
+    path: Path_
+    start_line: Annotated[
+        int | None, msgspec.Meta(description="Format only from this 1-based line.")
+    ] = None
+    end_line: Annotated[
+        int | None, msgspec.Meta(description="Format only up to this 1-based line (included).")
+    ] = None
+    apply: Apply = True
+
+
+class CodeActionArgs(msgspec.Struct, forbid_unknown_fields=True):
+    path: Path_
+    line: Line
+    end_line: Annotated[
+        int | None, msgspec.Meta(description="The last line of the range (default: `line`).")
+    ] = None
+    kinds: Annotated[
+        list[str] | None,
+        msgspec.Meta(description="Only actions of these kinds (`quickfix`, `source.fixAll`...)."),
+    ] = None
+    apply: Annotated[
+        int | str | None,
+        msgspec.Meta(description="Apply this action: its index in `actions`, or its exact title."),
+    ] = None
+
+
+class RenameArgs(msgspec.Struct, forbid_unknown_fields=True):
+    path: Path_
+    line: Line
+    character: Character
+    new_name: Annotated[str, msgspec.Meta(description="The symbol's new name.")]
+    apply: Apply = True
+
+
+def _check_lines(source: SourceFile, first: int, last: int) -> None:
+    check_position(source, first, 1)
+    check_position(source, last, 1)
+    if last < first:
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"The end line {last} comes before the start line {first}; give end_line >= line.",
+        )
+
+
+def _edit_result(result: EditResult) -> dict[str, Any]:
+    return {
+        "files_changed": result.files_changed,
+        "edits": result.edits,
+        "diff": result.diff,
+        "applied": result.applied,
+    }
+
+
+def _errors(errors: list[ToolError]) -> dict[str, Any]:
+    if not errors:
+        return {}
+    return {"errors": [{"server": e.details.get("server"), "message": e.message} for e in errors]}
+
+
+# -- format_code ---------------------------------------------------------------------------
+
+
+@tool(
+    "format_code",
+    "Format a file (or the lines `start_line`..`end_line`) with the language's formatter "
+    "(ruff for Python, gopls for Go, clangd for C/C++). Returns the unified diff; with "
+    "`apply` (the default) the file is written, atomically and only if it did not change "
+    "meanwhile. `changed` is false when the file is already formatted.",
+    FormatArgs,
+    changes_files=True,
+)
+async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
+    manager = ctx.session.lsp
+    source = source_file(manager, args.path)
+    ranged = args.start_line is not None or args.end_line is not None
+    first = args.start_line if args.start_line is not None else 1
+    last = args.end_line if args.end_line is not None else source.line_count
+    if ranged:
+        _check_lines(source, first, last)
+
+    def params(doc: DocumentContext) -> dict[str, Any]:
+        built: dict[str, Any] = {"textDocument": doc.text_document, "options": FORMATTING_OPTIONS}
+        if ranged:
+            built["range"] = doc.range(first, 1, last, len(doc.index.line(last - 1)) + 1)
+        return built
+
+    method = "textDocument/rangeFormatting" if ranged else "textDocument/formatting"
+    bases: dict[str, Basis] = {}
+    answer = await manager.request(
+        source.path, method, capture_basis(manager, params, bases), wait_ready=False
+    )
+    edits = answer.result if answer.result is not None else []
+    if not isinstance(edits, list):
+        raise ToolError(
+            ErrorKind.LSP_ERROR,
+            f"The {answer.server} language server answered {method} with something other "
+            "than edits; retry, or report it.",
+            server=answer.server,
+        )
+    result = await apply_workspace_edit(
+        ctx.session.root,
+        {"changes": {source.path.as_uri(): edits}},
+        answer.encoding,
+        bases.get(answer.server, Basis()),
+        apply=args.apply,
+        on_changed=ctx.session.files_changed,
+    )
+    return {"changed": bool(result.files_changed), "diff": result.diff, "applied": result.applied}
+
+
+# -- get_code_actions ----------------------------------------------------------------------
+
+
+@tool(
+    "get_code_actions",
+    "List the code actions (quick fixes, refactorings, source actions such as organize "
+    "imports) the language servers offer for lines `line`..`end_line`, with the diagnostics "
+    "they fix; `kinds` keeps only those kinds. Give `apply` (an index from `actions`, or an "
+    "exact title) to apply one: its edit is written atomically and the result has "
+    "`files_changed` and `diff`.",
+    CodeActionArgs,
+    changes_files=True,
+)
+async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, Any]:
+    manager = ctx.session.lsp
+    source = source_file(manager, args.path)
+    first, last = args.line, args.end_line if args.end_line is not None else args.line
+    _check_lines(source, first, last)
+    if isinstance(args.apply, str) and not args.apply:
+        raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `apply` as an index or a title.")
+    diagnostics = await server_diagnostics(manager, source.path, source.language)
+
+    def params(doc: DocumentContext) -> dict[str, Any]:
+        version, items = diagnostics.get(doc.server, (None, []))
+        context: dict[str, Any] = {
+            "diagnostics": in_lines(items, first - 1, last - 1) if version == doc.version else [],
+            "triggerKind": 1,
+        }
+        if args.kinds:
+            context["only"] = args.kinds
+        end = len(doc.index.line(last - 1)) + 1
+        return {
+            "textDocument": doc.text_document,
+            "range": doc.range(first, 1, last, end),
+            "context": context,
+        }
+
+    bases: dict[str, Basis] = {}
+    answers, errors = await manager.request_all(
+        source.path, "textDocument/codeAction", capture_basis(manager, params, bases)
+    )
+    actions = collect(answers, source.path.as_uri(), args.kinds)
+    result: dict[str, Any] = {"actions": [a.public() for a in actions], **_errors(errors)}
+    if args.apply is None:
+        return result
+    action = _choose(actions, args.apply)
+    done = await _apply_action(ctx, manager, action, bases.get(action.server, Basis()))
+    return {
+        **result,
+        "action": {"index": action.index, "title": action.title},
+        **_edit_result(done),
+        "applied": True,
+    }
+
+
+def _choose(actions: list[Action], choice: int | str) -> Action:
+    if isinstance(choice, int):
+        if 0 <= choice < len(actions):
+            action = actions[choice]
+        else:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"There is no code action {choice} here; "
+                + (
+                    f"give an index from 0 to {len(actions) - 1}."
+                    if actions
+                    else "no action is offered for these lines."
+                ),
+            )
+    else:
+        chosen = [a for a in actions if a.title == choice]
+        if not chosen:
+            titles = "; ".join(repr(a.title) for a in actions[:10]) or "none"
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"No code action here is titled {choice!r}; give an index or one of the "
+                f"titles offered ({titles}).",
+            )
+        action = chosen[0]
+    if action.disabled is not None:
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"The code action {action.title!r} is disabled ({action.disabled}); choose another.",
+        )
+    return action
+
+
+async def _apply_action(
+    ctx: ToolContext, manager: LspManager, action: Action, basis: Basis
+) -> EditResult:
+    """The action's edit (resolved first when the server sends it later), then its command."""
+    session = ctx.session
+    server = manager.server_for(action.server)
+    raw = action.raw
+    bare_command = isinstance(raw.get("command"), str)
+    done = EditResult()
+    if not bare_command and "edit" not in raw and await server.offers("codeAction/resolve"):
+        await manager.flush()
+        basis = Basis.of(server.documents.documents.values())
+        resolved = await server.request("codeAction/resolve", raw)
+        raw = resolved if isinstance(resolved, dict) else raw
+    if not bare_command and raw.get("edit") is not None:
+        done.merge(
+            await apply_workspace_edit(
+                session.root,
+                raw["edit"],
+                server.encoding,
+                basis,
+                apply=True,
+                on_changed=session.files_changed,
+            )
+        )
+    command = raw if bare_command else raw.get("command")
+    if isinstance(command, dict) and isinstance(command.get("command"), str):
+        await _execute(ctx, manager, server, command, done)
+    return done
+
+
+async def _execute(
+    ctx: ToolContext,
+    manager: LspManager,
+    server: LanguageServer,
+    command: dict[str, Any],
+    done: EditResult,
+) -> None:
+    """workspace/executeCommand; the edits the server asks for meanwhile go through the layer."""
+    await manager.flush()
+    params = {"command": command["command"], "arguments": command.get("arguments") or []}
+    async with accepting_edits(server, ctx.session.root, ctx.session.files_changed) as taken:
+        await server.request("workspace/executeCommand", params)
+        await taken.settle()
+    done.merge(taken.result)
+    if taken.refused and not taken.result.applied:
+        raise taken.refused[0]
+
+
+# -- rename_symbol -------------------------------------------------------------------------
+
+
+@tool(
+    "rename_symbol",
+    "Rename the symbol at a position everywhere the language server knows it is used, "
+    "across files. Returns the files changed, the number of edits and the unified diff; "
+    "with `apply` (the default) every file is written atomically, and only if none changed "
+    "since the server computed the rename.",
+    RenameArgs,
+    changes_files=True,
+)
+async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
+    name = args.new_name
+    if not name.strip() or any(c in name for c in "\n\r\x00"):
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            "Give `new_name` as a non-empty name on one line.",
+        )
+    manager = ctx.session.lsp
+    source = source_file(manager, args.path)
+    check_position(source, args.line, args.character)
+    where = f"line {args.line}, character {args.character} of {source.shown!r}"
+    server = await manager.route(source.language, "textDocument/rename")
+
+    def position(doc: DocumentContext) -> dict[str, Any]:
+        return {
+            "textDocument": doc.text_document,
+            "position": doc.position(args.line, args.character),
+        }
+
+    if server.capabilities.supports("textDocument/prepareRename"):
+        try:
+            prepared = await manager.request(source.path, "textDocument/prepareRename", position)
+        except ToolError as exc:
+            if exc.kind is not ErrorKind.LSP_ERROR or "code" not in exc.details:
+                raise
+            raise _nothing(where, exc.message) from None
+        if prepared.result is None:
+            raise _nothing(where)
+
+    def params(doc: DocumentContext) -> dict[str, Any]:
+        return {**position(doc), "newName": name}
+
+    bases: dict[str, Basis] = {}
+    try:
+        answer = await manager.request(
+            source.path, "textDocument/rename", capture_basis(manager, params, bases)
+        )
+    except ToolError as exc:
+        if exc.kind is not ErrorKind.LSP_ERROR or "code" not in exc.details:
+            raise
+        raise _nothing(where, exc.message) from None
+    if answer.result is None:
+        raise _nothing(where)
+    result = await apply_workspace_edit(
+        ctx.session.root,
+        answer.result,
+        answer.encoding,
+        bases.get(answer.server, Basis()),
+        apply=args.apply,
+        on_changed=ctx.session.files_changed,
+    )
+    shown = _edit_result(result)
+    if answer.partial:
+        shown["partial"] = True
+    return shown
+
+
+def _nothing(where: str, reason: str = "") -> ToolError:
+    if reason:
+        return ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"The symbol at {where} cannot be renamed ({reason.rstrip('.')}); give the "
+            "position of a name the project defines.",
+        )
+    return ToolError(
+        ErrorKind.INVALID_ARGUMENTS,
+        f"There is no symbol to rename at {where}; give the position of a name.",
+    )
