@@ -44,9 +44,11 @@ class RpcClient:
         self._decoder = make_decoder(framing)
         self._nursery: trio.Nursery | None = None
         self.closed = trio.Event()
+        self._send_lock = trio.Lock()
 
     async def send_raw(self, data: bytes) -> None:
-        await self.stream.send_all(data)
+        async with self._send_lock:
+            await self.stream.send_all(data)
 
     async def send(self, message: Any) -> None:
         await self.send_raw(encode_frame(self.framing, json.dumps(message).encode()))
