@@ -1,4 +1,4 @@
-"""The Lua actor: host calls, Lua <-> JSON conversion, limits that involve the host, cancellation."""
+"""The Lua actor: host calls, Lua <-> JSON conversion, host-related limits, cancellation."""
 
 from __future__ import annotations
 
@@ -147,7 +147,9 @@ async def test_args_arrive_as_varargs_and_global(actor: LuaActor) -> None:
     args = {"name": "x", "list": [1, None, "z"], "empty": [], "obj": {}, "flag": True}
     assert await run(actor, "return ...", args) == args
     assert await run(actor, "return args", args) == args
-    assert await run(actor, "local a = ... return {a.list[3], #a.list, a.list[2] == codeward.null}", args) == ["z", 3, True]
+    assert await run(
+        actor, "local a = ... return {a.list[3], #a.list, a.list[2] == codeward.null}", args
+    ) == ["z", 3, True]
     assert await run(actor, "return {args == nil, select('#', ...)}") == [True, 1]
     assert await run(actor, "return args[2]", ["a", "b"]) == "b"
     assert await run(actor, "return type(args)", "text") == "string"
@@ -212,7 +214,11 @@ async def test_git_result_round_trips_unchanged(actor: LuaActor) -> None:
 
 async def test_git_argument_defaults(actor: LuaActor) -> None:
     host = RecordingHost()
-    await run(actor, "codeward.git('log') codeward.git('diff', {}) codeward.git('show', {}, {})", host=host)
+    await run(
+        actor,
+        "codeward.git('log') codeward.git('diff', {}) codeward.git('show', {}, {})",
+        host=host,
+    )
     assert host.git_calls == [("log", [], {}), ("diff", [], {}), ("show", [], {})]
 
 
@@ -337,7 +343,11 @@ async def test_host_call_that_raises_a_bug(actor: LuaActor) -> None:
         raise RuntimeError("host bug")
 
     with pytest.raises(RuntimeError, match="host bug"):
-        await run(actor, "local ok = pcall(codeward.git, 'status') return 'caught?'", host=RecordingHost(git=broken))
+        await run(
+            actor,
+            "local ok = pcall(codeward.git, 'status') return 'caught?'",
+            host=RecordingHost(git=broken),
+        )
     assert await run(actor, "return 'healthy'") == "healthy"
 
 
@@ -386,7 +396,9 @@ async def test_too_many_host_calls(nursery: trio.Nursery) -> None:
     host = RecordingHost()
     assert await run(actor, "for i = 1, 3 do codeward.log(i) end return 'ok'", host=host) == "ok"
     with pytest.raises(ToolError) as info:
-        await run(actor, "for i = 1, 10 do pcall(codeward.git, 'status') end return 'no'", host=host)
+        await run(
+            actor, "for i = 1, 10 do pcall(codeward.git, 'status') end return 'no'", host=host
+        )
     assert info.value.kind is ErrorKind.LUA_ERROR
     assert info.value.details["limit"] == "host_calls"
     assert len(host.git_calls) == 3
@@ -394,8 +406,12 @@ async def test_too_many_host_calls(nursery: trio.Nursery) -> None:
 
 
 async def test_unexpected_yield(actor: LuaActor) -> None:
-    for source in ["coroutine.yield(1)", "coroutine.yield()", "pcall(coroutine.yield, 'x')",
-                   "local t = coroutine.running() coroutine.yield(t)"]:
+    for source in [
+        "coroutine.yield(1)",
+        "coroutine.yield()",
+        "pcall(coroutine.yield, 'x')",
+        "local t = coroutine.running() coroutine.yield(t)",
+    ]:
         with pytest.raises(ToolError) as info:
             await run(actor, source)
         assert info.value.kind is ErrorKind.LUA_ERROR
@@ -406,7 +422,9 @@ async def test_unexpected_yield(actor: LuaActor) -> None:
 # --- time, cancellation, the actor's life -------------------------------------------
 
 
-async def test_wall_time_includes_host_calls(nursery: trio.Nursery, autojump_clock: trio.testing.MockClock) -> None:
+async def test_wall_time_includes_host_calls(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
     actor = await start_actor(nursery, wall_seconds=5)
 
     async def slow(subcommand: str, args: list[str], opts: dict[str, Any]) -> dict[str, Any]:
@@ -495,7 +513,9 @@ async def test_evals_run_one_at_a_time_in_order(actor: LuaActor) -> None:
     results: dict[str, Any] = {}
 
     async def one(name: str) -> None:
-        results[name] = await run(actor, f"codeward.git('{name}') codeward.git('{name}') return '{name}'", host=host)
+        results[name] = await run(
+            actor, f"codeward.git('{name}') codeward.git('{name}') return '{name}'", host=host
+        )
 
     async with trio.open_nursery() as nursery:
         for name in ["a", "b", "c"]:

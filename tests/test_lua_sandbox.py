@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import lupa.lua54
 import pytest
@@ -84,18 +85,28 @@ async def test_escape_fails(actor: LuaActor, source: str) -> None:
         ("return getmetatable('')", False),
         ("return string.dump", None),
         ("return (''). dump", None),
-        ("return {type(args), args.__class__ == nil, args.__dict__ == nil, getmetatable(args) == nil}",
-         ["table", True, True, True]),
+        (
+            "return {type(args), args.__class__ == nil, args.__dict__ == nil, "
+            "getmetatable(args) == nil}",
+            ["table", True, True, True],
+        ),
         ("return getmetatable(codeward.git) == nil", True),
-        ("local r = codeward.git('status') return {type(r), r.__class__ == nil, r.items == nil}",
-         ["table", True, True]),
+        (
+            "local r = codeward.git('status') return {type(r), r.__class__ == nil, r.items == nil}",
+            ["table", True, True],
+        ),
         ("return type(codeward.null)", "table"),
         ("return getmetatable(codeward.null)", False),
         ("local n = 0 for k in pairs(_G) do n = n + 1 end return n < 40", True),
-        ("for _, k in ipairs({'debug', 'io', 'package', 'load', 'require', 'dofile', 'loadfile', "
-         "'collectgarbage', 'python', 'warn'}) do if _G[k] ~= nil then return k end end "
-         "for k in pairs(os) do if k ~= 'time' and k ~= 'clock' and k ~= 'date' then return k end end "
-         "return 'clean'", "clean"),
+        (
+            "for _, k in ipairs({'debug', 'io', 'package', 'load', 'require', 'dofile', "
+            "'loadfile', 'collectgarbage', 'python', 'warn'}) do "
+            "if _G[k] ~= nil then return k end end "
+            "for k in pairs(os) do "
+            "if k ~= 'time' and k ~= 'clock' and k ~= 'date' then return k end end "
+            "return 'clean'",
+            "clean",
+        ),
     ],
 )
 async def test_what_a_script_sees(actor: LuaActor, source: str, expected: object) -> None:
@@ -104,8 +115,8 @@ async def test_what_a_script_sees(actor: LuaActor, source: str, expected: object
 
 
 async def test_binary_chunk_is_refused(actor: LuaActor) -> None:
-    other = lupa.lua54.LuaRuntime(encoding=None)
-    chunk: bytes = other.eval("string.dump(function() return 'binary' end)")
+    make_runtime: Any = lupa.lua54.LuaRuntime
+    chunk: bytes = make_runtime(encoding=None).eval("string.dump(function() return 'binary' end)")
     assert chunk.startswith(b"\x1bLua")
     error = await expect_error(actor, chunk.decode("latin-1"), ErrorKind.LUA_ERROR)
     assert "binary chunk" in error.message
@@ -129,9 +140,7 @@ async def test_string_metatable_is_protected(actor: LuaActor) -> None:
     await expect_error(actor, "getmetatable('').__index = {}", ErrorKind.LUA_ERROR)
     await expect_error(actor, "getmetatable('').__index.upper = nil", ErrorKind.LUA_ERROR)
     await expect_error(actor, "setmetatable('', {})", ErrorKind.LUA_ERROR)
-    error = await expect_error(
-        actor, "setmetatable(getmetatable(''), {})", ErrorKind.LUA_ERROR
-    )
+    error = await expect_error(actor, "setmetatable(getmetatable(''), {})", ErrorKind.LUA_ERROR)
     assert "table expected" in error.message
 
 
@@ -143,7 +152,9 @@ async def test_string_library_changes_stay_in_their_eval(actor: LuaActor) -> Non
         return {string.upper('a'), ('a'):upper(), string.nothing}
     """
     assert await run(actor, source) == ["pwned", "A", "x"]
-    assert await run(actor, "return {string.upper('a'), ('a'):upper(), string.nothing == nil, ('a'):rep(2)}") == [
+    assert await run(
+        actor, "return {string.upper('a'), ('a'):upper(), string.nothing == nil, ('a'):rep(2)}"
+    ) == [
         "A",
         "A",
         True,
@@ -179,12 +190,26 @@ async def test_library_tables_are_fresh_per_eval(actor: LuaActor) -> None:
         return {type(table.insert), math.pi > 3.14, type(os.time), type(coroutine.wrap),
                 type(codeward.git), type(codeward.null), type(utf8.char), math.nothing, table.x}
     """
-    assert await run(actor, check) == ["function", True, "function", "function", "function", "table", "function"]
+    assert await run(actor, check) == [
+        "function",
+        True,
+        "function",
+        "function",
+        "function",
+        "table",
+        "function",
+    ]
 
 
 async def test_globals_do_not_leak_between_evals(actor: LuaActor) -> None:
-    assert await run(actor, "x = 42; _G.y = 1; rawset(_G, 'z', 2); _ENV.w = 3; args = 5; return x") == 42
-    assert await run(actor, "return {x == nil, y == nil, z == nil, w == nil, args == nil}") == [True] * 5
+    assert (
+        await run(actor, "x = 42; _G.y = 1; rawset(_G, 'z', 2); _ENV.w = 3; args = 5; return x")
+        == 42
+    )
+    assert (
+        await run(actor, "return {x == nil, y == nil, z == nil, w == nil, args == nil}")
+        == [True] * 5
+    )
     await assert_healthy(actor)
 
 
@@ -193,7 +218,11 @@ async def test_two_sessions_share_nothing(nursery: trio.Nursery) -> None:
     two = await start_actor(nursery)
     await run(one, "shared = 'one'; string.upper = function() return 'pwned' end")
     assert await run(one, "return {string.upper('a'), ('a'):upper()}") == ["A", "A"]
-    assert await run(two, "return {shared == nil, string.upper('a'), ('a'):upper()}") == [True, "A", "A"]
+    assert await run(two, "return {shared == nil, string.upper('a'), ('a'):upper()}") == [
+        True,
+        "A",
+        "A",
+    ]
     await expect_error(one, "getmetatable('').__index = {}", ErrorKind.LUA_ERROR)
     await assert_healthy(two)
 
@@ -210,7 +239,8 @@ async def test_two_sessions_share_nothing(nursery: trio.Nursery) -> None:
         "pcall(function() while true do end end) while true do end",
         "while true do pcall(function() while true do end end) end",
         "while true do xpcall(function() while true do end end, function(e) return e end) end",
-        "xpcall(function() while true do end end, function(e) while true do end end) return 'escaped'",
+        "xpcall(function() while true do end end, function(e) while true do end end) "
+        "return 'escaped'",
         "xpcall(function() error('x') end, function(e) while true do end end) return 'escaped'",
         "local co = coroutine.create(function() while true do end end) "
         "while true do coroutine.resume(co) end",
@@ -246,12 +276,12 @@ async def test_cpu_limit_is_per_eval_and_counts_only_lua(nursery: trio.Nursery) 
 
 
 async def test_runtime_is_replaced_after_a_limit(actor: LuaActor) -> None:
-    before = actor._sandbox  # noqa: SLF001  (white box: the limit must throw the runtime away)
+    before = actor._sandbox
     await expect_error(actor, "while true do end", ErrorKind.LUA_TIMEOUT)
-    after = actor._sandbox  # noqa: SLF001
+    after = actor._sandbox
     assert after is not None and after is not before
     await run(actor, "return 1")
-    assert actor._sandbox is after  # noqa: SLF001  (a clean eval keeps the runtime)
+    assert actor._sandbox is after
 
 
 # --- memory and recursion -----------------------------------------------------------
@@ -260,14 +290,14 @@ async def test_runtime_is_replaced_after_a_limit(actor: LuaActor) -> None:
 @pytest.fixture
 async def roomy(nursery: trio.Nursery) -> AsyncIterator[LuaActor]:
     """Enough CPU that the memory cap is what stops these scripts."""
-    yield await start_actor(nursery, cpu_seconds=10, memory_mb=16)
+    yield await start_actor(nursery, cpu_seconds=5, memory_mb=16)
 
 
 @pytest.mark.parametrize(
     "source",
     [
         "return string.rep('x', 2^30)",
-        "return ('x'):rep(2^31)",
+        "return ('xy'):rep(2^28)",
         "local ok, e = pcall(string.rep, 'x', 2^30) return {ok, e}",
         "local s = 'x' while true do s = s .. s end",
         "local s = 'x' while true do pcall(function() s = s .. s end) end",
@@ -275,9 +305,10 @@ async def roomy(nursery: trio.Nursery) -> AsyncIterator[LuaActor]:
         "local t = {} local i = 0 while true do i = i + 1 t['k' .. i] = i end",
         "local t = {} while true do t[#t + 1] = string.rep('y', 1e5) end",
         "coroutine.wrap(function() local t = {} while true do t[#t + 1] = {1, 2, 3} end end)()",
-        "xpcall(function() local t = {} while true do t[#t + 1] = {} end end, function(e) return e end) "
-        "return 'escaped'",
-        "return table.concat(setmetatable({}, {__index = function() return ('z'):rep(1e6) end}), '', 1, 1e6)",
+        "xpcall(function() local t = {} while true do t[#t + 1] = {} end end, "
+        "function(e) return e end) return 'escaped'",
+        "return table.concat(setmetatable({}, "
+        "{__index = function() return ('z'):rep(1e6) end}), '', 1, 1e6)",
     ],
 )
 async def test_memory_limit(roomy: LuaActor, source: str) -> None:
@@ -291,16 +322,40 @@ async def test_memory_limit(roomy: LuaActor, source: str) -> None:
         "local function f() return 1 + f() end return f()",
         "local function f(...) return f(1, ...) end return f()",
         "local function f() pcall(f) return 1 + f() end return f()",
+        "local function f() pcall(f) return f() end return f()",
+        "local function f() xpcall(f, f) return 1 + f() end return f()",
+        "local function f() pcall(coroutine.wrap(f)) return 1 + f() end return f()",
+        "local function f() coroutine.resume(coroutine.create(f)) return 1 + f() end return f()",
         "local function f() coroutine.wrap(f)() end f()",
-        "local function f() return setmetatable({}, {__index = function(t, k) return f()[k] end}) end "
+        "local function f() "
+        "return setmetatable({}, {__index = function(t, k) return f()[k] end}) end "
         "return f().x",
     ],
 )
-async def test_unbounded_recursion(roomy: LuaActor, source: str) -> None:
-    with pytest.raises(ToolError) as info:
-        await run(roomy, source)
+async def test_unbounded_recursion(nursery: trio.Nursery, source: str) -> None:
+    actor = await start_actor(nursery, cpu_seconds=0.3, memory_mb=64)
+    with trio.fail_after(5):  # unwinding after the limit must be quick too
+        with pytest.raises(ToolError) as info:
+            await run(actor, source)
     assert info.value.kind in (ErrorKind.LUA_ERROR, ErrorKind.LUA_MEMORY, ErrorKind.LUA_TIMEOUT)
-    await assert_healthy(roomy)
+    await assert_healthy(actor)
+
+
+async def test_protected_call_nesting_is_capped(actor: LuaActor) -> None:
+    source = """
+        local function f(n)
+            if n == 0 then return 0 end
+            local ok, v = pcall(f, n - 1)
+            if not ok then error(v, 0) end
+            return v + 1
+        end
+        return f(...)
+    """
+    assert await run(actor, source, 90) == 90
+    with pytest.raises(ToolError) as info:
+        await run(actor, source, 150)
+    assert "nested more than 100 deep" in info.value.message
+    await assert_healthy(actor)
 
 
 async def test_big_host_result_over_the_memory_cap(nursery: trio.Nursery) -> None:
@@ -310,6 +365,8 @@ async def test_big_host_result_over_the_memory_cap(nursery: trio.Nursery) -> Non
         return {"output": "x" * (4 * 1024 * 1024), "lines": ["line"] * 50000}
 
     with pytest.raises(ToolError) as info:
-        await run(actor, "local r = codeward.git('log') return #r.output", host=RecordingHost(git=huge))
+        await run(
+            actor, "local r = codeward.git('log') return #r.output", host=RecordingHost(git=huge)
+        )
     assert info.value.kind is ErrorKind.LUA_MEMORY
     await assert_healthy(actor)

@@ -21,6 +21,34 @@ Limits per eval (`LuaConfig`): CPU time (`lua_timeout`), wall time including hos
 (`lua_timeout`), memory (`lua_memory`), result size (`output_too_large`) and host calls,
 where `codeward.log` counts too (one more than allowed is a `lua_error` with
 `limit: "host_calls"`). A runtime that hit any limit is thrown away and made anew.
+
+The CPU limit is a count hook, which runs only between VM instructions, so C library calls
+that can loop long on their own are guarded (guards.py; the raw functions stay only in the
+prelude's locals and in `package.loaded`, which scripts cannot reach):
+
+- `string.find/match/gmatch/gsub` (also as methods: the string metatable's `__index` is the
+  guarded library) estimate the matcher's worst-case steps before calling C, and refuse with
+  a Lua error "pattern too costly for a subject of N bytes: ...; split the text (e.g. by
+  lines) or simplify the pattern" above `PATTERN_BUDGET` (1e7 steps, about 50 ms here).
+  The pattern is parsed into items (char classes, sets, `%b`, `%f`, back-references,
+  captures, anchors, quantifiers); from the last item to the first each suffix gets a
+  worst-case cost when it fails and when it succeeds, as polynomials in the subject length
+  n: `*`, `+` and `-` multiply the cost of a failing rest by n (a rest that cannot fail,
+  such as the pattern's end or `.-` before a rest that matches empty at the subject's end,
+  costs no backtracking), `?` doubles it, `%b` and back-references scan n. An unanchored
+  call tries every start (n times the failing cost); gsub also pays for every match, which
+  is linear when successes only consume text. The n^k term is divided by k! (nested
+  quantifiers walk ordered positions). One gmatch iteration is bounded like a find.
+  Polynomials are cached per pattern. A malformed pattern is estimated up to the fault.
+- plain finds (`plain` or no special characters) are memchr/memcmp loops, n times the
+  needle length in the worst case: a search that could exceed the budget runs in windows.
+- `gsub`'s replacement functions and tables with metatables are called through Lua, so the
+  hook fires between matches; `table.sort` calls any comparator through Lua, and uses a Lua
+  `<` beyond 16384 elements or on a table with a metatable.
+- `string.rep` of nothing returns "" (the C loop would spin), and many short copies are
+  made in blocks of 4 KiB; `table.insert/remove` on tables with a metatable run in Lua;
+  `table.move`, and `table.concat/unpack` on tables with a metatable, work in chunks.
+- `string.pack/unpack/packsize` and `os.date` refuse formats over 1 MiB.
 """
 
 from codeward.daemon.lua.actor import LuaActor

@@ -14,7 +14,7 @@ from __future__ import annotations
 HOOK_COUNT = 100
 
 PRELUDE = r"""
-local HOOK_COUNT = ...
+local HOOK_COUNT, GUARDS = ...
 local type, next, rawget, rawset, rawequal, rawlen, select, error, tostring, tonumber =
     type, next, rawget, rawset, rawequal, rawlen, select, error, tostring, tonumber
 local raw_pcall, raw_xpcall, raw_setmetatable, raw_getmetatable, raw_load =
@@ -29,12 +29,19 @@ local fmt, gsub, find, sub, char = string.format, string.gsub, string.find, stri
 local utf8len = utf8.len
 
 -- Every string in this state shares one metatable whose __index is the real string library.
+-- The C functions that can loop long are replaced by their guards (see guards.py) there and
+-- in the shared tables every eval's copies come from; the locals above stay the raw ones.
 string.dump = nil
 raw_getmetatable("").__metatable = false
+string.find, string.match, string.gmatch, string.gsub, string.rep =
+    GUARDS.find, GUARDS.match, GUARDS.gmatch, GUARDS.gsub, GUARDS.rep
+string.pack, string.unpack, string.packsize = GUARDS.pack, GUARDS.unpack, GUARDS.packsize
+table.insert, table.remove, table.move, table.concat, table.unpack, table.sort =
+    GUARDS.insert, GUARDS.remove, GUARDS.move, GUARDS.concat, GUARDS.unpack_table, GUARDS.sort
 
 local G = _G
 local STRING, TABLE, MATH, UTF8 = string, table, math, utf8
-local OS = {time = os.time, clock = os.clock, date = os.date}
+local OS = {time = os.time, clock = os.clock, date = GUARDS.date}
 -- Nothing a script could reach through the real globals stays there.
 for _, name in next, {"python", "debug", "io", "package", "require", "dofile", "loadfile",
                       "load", "collectgarbage", "os", "warn", "coroutine"} do
@@ -98,7 +105,9 @@ local ESCAPES = {['"'] = '\\"', ["\\"] = "\\\\", ["\127"] = "\\u007f"}
 for i = 0, 31 do ESCAPES[char(i)] = fmt("\\u%04x", i) end
 
 local function encode_string(s, buf)
-  if not utf8len(s) then fail("lua_error", "a string is not valid UTF-8, so it cannot become JSON") end
+  if not utf8len(s) then
+    fail("lua_error", "a string is not valid UTF-8, so it cannot become JSON")
+  end
   buf:put('"' .. gsub(s, '[%c"\\]', ESCAPES) .. '"')
 end
 
@@ -114,9 +123,13 @@ local function encode_number(v, buf)
 end
 
 local encode_value
+local SORT_DIRECT = 16384
+local function less(a, b) return a < b end
 
 local function encode_table(t, buf, depth, path)
-  if path[t] then fail("lua_error", "a table contains itself (a cycle), so it cannot become JSON") end
+  if path[t] then
+    fail("lua_error", "a table contains itself (a cycle), so it cannot become JSON")
+  end
   if depth > 200 then fail("lua_error", "tables are nested more than 200 deep") end
   path[t] = true
   local count, maxn, sequence = 0, 0, true
@@ -143,13 +156,14 @@ local function encode_table(t, buf, depth, path)
       local name
       if type(k) == "string" then name = k
       elseif mtype(k) == "integer" then name = fmt("%d", k)
-      else fail("lua_error", "table keys must be strings or integers to become JSON, not " .. type(k))
+      else
+        fail("lua_error", "table keys must be strings or integers to become JSON, not " .. type(k))
       end
       n = n + 1
       names[n] = name
       keys[name] = k
     end
-    sort(names)
+    if n > SORT_DIRECT then sort(names, less) else sort(names) end  -- the hook fires in less
     buf:put("{")
     for i = 1, n do
       if i > 1 then buf:put(",") end
@@ -229,12 +243,35 @@ local function cw_log(...)
 end
 
 -- What scripts get instead of the raw functions.
+-- Inside a coroutine, Lua recovers from an error in a pcall without unwinding the C stack,
+-- so pcall nesting is not bounded by the C-call limit there. Unwinding a deep nest after a
+-- limit was hit costs quadratic time in C (no hook runs), so the nesting is capped.
+local MAX_PROTECTED_DEPTH = 100
+local protected_depth = raw_setmetatable({}, {__mode = "k"})   -- coroutine -> live pcalls
+
+local function enter_protected()
+  local co = co_running()
+  local depth = (protected_depth[co] or 0) + 1
+  if depth > MAX_PROTECTED_DEPTH then
+    error("pcall and xpcall are nested more than " .. MAX_PROTECTED_DEPTH .. " deep", 3)
+  end
+  protected_depth[co] = depth
+  return co
+end
+
+local function leave_protected(co, ...)
+  protected_depth[co] = protected_depth[co] - 1
+  return passthrough(...)
+end
+
 local function safe_pcall(f, ...)
-  return passthrough(raw_pcall(f, ...))
+  local co = enter_protected()
+  return leave_protected(co, raw_pcall(f, ...))
 end
 
 local function safe_xpcall(f, handler, ...)
-  return passthrough(raw_xpcall(f, function(e)
+  local co = enter_protected()
+  return leave_protected(co, raw_xpcall(f, function(e)
     if tripped or rawequal(e, MEMERR) then return e end
     return handler(e)
   end, ...))

@@ -18,11 +18,13 @@ import lupa.lua54 as lua54
 
 from codeward.daemon.config import LuaConfig
 from codeward.daemon.lua.convert import LuaBuilder, decode_json
+from codeward.daemon.lua.guards import GUARDS, PATTERN_BUDGET
 from codeward.daemon.lua.prelude import HOOK_COUNT, PRELUDE
 from codeward.protocol.errors import ErrorKind, ToolError
 
 LOG_LIMIT = 64 * 1024
 _MESSAGE_LIMIT = 2000
+_LuaRuntime: Any = lua54.LuaRuntime  # lupa's stubs do not list its keyword arguments
 
 
 @dataclass(frozen=True)
@@ -52,14 +54,15 @@ class Sandbox:
         self.broken = False
         self._host_errors: dict[int, ToolError] = {}
         self._cpu_left = limits.cpu_seconds
-        self._runtime: Any = lua54.LuaRuntime(
+        self._runtime: Any = _LuaRuntime(
             encoding=None,
             register_eval=False,
             register_builtins=False,
             max_memory=self._max_memory,
         )
         with self._lifted():
-            driver = self._runtime.execute(PRELUDE, HOOK_COUNT)
+            guards = self._runtime.execute(GUARDS, PATTERN_BUDGET, name="=codeward")
+            driver = self._runtime.execute(PRELUDE, HOOK_COUNT, guards, name="=codeward")
             self._driver = {bytes(k).decode(): driver[k] for k in driver}
             self._null = self._driver["null"]()
 
