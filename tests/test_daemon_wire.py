@@ -300,18 +300,28 @@ async def test_disconnect_cancels_reads_but_finishes_writes(
 
 
 async def test_two_hundred_connections(open_client: OpenClient, daemon: Daemon) -> None:
+    fds_before = len(os.listdir("/proc/self/fd"))
     pids: list[int] = []
+    clients = []
 
     async def one() -> None:
         client = await open_client()
+        clients.append(client)
         pids.append((await client.call("daemon/status"))["pid"])
-        await client.aclose()
 
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             for _ in range(200):
                 nursery.start_soon(one)
+        assert len(daemon.connections) == 200
+        conns = list(daemon.connections.values())
+        for client in clients:
+            await client.aclose()
+        for conn in conns:
+            await conn.done.wait()
     assert pids == [os.getpid()] * 200
+    assert daemon.connections == {}
+    assert len(os.listdir("/proc/self/fd")) <= fds_before  # no fd left behind
 
 
 async def test_connection_from_another_uid_is_closed(
