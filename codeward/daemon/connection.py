@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,9 @@ class Connection:
         self._pending: dict[Id, trio.MemorySendChannel[Response]] = {}
         self._next_out_id = 0
         self._send, self._receive = trio.open_memory_channel[bytes](math.inf)
+        self._queued = 0  # frames handed to the writer task and not yet written whole
+        # A socket can take a reply at once, without a hop through the writer task.
+        self._direct = stream.socket if isinstance(stream, trio.SocketStream) else None
         self.closed = False
         self.reader_done = trio.Event()  # the client went away (or broke framing)
         self._flushed = trio.Event()  # set while nothing waits to be written
@@ -130,6 +134,7 @@ class Connection:
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     self.closed = True
                     return
+                self._queued -= 1
                 if self._receive.statistics().current_buffer_used == 0:
                     self._flushed.set()
         finally:
@@ -142,10 +147,25 @@ class Connection:
     def _queue(self, body: bytes) -> None:
         if self.closed or self.framing is None:
             return
+        frame = encode_frame(self.framing, body)
+        if self._queued == 0 and self._direct is not None and self._direct.fileno() >= 0:
+            # Nothing waits to be written: write now (synchronously, so no cancellation can
+            # cut a frame); what the socket cannot take yet goes to the writer, in order.
+            try:
+                written = os.write(self._direct.fileno(), frame)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                self.closed = True
+                return
+            if written == len(frame):
+                return
+            frame = frame[written:]
         try:
-            self._send.send_nowait(encode_frame(self.framing, body))
+            self._send.send_nowait(frame)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             return
+        self._queued += 1
         if self._flushed.is_set():
             self._flushed = trio.Event()
 

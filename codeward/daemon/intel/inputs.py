@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from codeward.daemon.lsp.defaults import language_of
+from codeward.daemon.lsp.documents import stat_key
 from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.positions import split_lines
+from codeward.daemon.lsp.uris import real_path
 from codeward.daemon.paths import relative, resolve_input_path
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -28,10 +31,21 @@ class SourceFile:
 
 
 def source_file(manager: LspManager, path: str) -> SourceFile:
-    """Check `path` (inside the root, a file, of a language, text) and read it."""
-    resolved = resolve_input_path(manager.root, path)
-    shown = relative(resolved, manager.root)
-    language = language_of(resolved, manager.root, manager.languages)
+    """Check `path` (inside the root, a file, of a language, text) and read it.
+
+    The text comes from the layer's own copy (an open document, or the line cache) when
+    the file's stat still matches the one taken when that copy was read; else from disk.
+    """
+    resolved = resolve_inside(manager.root, path)
+    try:
+        st = os.stat(resolved)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode):
+        # Missing, a directory or something else: the full check says which, in its words.
+        resolve_input_path(manager.root, path)
+    shown = _relative(resolved, manager.root)
+    language = manager.language_or_none(resolved)
     if language is None:
         configured = ", ".join(sorted(manager.languages))
         raise ToolError(
@@ -40,6 +54,10 @@ def source_file(manager: LspManager, path: str) -> SourceFile:
             "file of one of them, or add its patterns under [languages] in the config.",
             path=shown,
         )
+    if st is not None:
+        known = manager.known_text(resolved, stat_key(st))
+        if known is not None and known.plain:
+            return SourceFile(resolved, shown, language, known.lines)
     try:
         data = resolved.read_bytes()
     except OSError as exc:
@@ -57,6 +75,25 @@ def source_file(manager: LspManager, path: str) -> SourceFile:
             path=shown,
         ) from None
     return SourceFile(resolved, shown, language, split_lines(text))
+
+
+def resolve_inside(root: Path, path: str) -> Path:
+    """`resolve_input_path(root, path, must_exist=False)`, by string for a path that is
+    plainly inside the root (it is hot); anything else goes the whole way, for its errors."""
+    if isinstance(path, str) and path and "\x00" not in path:
+        base = str(root)
+        real = real_path(path if path.startswith("/") else f"{base}/{path}")
+        if real == base or (base != "/" and real.startswith(base + "/")):
+            return Path(real)
+    return resolve_input_path(root, path, must_exist=False)
+
+
+def _relative(path: Path, root: Path) -> str:
+    """`relative(path, root)` for a resolved path inside the root, by string (it is hot)."""
+    text, base = str(path), str(root)
+    if text.startswith(base) and text[len(base) : len(base) + 1] == "/" and base != "/":
+        return text[len(base) + 1 :]
+    return relative(path, root)
 
 
 def check_position(source: SourceFile, line: int, character: int) -> None:

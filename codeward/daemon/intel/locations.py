@@ -19,7 +19,7 @@ from codeward.daemon.intel.indicators import go_env, indicator
 from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.types import Position, Range
-from codeward.daemon.lsp.uris import uri_to_path
+from codeward.daemon.lsp.uris import real_path, uri_to_path
 
 Location = dict[str, Any]
 _MISSING = object()
@@ -60,7 +60,10 @@ class Locator:
     def __init__(self, manager: LspManager) -> None:
         self.manager = manager
         self.root = manager.root
+        self._root_str = str(manager.root)
+        self._root_prefix = self._root_str.rstrip("/") + "/"
         self._places: dict[str, tuple[str, bool] | None] = {}
+        self._paths: dict[str, Path | None] = {}
         self._indexes: dict[str, LineIndex | None] = {}
 
     async def prepare(self, uris: Iterable[str]) -> None:
@@ -74,23 +77,31 @@ class Locator:
         cached = self._places.get(uri, _MISSING)
         if cached is not _MISSING:
             return cached  # type: ignore[return-value]
-        path = uri_to_path(uri)
+        path = self.path(uri)
         found: tuple[str, bool] | None = None
         if path is not None:
-            real = Path(os.path.realpath(path))
-            if real == self.root or self.root in real.parents:
-                found = (real.relative_to(self.root).as_posix(), True)
-            elif go or real.suffix != ".go":
-                shown = indicator(real)
+            real = real_path(path)  # through symlinks, every time: they may change
+            if real == self._root_str:
+                found = (".", True)
+            elif real.startswith(self._root_prefix):
+                found = (real[len(self._root_prefix) :], True)
+            elif go or os.path.splitext(real)[1] != ".go":
+                shown = indicator(Path(real))
                 found = (shown, False) if shown else None
             else:
                 return None
         self._places[uri] = found
         return found
 
+    def path(self, uri: str) -> Path | None:
+        path = self._paths.get(uri, _MISSING)
+        if path is _MISSING:
+            path = self._paths[uri] = uri_to_path(uri)
+        return path  # type: ignore[return-value]
+
     def index(self, uri: str) -> LineIndex | None:
         if uri not in self._indexes:
-            path = uri_to_path(uri)
+            path = self.path(uri)
             self._indexes[uri] = self.manager.line_index(path) if path is not None else None
         return self._indexes[uri]
 
@@ -117,14 +128,27 @@ class Locator:
         place = self.place(uri)
         if place is None:
             return None
-        line, char, end_line, end_char = self.span(uri, rng, encoding)
+        if isinstance(rng, Range):  # decoded Structs: the 1,000-location case
+            start, end = rng.start, rng.end
+            line, char, end_line, end_char = start.line, start.character, end.line, end.character
+        else:
+            start, end = bounds(rng)
+            (line, char), (end_line, end_char) = point(start), point(end)
+        index = self.index(uri)
+        preview = ""
+        if index is not None:
+            line, char, end_line, end_char, preview = index.locate(
+                line, char, end_line, end_char, encoding
+            )
+        else:  # no text to read: 0-based units, shown 1-based
+            line, char, end_line, end_char = line + 1, char + 1, end_line + 1, end_char + 1
         return {
             "path": place[0],
             "line": line,
             "character": char,
             "end_line": end_line,
             "end_character": end_char,
-            "preview": self.preview(uri, line),
+            "preview": preview,
         }
 
     def scrub(self, text: str) -> str:
@@ -154,9 +178,8 @@ def finish(locations: Iterable[Location | None]) -> list[Location]:
         if key not in seen:
             seen.add(key)
             unique.append(loc)
-    unique.sort(
-        key=lambda loc: (_external(loc["path"]), loc["path"], loc["line"], loc["character"])
-    )
+    external = {path: _external(path) for path in {loc["path"] for loc in unique}}
+    unique.sort(key=lambda loc: (external[loc["path"]], loc["path"], loc["line"], loc["character"]))
     return unique
 
 

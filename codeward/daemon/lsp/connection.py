@@ -11,6 +11,7 @@ import inspect
 import itertools
 import logging
 import math
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -89,6 +90,9 @@ class LspConnection:
         self._on_notification = on_notification
         self._decoder = ContentLengthDecoder(max_message=max_message, max_header=64 * 1024)
         self._outbox, self._outbox_receive = trio.open_memory_channel[bytes](math.inf)
+        self._queued = 0  # frames handed to the writer task and not yet written whole
+        # A pipe can take a frame at once, without a hop through the writer task.
+        self._direct = send_stream if isinstance(send_stream, trio.lowlevel.FdStream) else None
         self._pending: dict[int, _Pending] = {}
         self._ids = itertools.count(1)
         self._nursery: trio.Nursery | None = None
@@ -155,8 +159,22 @@ class LspConnection:
     def _send(self, message: Any) -> None:
         if self.closed.is_set():
             return
-        body = encode(message)
-        self._outbox.send_nowait(encode_frame(Framing.CONTENT_LENGTH, body))
+        frame = encode_frame(Framing.CONTENT_LENGTH, encode(message))
+        if self._queued == 0 and self._direct is not None and self._direct.fileno() >= 0:
+            # Nothing waits to be written: write now (synchronously, so no cancellation can
+            # cut a frame); what the pipe cannot take yet goes to the writer, in order.
+            try:
+                written = os.write(self._direct.fileno(), frame)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                self.close(f"its stdin closed ({exc.__class__.__name__})")
+                return
+            if written == len(frame):
+                return
+            frame = frame[written:]
+        self._queued += 1
+        self._outbox.send_nowait(frame)
 
     async def _writer(self) -> None:
         async for frame in self._outbox_receive:
@@ -165,6 +183,7 @@ class LspConnection:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 self.close(f"its stdin closed ({exc.__class__.__name__})")
                 return
+            self._queued -= 1
 
     async def _reader(self) -> None:
         while True:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,11 @@ from codeward.daemon.lsp.positions import LineIndex
 Notice = tuple[str, dict[str, Any]]
 Stat = tuple[int, ...]
 UNTRUSTED: Stat = (-1,)  # equal to no real stat: the file is read again next time
+
+
+def stat_key(st: os.stat_result) -> Stat:
+    """What must stay the same for a file not to have changed: mtime, size, inode, ctime."""
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
 def content_hash(data: bytes) -> str:

@@ -25,6 +25,9 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
 - `Answer.point(uri, position)`, `Answer.span(uri, range)`: 1-based code points from the
   server's positions in any file; `manager.relative(uri)`: root-relative output path or
   None; `manager.preview(uri, line)`: the trimmed source line (1-based).
+- `manager.known_text(path, stat) -> LineIndex | None`: the text already read when the
+  file's stat was `stat` (tool inputs need not read an unchanged file again);
+  `manager.language_or_none(path)`: the configured language of a path (remembered).
 - `await manager.diagnostics(path) -> FileDiagnostics` and
   `await manager.workspace_diagnostics() -> list[Found]`: fresh diagnostics (get_diagnostics).
 - `manager.server_for(name)` reaches a server actor (e.g. to set `apply_edit`).
@@ -48,11 +51,11 @@ import trio
 from codeward.daemon.config import Config
 from codeward.daemon.lsp.connection import CONTENT_MODIFIED
 from codeward.daemon.lsp.defaults import effective_languages, effective_servers, language_of
-from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat, content_hash
+from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat, content_hash, stat_key
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.types import Diagnostic, Position, Range
-from codeward.daemon.lsp.uris import uri_to_path
+from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
 from codeward.daemon.lsp.watcher import (
     CHANGED,
     DELETED,
@@ -151,6 +154,7 @@ class LspManager:
         self._wake = trio.Event()
         self._flush_lock = trio.Lock()
         self._texts: dict[Path, tuple[Stat, LineIndex]] = {}
+        self._language_cache: dict[Path, str | None] = {}
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -256,14 +260,28 @@ class LspManager:
                 server.watched_files_changed(events[server.name])
 
     def _stale_documents(self) -> list[Path]:
-        """Open documents whose file changed on disk since it was read (or may have)."""
-        return [
-            doc.path
-            for server in self.servers.values()
-            if server.running
-            for doc in server.documents.documents.values()
-            if doc.stat is UNTRUSTED or _stat(doc.path) != doc.stat
-        ]
+        """Open documents whose file changed on disk since it was read (or may have).
+
+        A stat per open file (once per path, however many servers have it open): the
+        watcher's events come later than a request may follow a write. Kept lean: it runs
+        before every request."""
+        stale: list[Path] = []
+        stats: dict[str, Stat] = {}
+        for server in self.servers.values():
+            if not server.running:
+                continue
+            for doc in server.documents.documents.values():
+                name = str(doc.path)
+                current = stats.get(name)
+                if current is None:
+                    try:
+                        current = stat_key(os.stat(name))
+                    except OSError:
+                        current = UNTRUSTED
+                    stats[name] = current
+                if current != doc.stat or doc.stat is UNTRUSTED:
+                    stale.append(doc.path)
+        return stale
 
     def _watched_by(self, server: LanguageServer, path: Path) -> bool:
         globs = server.capabilities.watched_file_globs()
@@ -274,8 +292,20 @@ class LspManager:
 
     # -- requests -----------------------------------------------------------------------
 
-    def language(self, path: Path) -> str:
+    def language_or_none(self, path: Path) -> str | None:
+        """The language whose patterns match `path` (remembered: the patterns never change)."""
+        try:
+            return self._language_cache[path]
+        except KeyError:
+            pass
         language = language_of(path, self.root, self.languages)
+        if len(self._language_cache) >= 4096:
+            self._language_cache.clear()
+        self._language_cache[path] = language
+        return language
+
+    def language(self, path: Path) -> str:
+        language = self.language_or_none(path)
         if language is None:
             raise ToolError(
                 ErrorKind.UNSUPPORTED_FILE_TYPE,
@@ -309,7 +339,7 @@ class LspManager:
     async def _open(self, server: LanguageServer, path: Path, language: str) -> Document:
         await self.flush()
         await server.connection()
-        doc = server.documents.get(path.as_uri())
+        doc = server.documents.get(path_to_uri(path))
         if doc is not None and doc.stat is not UNTRUSTED and _stat(path) == doc.stat:
             server.documents.touch(doc.uri)
             return doc
@@ -434,7 +464,7 @@ class LspManager:
 
     def line_index(self, path: Path) -> LineIndex | None:
         """The text of `path` as the servers see it: an open document, else the disk."""
-        uri = path.as_uri()
+        uri = path_to_uri(path)
         for server in self.servers.values():
             doc = server.documents.get(uri)
             if doc is not None:
@@ -451,6 +481,19 @@ class LspManager:
             self._texts.clear()
         self._texts[path] = (stat, index)
         return index
+
+    def known_text(self, path: Path, stat: Stat) -> LineIndex | None:
+        """The text of `path` as read when its stat was `stat` (an open document, or the
+        line cache), or None: a file whose stat still matches need not be read again."""
+        uri = path_to_uri(path)
+        for server in self.servers.values():
+            doc = server.documents.get(uri)
+            if doc is not None and doc.stat == stat:
+                return doc.index
+        cached = self._texts.get(path)
+        if cached is not None and cached[0] == stat:
+            return cached[1]
+        return None
 
     def to_client(
         self, uri: str, position: Position | dict[str, int], encoding: Encoding
@@ -470,7 +513,7 @@ class LspManager:
         path = uri_to_path(uri)
         if path is None:
             return None
-        real = Path(os.path.realpath(path))
+        real = Path(real_path(path))
         try:
             return real.relative_to(self.root).as_posix()
         except ValueError:
@@ -511,7 +554,8 @@ class LspManager:
             if items is None:
                 partial = True
                 return
-            found.extend(self._found(doc.uri, d, doc.index, server.encoding) for d in items)
+            file = self.relative(doc.uri) or doc.uri
+            found.extend(self._found(file, d, doc.index, server.encoding) for d in items)
 
         async with trio.open_nursery() as nursery:
             for name in self.languages[language].servers:
@@ -558,9 +602,10 @@ class LspManager:
         for (name, uri), items in by_uri.items():
             path = uri_to_path(uri)
             index = self.line_index(path) if path is not None else None
-            if index is None or self.relative(uri) is None:
+            file = self.relative(uri)
+            if index is None or file is None:
                 continue
-            found.extend(self._found(uri, d, index, encodings[name]) for d in items)
+            found.extend(self._found(file, d, index, encodings[name]) for d in items)
         if names and len(errors) == len(names):
             raise errors[0]
         return found, errors
@@ -580,11 +625,11 @@ class LspManager:
                 break
         return sorted(seen)
 
-    def _found(self, uri: str, d: Diagnostic, index: LineIndex, encoding: Encoding) -> Found:
+    def _found(self, file: str, d: Diagnostic, index: LineIndex, encoding: Encoding) -> Found:
         line, column = index.to_client(d.range.start.line, d.range.start.character, encoding)
         end_line, end_column = index.to_client(d.range.end.line, d.range.end.character, encoding)
         return Found(
-            file=self.relative(uri) or uri,
+            file=file,
             line=line,
             column=column,
             end_line=end_line,
@@ -598,10 +643,9 @@ class LspManager:
 
 def _stat(path: Path) -> Stat:
     try:
-        st = os.stat(path)
+        return stat_key(os.stat(path))
     except OSError:
         return UNTRUSTED
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
 def _read(path: Path) -> tuple[bytes | None, Stat]:

@@ -54,6 +54,15 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.lines = split_lines(text)
+        self._plain: bool | None = None
+
+    @property
+    def plain(self) -> bool:
+        """Whether the text has no NUL and no U+FFFD: decoded with replacement, it then surely
+        came from valid UTF-8 without NUL bytes."""
+        if self._plain is None:
+            self._plain = not any("\x00" in line or "\ufffd" in line for line in self.lines)
+        return self._plain
 
     def line(self, number: int) -> str:
         """The 0-based line `number`, or "" past the end."""
@@ -63,6 +72,22 @@ class LineIndex:
         """An LSP Position from 1-based `line` and `character` (code points)."""
         zero = max(line - 1, 0)
         return {"line": zero, "character": to_units(self.line(zero), character - 1, encoding)}
+
+    def locate(
+        self, line: int, character: int, end_line: int, end_character: int, encoding: Encoding
+    ) -> tuple[int, int, int, int, str]:
+        """`to_client` of a server range's start and end, and the start line trimmed (a
+        location's preview): in one step, as a 1,000-location answer needs it."""
+        lines, count = self.lines, len(self.lines)
+        text = lines[line] if 0 <= line < count else ""
+        end_text = lines[end_line] if 0 <= end_line < count else ""
+        if encoding == "utf-32" or (text.isascii() and end_text.isascii()):
+            first = min(max(character, 0), len(text))  # one unit per character
+            last = min(max(end_character, 0), len(end_text))
+        else:
+            first = to_code_points(text, character, encoding)
+            last = to_code_points(end_text, end_character, encoding)
+        return line + 1, first + 1, end_line + 1, last + 1, text.strip()
 
     def to_client(self, line: int, character: int, encoding: Encoding) -> tuple[int, int]:
         """1-based (line, character) in code points from a server's 0-based position."""

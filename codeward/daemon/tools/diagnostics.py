@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from codeward.daemon.intel.inputs import resolve_inside
 from codeward.daemon.lsp.manager import Found
 from codeward.daemon.lsp.types import SEVERITY_NAMES, SEVERITY_RANKS
 from codeward.daemon.paths import relative, resolve_input_path
@@ -37,7 +38,11 @@ async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, 
     session = ctx.session
     root = session.root
     result: dict[str, Any] = {}
-    path = root if args.path is None else resolve_input_path(root, args.path, allow_dir=True)
+    path = root
+    if args.path is not None:
+        path = resolve_inside(root, args.path)
+        if not path.exists():  # the full check says so, in its words
+            path = resolve_input_path(root, args.path, allow_dir=True)
     if path.is_dir():
         found, errors = await session.lsp.workspace_diagnostics()
         prefix = relative(path, root)

@@ -1,0 +1,334 @@
+"""The hot path's shortcuts give the same answers as the long way: kernel-resolved real
+paths, input resolution by string, cached languages and URIs, the deduplicated stat sweep,
+and frames written straight to a pipe or socket without the writer task."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from codeward.daemon.config import Config
+from codeward.daemon.connection import Connection
+from codeward.daemon.intel.inputs import resolve_inside
+from codeward.daemon.intel.locations import Locator
+from codeward.daemon.lsp import manager as manager_module
+from codeward.daemon.lsp import uris
+from codeward.daemon.lsp.connection import ConnectionClosed, LspConnection
+from codeward.daemon.lsp.defaults import language_of
+from codeward.daemon.lsp.documents import DocumentStore
+from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.lsp.positions import ENCODINGS, LineIndex
+from codeward.daemon.lsp.types import Range
+from codeward.daemon.paths import resolve_input_path
+from codeward.protocol.errors import ErrorKind, ToolError
+from codeward.protocol.framing import ContentLengthDecoder, Framing
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A root with files, symlinks inside and out, and a secret folder outside it."""
+    root = Path(os.path.realpath(tmp_path / "root"))
+    outside = Path(os.path.realpath(tmp_path / "outside"))
+    (root / "pkg").mkdir(parents=True)
+    outside.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    (root / "pkg" / "b.py").write_text("y = 2\n")
+    (outside / "s.py").write_text("secret = 1\n")
+    (root / "inner.py").symlink_to(root / "a.py")
+    (root / "pkgdir").symlink_to(root / "pkg")
+    (root / "out.py").symlink_to(outside / "s.py")
+    (root / "outdir").symlink_to(outside)
+    (root / "dangling.py").symlink_to(root / "nowhere.py")
+    (root / "loop.py").symlink_to(root / "loop.py")
+    return root, outside
+
+
+def test_real_path_matches_realpath(tree: tuple[Path, Path]) -> None:
+    root, outside = tree
+    names = [
+        "a.py", "pkg/b.py", "inner.py", "pkgdir/b.py", "out.py", "outdir/s.py",
+        "pkg/../a.py", "pkgdir/../a.py", "missing.py", "dangling.py", "loop.py", "pkg", ".",
+    ]  # fmt: skip
+    for name in names:
+        path = f"{root}/{name}"
+        assert uris.real_path(path) == os.path.realpath(path), name
+        assert uris.real_path(Path(path)) == os.path.realpath(path), name
+    assert uris.real_path(f"{root}/outdir/s.py") == str(outside / "s.py")
+
+
+def test_real_path_falls_back_without_o_path(
+    tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = tree
+    monkeypatch.setattr(uris, "_O_PATH", 0)
+    assert uris.real_path(f"{root}/inner.py") == str(root / "a.py")
+    monkeypatch.undo()
+    # A file deleted between the open and the readlink shows as "(deleted)": not trusted
+    # (the fallback reads no link here: no part of this path is one).
+    real_readlink = os.readlink
+    monkeypatch.setattr(os, "readlink", lambda p: real_readlink(p) + " (deleted)")
+    assert uris.real_path(f"{root}/pkg/../a.py") == str(root / "a.py")
+    monkeypatch.setattr(os, "readlink", lambda p: "anon_inode:[x]")
+    assert uris.real_path(f"{root}/a.py") == str(root / "a.py")
+
+    def broken(p: str) -> str:
+        raise OSError("no /proc")
+
+    monkeypatch.setattr(os, "readlink", broken)
+    assert uris.real_path(f"{root}/a.py") == str(root / "a.py")
+
+
+def outcome(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except ToolError as exc:
+        return exc.kind, exc.message
+
+
+def test_resolve_inside_agrees_with_resolve_input_path(tree: tuple[Path, Path]) -> None:
+    root, outside = tree
+    inputs = [
+        "a.py", "pkg/b.py", "./a.py", "pkg//b.py", "inner.py", "pkgdir/b.py", "out.py",
+        "outdir/s.py", "../outside/s.py", "pkg/../../outside/s.py", str(root / "a.py"),
+        str(outside / "s.py"), "/etc/passwd", "missing.py", "dangling.py", "loop.py", "pkg",
+        ".", "", "a\x00.py",
+    ]  # fmt: skip
+    for name in inputs:
+        fast = outcome(resolve_inside, root, name)
+        slow = outcome(lambda r, p: resolve_input_path(r, p, must_exist=False), root, name)
+        assert fast == slow, name
+    assert outcome(resolve_inside, root, "out.py")[0] is ErrorKind.PATH_OUTSIDE_PROJECT
+    assert outcome(resolve_inside, root, "")[0] is ErrorKind.INVALID_ARGUMENTS
+
+
+def test_path_to_uri_and_uri_to_path() -> None:
+    path = Path("/tmp/a b/ü#?.py")
+    assert uris.path_to_uri(path) == path.as_uri()
+    assert uris.path_to_uri(path) is uris.path_to_uri(Path(str(path)))  # remembered
+    assert uris.uri_to_path(path.as_uri()) == path
+    assert uris.uri_to_path("file:///tmp/x.py?query#frag") == Path("/tmp/x.py")
+    assert uris.uri_to_path("file://host/tmp/x.py") == Path("/tmp/x.py")
+    assert uris.uri_to_path("untitled:Untitled-1") is None
+
+
+def test_locator_resolves_links_every_call(tree: tuple[Path, Path]) -> None:
+    """A Locator is per answer; a link retargeted between two answers is seen by the second."""
+    root, outside = tree
+    manager = LspManager(root, Config(), lambda _: None)
+    link = root / "moving.py"
+    link.symlink_to(root / "a.py")
+    rng = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
+    first = Locator(manager).location(link.as_uri(), rng, "utf-16")
+    assert first is not None and first["path"] == "a.py" and first["preview"] == "x = 1"
+    link.unlink()
+    link.symlink_to(outside / "s.py")
+    assert Locator(manager).location(link.as_uri(), rng, "utf-16") is None
+    assert Locator(manager).place(root.as_uri()) == (".", True)
+    assert Locator(manager).place("untitled:x") is None
+
+
+def test_language_cache_agrees(tree: tuple[Path, Path]) -> None:
+    root, _ = tree
+    manager = LspManager(root, Config(), lambda _: None)
+    for name in ("a.py", "pkg/b.py", "notes.txt", "main.go", "x.c"):
+        path = root / name
+        expected = language_of(path, root, manager.languages)
+        assert manager.language_or_none(path) == expected
+        assert manager.language_or_none(path) == expected  # from the cache
+    with pytest.raises(ToolError) as info:
+        manager.language(root / "notes.txt")
+    assert info.value.kind is ErrorKind.UNSUPPORTED_FILE_TYPE
+
+
+def test_line_index_plain() -> None:
+    assert LineIndex("x = 1\ny = 'é'\n").plain
+    assert not LineIndex("x = '\ufffd'\n").plain
+    assert not LineIndex("x\x00y\n").plain
+
+
+def store_with(paths: list[Path]) -> DocumentStore:
+    store = DocumentStore(100)
+    for path in paths:
+        data, stat = manager_module._read(path)
+        assert data is not None
+        store.sync(path, path.as_uri(), "python", data, 0, stat)
+    return store
+
+
+def test_stale_sweep_stats_each_path_once(
+    tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = tree
+    monkeypatch.setattr(manager_module, "RACY_NS", 0)  # trust the stats of files just written
+    paths = [root / "a.py", root / "pkg" / "b.py"]
+    manager = LspManager(root, Config(), lambda _: None)
+    for name in ("one", "two"):
+        manager.servers[name] = SimpleNamespace(running=True, documents=store_with(paths))  # type: ignore[assignment]
+    manager.servers["stopped"] = SimpleNamespace(running=False, documents=store_with(paths))  # type: ignore[assignment]
+    seen: list[str] = []
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda p, **kw: seen.append(str(p)) or real_stat(p, **kw))
+    assert manager._stale_documents() == []
+    assert sorted(seen) == sorted(str(p) for p in paths)
+    paths[1].write_text("y = 22\n")  # another size: another stat
+    assert manager._stale_documents() == [paths[1], paths[1]]  # both running servers
+    paths[1].unlink()
+    assert manager._stale_documents() == [paths[1], paths[1]]
+
+
+# -- frames straight to the pipe -------------------------------------------------------------
+
+
+def read_frames(fd: int, count: int) -> list[Any]:
+    """`count` frames from the read end of a pipe (blocking)."""
+    decoder = ContentLengthDecoder(max_message=1 << 26)
+    frames: list[bytes] = []
+    os.set_blocking(fd, True)
+    while len(frames) < count:
+        frames += decoder.feed(os.read(fd, 1 << 20))
+    return [msgspec.json.decode(frame) for frame in frames]
+
+
+async def test_lsp_frames_go_straight_to_the_pipe_and_keep_their_order() -> None:
+    read_end, write_end = os.pipe()
+    quiet_read, quiet_write = os.pipe()  # the server's stdout: it never says anything
+    stdin, stdout = trio.lowlevel.FdStream(write_end), trio.lowlevel.FdStream(quiet_read)
+    conn = LspConnection(
+        "test",
+        stdin,
+        stdout,
+        on_request=lambda *_: None,
+        on_notification=lambda *_: None,
+        max_message=1 << 26,
+    )
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(conn.run)
+            conn.notify("small", {"n": 1})  # idle: written at once, before any checkpoint
+            os.set_blocking(read_end, False)
+            assert read_frames(read_end, 1)[0]["method"] == "small"
+            big = "x" * (1 << 20)  # more than the pipe takes at once
+            conn.notify("big", {"text": big})
+            conn.notify("after", {"n": 2})  # must wait behind the rest of `big`
+            assert conn._queued == 2
+            frames = await trio.to_thread.run_sync(read_frames, read_end, 2)
+            assert [f["method"] for f in frames] == ["big", "after"]
+            assert frames[0]["params"]["text"] == big
+            with trio.fail_after(5):
+                while conn._queued:
+                    await trio.sleep(0)
+            conn.notify("direct again", None)
+            assert conn._queued == 0
+            assert read_frames(read_end, 1)[0]["method"] == "direct again"
+            conn.close("done")
+    finally:
+        for fd in (read_end, quiet_write):
+            os.close(fd)
+        stdin.close()
+        stdout.close()
+
+
+async def test_a_closed_pipe_fails_requests_at_once() -> None:
+    read_end, write_end = os.pipe()
+    quiet_read, quiet_write = os.pipe()
+    stdin, stdout = trio.lowlevel.FdStream(write_end), trio.lowlevel.FdStream(quiet_read)
+    conn = LspConnection(
+        "test",
+        stdin,
+        stdout,
+        on_request=lambda *_: None,
+        on_notification=lambda *_: None,
+        max_message=1 << 20,
+    )
+    os.close(read_end)  # the server is gone
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(conn.run)
+            with trio.fail_after(5), pytest.raises(ConnectionClosed, match="stdin closed"):
+                await conn.request("textDocument/hover", {}, timeout=60)
+            assert conn.closed.is_set()
+            conn.notify("dropped")  # after close: nothing, no error
+    finally:
+        os.close(quiet_write)
+        stdin.close()
+        stdout.close()
+
+
+async def test_replies_go_straight_to_the_socket_and_keep_their_order() -> None:
+    mine, theirs = socket.socketpair()
+    conn = Connection(SimpleNamespace(), trio.SocketStream(trio.socket.from_stdlib_socket(mine)), 1)  # type: ignore[arg-type]
+    conn.framing = Framing.NDJSON
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn._writer)
+        conn._queue(b'{"n":1}')  # idle: on the socket before any checkpoint
+        theirs.setblocking(False)
+        assert theirs.recv(100) == b'{"n":1}\n'
+        big = b'{"big":"' + b"x" * (4 << 20) + b'"}'  # more than the socket buffer
+        conn._queue(big)
+        conn._queue(b'{"n":2}')
+        assert conn._queued == 2 and not conn._flushed.is_set()
+
+        def drain() -> bytes:
+            theirs.setblocking(True)
+            data = b""
+            while not data.endswith(b'{"n":2}\n'):
+                data += theirs.recv(1 << 20)
+            return data
+
+        data = await trio.to_thread.run_sync(drain)
+        assert data == big + b'\n{"n":2}\n'
+        with trio.fail_after(5):
+            await conn.flush()
+        assert conn._queued == 0
+        theirs.close()  # the client goes away: a write fails and the connection is closed
+        for _ in range(3):
+            conn._queue(b'{"n":3}')
+        assert conn.closed
+        nursery.cancel_scope.cancel()
+    conn._send.close()
+    mine.close()
+
+
+def test_locate_agrees_with_to_client() -> None:
+    index = LineIndex("plain line\nnon-ascii é 𝄞 x\n\tindented\n")
+    spans = [
+        (0, 0, 0, 5),
+        (1, 10, 1, 14),
+        (0, 3, 1, 12),
+        (1, 99, 2, 3),
+        (5, 1, 7, 2),
+        (-1, 0, 0, 0),
+    ]
+    for encoding in ENCODINGS:
+        for line, char, end_line, end_char in spans:
+            expected = (
+                *index.to_client(line, char, encoding),
+                *index.to_client(end_line, end_char, encoding),
+                index.line(line).strip(),
+            )
+            assert index.locate(line, char, end_line, end_char, encoding) == expected
+
+
+def test_location_from_structs_and_dicts_agree(tree: tuple[Path, Path]) -> None:
+    root, _ = tree
+    (root / "u.py").write_text("s = 'é𝄞' + name\n")
+    manager = LspManager(root, Config(), lambda _: None)
+    uri = (root / "u.py").as_uri()
+    raw = {"start": {"line": 0, "character": 12}, "end": {"line": 0, "character": 16}}
+    as_dict = Locator(manager).location(uri, raw, "utf-16")
+    as_struct = Locator(manager).location(uri, msgspec.convert(raw, Range), "utf-16")
+    assert as_dict == as_struct
+    assert as_dict is not None and (as_dict["character"], as_dict["end_character"]) == (12, 16)
+    assert as_dict["preview"] == "s = 'é𝄞' + name"
+    gone = (root / "gone.py").as_uri()  # no text: positions shown as they came, 1-based
+    assert Locator(manager).location(gone, raw, "utf-16") == {
+        "path": "gone.py", "line": 1, "character": 13, "end_line": 1, "end_character": 17,
+        "preview": "",
+    }  # fmt: skip
