@@ -10,22 +10,17 @@ Run: .venv/bin/python bench/git.py [--files N] [--runs N]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-DAEMON = (
-    "import sys, codeward.daemon.tools.all, codeward.daemon.tools.git_tool;"
-    "from codeward.daemon.main import main; sys.exit(main(sys.argv[1:]))"
-)
+from common import Daemon, DaemonClient  # bench/
+
 HOST_CALLS = 500
 
 
@@ -42,46 +37,6 @@ def make_repo(root: Path, files: int) -> None:
     subprocess.run(["git", "commit", "-q", "-m", "files"], cwd=root, check=True, env=env)
     for i in range(0, files, 1000):  # a few changes, so status has something to say
         (root / f"dir{i // 100:03d}" / f"file {i}.txt").write_text("changed\n")
-
-
-def start_daemon(sock: Path) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", DAEMON, "--socket", str(sock), "--log-level", "warning"],
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.connect(str(sock))
-                return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("the daemon did not start")
-
-
-class Client:
-    """A raw NDJSON JSON-RPC client over the daemon's socket."""
-
-    def __init__(self, sock: Path) -> None:
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(str(sock))
-        self.reader = self.sock.makefile("rb")
-        self.next_id = 0
-
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.sock.sendall(json.dumps(message).encode() + b"\n")
-        reply = json.loads(self.reader.readline())
-        if "error" in reply:
-            raise SystemExit(f"{method} failed: {reply['error']}")
-        return reply["result"]
-
-    def close(self) -> None:
-        self.reader.close()
-        self.sock.close()
 
 
 def timed(fn: Any, runs: int) -> list[float]:
@@ -102,17 +57,17 @@ def main() -> None:
     if shutil.which("git") is None:
         raise SystemExit("git is not installed")
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-"))
-    proc = None
+    daemon = None
     try:
         repo = Path(os.path.realpath(tmp / "repo"))
         make_repo(repo, args.files)
-        proc = start_daemon(tmp / "cw.sock")
-        client = Client(tmp / "cw.sock")
+        daemon = Daemon(tmp)
+        client = DaemonClient(daemon.socket)
         client.call("session/open", {"root": str(repo)})
 
         def through_daemon(status_args: list[str]) -> None:
             arguments = {"subcommand": "status", "args": status_args}
-            result = client.call("tools/call", {"name": "git_command", "arguments": arguments})
+            result = client.tool("git_command", arguments)
             assert result["parsed"]["unstaged"], "status saw no changes"
 
         def direct() -> None:
@@ -141,13 +96,8 @@ def main() -> None:
         print(f"Lua host call (codeward.call round trip) {per_call:8.1f} us per call")
         client.close()
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if daemon is not None:
+            daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

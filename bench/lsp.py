@@ -27,17 +27,13 @@ Run: .venv/bin/python bench/lsp.py [--rounds N] [--cold-runs N]
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
 import os
 import select
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import deque
@@ -47,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from common import Daemon, DaemonClient, RpcFailed, cpu_seconds, stop_group  # bench/
 
 from codeward.daemon.config import Config
 from codeward.daemon.intel.locations import Locator, finish
@@ -107,111 +104,7 @@ def make_project(parent: Path, name: str = "project") -> Path:
 # -- processes -----------------------------------------------------------------------------
 
 
-def stop_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL to the process group of `proc` (its own session); reap it."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            kill_group(proc.pid)
-            proc.wait()
-    kill_group(proc.pid)  # anything of its group it left behind
-
-
-def kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` (every thread), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 # -- the daemon and its client -------------------------------------------------------------
-
-
-class Daemon:
-    """A real daemon subprocess on a private socket, with an empty user config."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.socket = tmp / "run" / "codeward.sock"
-        config_home = tmp / "config"
-        config_home.mkdir()
-        self.log = tmp / "daemon.log"
-        env = {**os.environ, "XDG_CONFIG_HOME": str(config_home)}
-        env.pop("CODEWARD_SOCKET", None)
-        argv = [sys.executable, "-m", "codeward.daemon.main", "--socket", str(self.socket)]
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(
-                [*argv, "--log-level", "warning"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                start_new_session=True,
-            )  # fmt: skip
-        self.server_pids: set[int] = set()
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.socket(socket.AF_UNIX) as probe:
-                    probe.connect(str(self.socket))
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise SystemExit(f"the daemon did not start:\n{self.log.read_text()}") from None
-                time.sleep(0.05)
-
-    def note_servers(self, client: DaemonClient) -> None:
-        """Remember the language servers' pids, to make sure they are gone at the end."""
-        for session in client.call("session/list", {})["sessions"]:
-            self.server_pids |= {s["pid"] for s in session["servers"] if s.get("pid")}
-
-    def stop(self) -> None:
-        stop_group(self.proc, grace=30.0)
-        for pid in self.server_pids:  # the daemon stops them; a crash would leave them
-            if alive(pid):
-                kill_group(pid)
-
-
-class RpcFailed(Exception):
-    pass
-
-
-class DaemonClient:
-    """A plain blocking NDJSON JSON-RPC client of the daemon's socket."""
-
-    def __init__(self, path: Path) -> None:
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(str(path))
-        self.reader = self.sock.makefile("rb")
-        self.ids = itertools.count(1)
-
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        message = {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
-        self.sock.sendall(msgspec.json.encode(message) + b"\n")
-        reply = msgspec.json.decode(self.reader.readline())
-        if "error" in reply:
-            raise RpcFailed(f"{method}: {reply['error']}")
-        return reply["result"]
-
-    def tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        return self.call("tools/call", {"name": name, "arguments": arguments})
-
-    def close(self) -> None:
-        self.reader.close()
-        self.sock.close()
 
 
 # -- the direct client ---------------------------------------------------------------------

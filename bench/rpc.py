@@ -19,33 +19,10 @@ import threading
 import time
 from pathlib import Path
 
+from common import Daemon  # bench/
+
 REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"daemon/status"}\n'
 BIN = Path(sys.executable).parent
-
-
-def start_daemon(sock: Path) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "codeward.daemon.main",
-            "--socket",
-            str(sock),
-            "--log-level",
-            "warning",
-        ],
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.connect(str(sock))
-                return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("the daemon did not start")
 
 
 def round_trips(sock: Path, calls: int, out: list[float]) -> None:
@@ -87,8 +64,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-", dir="/tmp"))
-    sock = tmp / "run" / "codeward.sock"
-    proc = start_daemon(sock)
+    daemon = Daemon(tmp)
+    sock = daemon.socket
     try:
         one: list[float] = []
         round_trips(sock, 200, [])  # warm-up
@@ -120,8 +97,7 @@ def main() -> None:
             f"   ratio {cli / baseline:5.2f}"
         )
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
