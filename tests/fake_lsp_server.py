@@ -2,6 +2,16 @@
 
 It speaks just enough LSP for the daemon (initialize, sync, hover, push diagnostics) and
 misbehaves as MODE says. Every message it receives is appended to LOG (one JSON a line).
+
+The `workspace-*` modes stream workspace diagnostics as basedpyright does: partial results
+on a request they never answer (a new pull answers the last one with no items). The first
+pull takes two rounds: it creates a progress token, reports the first file and every other
+one as clean (not checked yet), and once the token is acknowledged begins the progress,
+reports the rest and ends it. Later pulls report every file in one round, without progress.
+Files named `skip*` are never reported; `workspace-stale-token` also creates a progress
+token at start that it never begins; `workspace-hold` (`... workspace-hold LOG FIFO`) writes
+the start of its first pull in one piece, then reads nothing more until a byte comes
+through FIFO.
 """
 
 from __future__ import annotations
@@ -16,15 +26,27 @@ from typing import Any
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 LOG = sys.argv[2] if len(sys.argv) > 2 else ""
+HOLD = sys.argv[3] if len(sys.argv) > 3 else ""
 stdin = sys.stdin.buffer
 stdout = sys.stdout.buffer
 _next_id = 1000
+_batch: list[bytes] | None = None  # frames kept to be written in one piece
 
 
 def send(message: dict[str, Any]) -> None:
     body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-    stdout.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    frame = b"Content-Length: %d\r\n\r\n" % len(body) + body
+    if _batch is not None:
+        _batch.append(frame)
+        return
+    stdout.write(frame)
     stdout.flush()
+
+
+def write_batch() -> None:
+    global _batch
+    frames, _batch = _batch or [], None
+    os.write(stdout.fileno(), b"".join(frames))  # one write: it arrives in one piece
 
 
 def receive() -> dict[str, Any] | None:
@@ -47,8 +69,8 @@ def receive() -> dict[str, Any] | None:
     return message
 
 
-def publish(uri: str, version: int, text: str) -> None:
-    diagnostics = [
+def diagnostics_of(text: str) -> list[dict[str, Any]]:
+    return [
         {
             "range": {"start": {"line": n, "character": 0}, "end": {"line": n, "character": 3}},
             "severity": 1,
@@ -59,6 +81,10 @@ def publish(uri: str, version: int, text: str) -> None:
         for n, line in enumerate(text.split("\n"))
         if line.startswith("bad")
     ]
+
+
+def publish(uri: str, version: int, text: str) -> None:
+    diagnostics = diagnostics_of(text)
     send(
         {
             "method": "textDocument/publishDiagnostics",
@@ -73,6 +99,58 @@ def ask(method: str, params: Any) -> None:
     send({"id": _next_id, "method": method, "params": params})
 
 
+class Workspace:
+    """The streamed workspace pulls of the `workspace-*` modes."""
+
+    def __init__(self) -> None:
+        self.root = ""
+        self.pull: Any = None  # the id of the pull in flight
+        self.pulls = 0
+        self.token = ""
+        self.rest: list[str] = []  # files of the second round
+
+    def files(self) -> list[str]:
+        found = []
+        for dirpath, _, filenames in os.walk(self.root):
+            found += [os.path.join(dirpath, f) for f in filenames if f.endswith(".fake")]
+        return sorted(f for f in found if not os.path.basename(f).startswith("skip"))
+
+    def report(self, token: str, paths: list[str], checked: bool) -> None:
+        for path in paths:
+            with open(path) as f:
+                items = diagnostics_of(f.read()) if checked else []
+            uri = "file://" + path
+            item = {"uri": uri, "kind": "full", "version": None, "items": items}
+            send({"method": "$/progress", "params": {"token": token, "value": {"items": [item]}}})
+
+    def start(self, msg_id: Any, params: dict[str, Any]) -> None:
+        if self.pull is not None:
+            send({"id": self.pull, "result": {"items": []}})
+        self.pull, self.pulls = msg_id, self.pulls + 1
+        self.token = params["partialResultToken"]
+        files = self.files()
+        if self.pulls > 1:
+            self.report(self.token, files, True)
+            return
+        global _batch
+        _batch = []
+        ask("window/workDoneProgress/create", {"token": "pass"})
+        self.report(self.token, files[:1], True)
+        self.report(self.token, files[1:], False)
+        self.rest = files[1:]
+        write_batch()
+        if HOLD:
+            with open(HOLD, "rb") as fifo:
+                fifo.read(1)
+
+    def acknowledged(self) -> None:
+        """The progress token of the first pull was acknowledged: its second round."""
+        progress = "$/progress"
+        send({"method": progress, "params": {"token": "pass", "value": {"kind": "begin"}}})
+        self.report(self.token, self.rest, True)
+        send({"method": progress, "params": {"token": "pass", "value": {"kind": "end"}}})
+
+
 def main() -> None:
     if MODE == "crash-at-start":
         sys.stderr.write("fake: cannot start\n")
@@ -82,6 +160,7 @@ def main() -> None:
         # A child in the same process group: it must not outlive the server.
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     texts: dict[str, str] = {}
+    workspace = Workspace()
     while True:
         message = receive()
         if message is None:
@@ -92,19 +171,27 @@ def main() -> None:
         if method == "initialize":
             if MODE == "no-initialize":
                 continue
-            send(
-                {
-                    "id": msg_id,
-                    "result": {
-                        "capabilities": {
-                            "textDocumentSync": 1,
-                            "hoverProvider": True,
-                            "positionEncoding": "utf-16",
-                        }
-                    },
+            capabilities: dict[str, Any] = {
+                "textDocumentSync": 1,
+                "hoverProvider": True,
+                "positionEncoding": "utf-16",
+            }
+            if MODE.startswith("workspace-"):
+                workspace.root = params["rootPath"]
+                capabilities["diagnosticProvider"] = {
+                    "interFileDependencies": True,
+                    "workspaceDiagnostics": True,
                 }
-            )
+            send({"id": msg_id, "result": {"capabilities": capabilities}})
+        elif method is None and msg_id is not None:  # an answer to one of our requests
+            if msg_id == _next_id and workspace.rest:
+                workspace.acknowledged()
+                workspace.rest = []
+        elif method == "workspace/diagnostic":
+            workspace.start(msg_id, params)
         elif method == "initialized":
+            if MODE == "workspace-stale-token":
+                ask("window/workDoneProgress/create", {"token": "stale"})
             if MODE == "server-requests":
                 ask("custom/unknownThing", {})
                 ask("workspace/configuration", {"items": [{"section": "fake.answer"}, {}]})

@@ -387,3 +387,46 @@ async def test_tool_schema_is_generated_from_the_struct(
         "required": [],
         "additionalProperties": False,
     }
+
+
+async def test_a_tool_error_inside_a_nursery_is_reported_as_itself(
+    open_client: OpenClient, project: Path
+) -> None:
+    from codeward.protocol.errors import ErrorKind, ToolError
+
+    async def handler(ctx: ToolContext, args: BlockArgs) -> dict[str, Any]:
+        async def fail() -> None:
+            raise ToolError(ErrorKind.LSP_ERROR, "The server crashed; call again.")
+
+        async with trio.open_nursery() as nursery:  # wraps the error in an exception group
+            nursery.start_soon(fail)
+        return {}
+
+    async def broken(ctx: ToolContext, args: BlockArgs) -> dict[str, Any]:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep, 0)
+            raise ValueError("a bug")
+
+    REGISTRY.register(Tool("test_nested_error", "test only", BlockArgs, handler))
+    REGISTRY.register(Tool("test_bug", "test only", BlockArgs, broken))
+    try:
+        client = await open_client(project)
+        with pytest.raises(RpcFailure) as info:
+            await client.tool("test_nested_error")
+        assert info.value.kind == "lsp_error" and info.value.message.startswith("The server")
+        with pytest.raises(RpcFailure) as info:
+            await client.tool("test_bug")
+        assert info.value.code == -32603 and "a bug" not in info.value.message
+    finally:
+        REGISTRY.unregister("test_nested_error")
+        REGISTRY.unregister("test_bug")
+
+
+def test_find_tool_error() -> None:
+    from codeward.protocol.errors import ErrorKind, ToolError, find_tool_error
+
+    inner = ToolError(ErrorKind.TIMEOUT, "Slow.")
+    nested = ExceptionGroup("outer", [ValueError("x"), ExceptionGroup("inner", [inner])])
+    assert find_tool_error(nested) is inner
+    assert find_tool_error(ExceptionGroup("g", [ValueError("x")])) is None
+    assert find_tool_error(inner) is inner

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import trio
 from codeward.daemon.config import DaemonConfig, ServerConfig
 from codeward.daemon.lsp import server as server_module
 from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.lsp.process import ServerProcess, group_members, wait_group_gone
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.lsp_support import fake_config, fake_server, logged, methods, running
 
@@ -181,6 +183,36 @@ async def test_stop_kills_the_whole_process_group(tmp_path: Path, doc: Path) -> 
         assert pgid is not None
         assert len(_group(pgid)) == 2  # the server and its child
     assert _group(pgid) == []  # zombies aside (the test process reaps them)
+
+
+GROUP = """
+import signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+for _ in range(3):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+async def test_terminate_returns_once_every_member_is_gone(tmp_path: Path) -> None:
+    process = await ServerProcess.spawn("group", [sys.executable, "-c", GROUP], tmp_path, {})
+    try:
+        output = b""
+        with trio.fail_after(10):
+            while not output.endswith(b"\n"):
+                output += await process.stdout.receive_some(100)
+        assert output == b"ready\n"
+        assert sorted(group_members(process.pid)) == sorted(_group(process.pid))
+        assert len(group_members(process.pid)) == 4  # all ignore SIGTERM
+    finally:
+        with trio.fail_after(10):
+            await process.terminate(0.05)
+    # Checked at once: a killed member still waiting to run would show here.
+    assert group_members(process.pid) == [] and _group(process.pid) == []
+    assert process.returncode == -9
+    with trio.fail_after(1):
+        await wait_group_gone(process.pid)  # nothing left: at once
 
 
 def _group(pgid: int) -> list[int]:

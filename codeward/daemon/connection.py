@@ -18,7 +18,7 @@ import msgspec
 import trio
 
 from codeward.daemon.config import PolicyConfig
-from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError
+from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
 from codeward.protocol.framing import (
     FrameDecoder,
     FrameError,
@@ -242,6 +242,14 @@ class Connection:
                 msg_id, ErrorCode.REQUEST_CANCELLED, "Request cancelled.", {"kind": "cancelled"}
             )
         except ToolError as exc:
+            return error_response(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
+        except ExceptionGroup as group:  # a nursery's failure: its tool error, if it has one
+            exc = find_tool_error(group)
+            if exc is None:
+                log.exception("internal error in %s", item.method)
+                return error_response(
+                    msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
+                )
             return error_response(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
         except RpcError as exc:
             return error_response(msg_id, exc.code, exc.message, exc.data or msgspec.UNSET)

@@ -66,6 +66,18 @@ class ToolError(Exception):
         return f"ToolError({self.kind.value!r}, {self.message!r})"
 
 
+def find_tool_error(exc: BaseException) -> ToolError | None:
+    """The first `ToolError` in `exc`, however deep in exception groups (nurseries wrap)."""
+    if isinstance(exc, ToolError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = find_tool_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
 class RpcError(Exception):
     """A JSON-RPC level failure (parse, request, method, params) with its standard code."""
 

@@ -570,17 +570,23 @@ class LspManager:
         """Everything the servers have published, plus pulled workspace diagnostics.
 
         `languages` (default: those with files in the root) are started first, and each
-        server's work-done progress is awaited within `lsp.ready_timeout`.
+        server's work-done progress is awaited within `lsp.ready_timeout`. A pull waits
+        for a report on every file of the server's languages under the root.
         """
         await self.flush()
+        files, whole = await trio.to_thread.run_sync(self.project_files)
         if languages is None:
-            languages = self.project_languages()
+            languages = sorted(files)
         names = list(dict.fromkeys(n for lang in languages for n in self.languages[lang].servers))
         errors: list[ToolError] = []
         by_uri: dict[tuple[str, str], list[Diagnostic]] = {}
         encodings: dict[str, Encoding] = {}
 
         async def one(name: str) -> None:
+            expected = None
+            if whole:  # else the server's reports are awaited without knowing every file
+                served = [lang for lang in languages if name in self.languages[lang].servers]
+                expected = {path for lang in served for path in files.get(lang, ())}
             try:
                 server = self.server_for(name)
                 await server.connection()
@@ -589,7 +595,9 @@ class LspManager:
                 for uri, published in server.published.items():
                     by_uri[(name, uri)] = published.diagnostics
                 if await server.offers("workspace/diagnostic"):
-                    pulled, _ = await server.workspace_diagnostics(self.config.lsp.settle_timeout)
+                    pulled, _ = await server.workspace_diagnostics(
+                        self.config.lsp.settle_timeout, expected
+                    )
                     for uri, items in pulled.items():
                         by_uri[(name, uri)] = items
             except ToolError as exc:
@@ -612,18 +620,25 @@ class LspManager:
 
     def project_languages(self, limit: int = 20000) -> list[str]:
         """Languages with at least one file under the root (ignored folders skipped)."""
-        seen: set[str] = set()
+        return sorted(self.project_files(limit)[0])
+
+    def project_files(self, limit: int = 20000) -> tuple[dict[str, list[Path]], bool]:
+        """The files under the root by language (ignored folders skipped), and whether that
+        is all of them: the walk stops once it has seen more than `limit` files."""
+        files: dict[str, list[Path]] = {}
         count = 0
         for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if not is_ignored(Path(dirpath) / d, self.root)]
+            folder = Path(dirpath)
+            dirnames[:] = [d for d in dirnames if not is_ignored(folder / d, self.root)]
             for filename in filenames:
                 count += 1
-                language = language_of(Path(dirpath) / filename, self.root, self.languages)
+                path = folder / filename
+                language = language_of(path, self.root, self.languages)
                 if language is not None:
-                    seen.add(language)
+                    files.setdefault(language, []).append(path)
             if count > limit:
-                break
-        return sorted(seen)
+                return files, False
+        return files, True
 
     def _found(self, file: str, d: Diagnostic, index: LineIndex, encoding: Encoding) -> Found:
         line, column = index.to_client(d.range.start.line, d.range.start.character, encoding)

@@ -1,5 +1,5 @@
 """A language-server process: its own process group, pipes, a bounded stderr ring, and a stop
-that leaves nothing behind (SIGTERM to the group, then SIGKILL)."""
+that leaves nothing behind (SIGTERM to the group, then SIGKILL, then wait for every member)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import trio
 log = logging.getLogger("codeward.lsp")
 
 STDERR_LINES = 200
+KILL_WAIT = 5.0  # seconds the killed members of a group get to be gone
 
 
 class ServerProcess:
@@ -84,7 +85,9 @@ class ServerProcess:
     async def terminate(self, grace: float) -> None:
         """SIGTERM to the group, up to `grace` seconds, then SIGKILL; reaps the leader.
 
-        Members of the group that outlive the leader are killed too. Call it shielded.
+        Members of the group that outlive the leader are killed too, and it returns once
+        they are gone (a killed process dies when it next runs, which under load can be
+        after the leader was reaped). Call it shielded.
         """
         if self.process.returncode is None:
             self.signal_group(signal.SIGTERM)
@@ -92,6 +95,68 @@ class ServerProcess:
                 await self.process.wait()
         self.signal_group(signal.SIGKILL)
         await self.process.wait()
+        with trio.move_on_after(KILL_WAIT) as scope:
+            await wait_group_gone(self.pid)
+        if scope.cancelled_caught:
+            log.warning("%s: members of its process group outlive SIGKILL", self.name)
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 await stream.aclose()
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of group `pgid`, from /proc; [] without /proc."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if name.isdigit() and _group_of(int(name)) == pgid:
+            found.append(int(name))
+    return found
+
+
+def _group_of(pid: int) -> int | None:
+    """The process group of live process `pid`; None when it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # the command name may hold spaces and parentheses: split after the last ')'
+    fields = stat.rsplit(b")", 1)[-1].split()
+    if len(fields) < 3 or fields[0] in (b"Z", b"X"):
+        return None
+    return int(fields[2])
+
+
+async def wait_group_gone(pgid: int) -> None:
+    """Wait until group `pgid` has no live member, each member's exit awaited through a
+    pidfd (no polling); SIGKILL again to members that came late. Without pidfds or /proc
+    (not Linux) it returns at once."""
+    while members := group_members(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        for pid in members:
+            if not await _wait_exit(pid, pgid):
+                return
+
+
+async def _wait_exit(pid: int, pgid: int) -> bool:
+    """Wait until `pid`, a member of group `pgid`, has exited; False without pidfds."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return False
+    try:
+        fd: int = pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    try:
+        if _group_of(pid) == pgid:  # still the member seen, not a pid used again since
+            await trio.lowlevel.wait_readable(fd)  # a pidfd is readable once it has exited
+    finally:
+        os.close(fd)
+    return True

@@ -9,12 +9,13 @@ cool-down, or `retry()`. Requests in flight fail at once when the process goes.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import math
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -44,8 +45,10 @@ from codeward.daemon.lsp.types import (
     PublishDiagnosticsParams,
     RegistrationParams,
     UnregistrationParams,
+    WorkDoneProgressCreateParams,
     WorkspaceDiagnosticReport,
 )
+from codeward.daemon.lsp.uris import uri_to_path
 from codeward.protocol.errors import ErrorKind, ToolError
 from codeward.protocol.messages import Incoming
 
@@ -58,7 +61,8 @@ CRASH_WINDOW = 300.0
 FAILED_COOLDOWN = 30.0
 METHOD_NOT_FOUND = -32601
 REGISTRATION_GRACE = 2.0  # seconds a new server may take to register its capabilities
-QUIET = 0.3  # seconds without news that end a streamed workspace diagnostic pull
+QUIET = 0.3  # seconds without news before a streamed workspace pull may be over
+BARRIER = "$/codeward/barrier"  # a request every server must refuse: its answer orders output
 _TOKENS = itertools.count(1)
 
 ApplyEdit = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -130,6 +134,7 @@ class LanguageServer:
         self.published: dict[str, Published] = {}
         self.analysed: dict[str, int] = {}  # uri -> version answered by a diagnostic pull
         self.progress: dict[int | str, str] = {}  # active work-done progress: token -> title
+        self.announced: set[int | str] = set()  # tokens it created and has not begun yet
         self.world = 0  # counts changes the server was told of (for freshness)
         self.push_silent = False  # it never pushed diagnostics and let a settle time out
         self._crashes: collections.deque[float] = collections.deque()
@@ -142,6 +147,7 @@ class LanguageServer:
         self._process: ServerProcess | None = None
         self._conn: LspConnection | None = None
         self._partial: dict[int | str, Callable[[Any], None]] = {}
+        self._workspace_pull = trio.Lock()  # one workspace pull at a time: a new one ends the last
 
     # -- state ------------------------------------------------------------------------
 
@@ -249,6 +255,7 @@ class LanguageServer:
         self.published.clear()
         self.analysed.clear()
         self.progress.clear()
+        self.announced.clear()
         io_scope = trio.CancelScope(shield=True)
         reason = "it stopped"
         try:
@@ -528,20 +535,31 @@ class LanguageServer:
         return None
 
     async def workspace_diagnostics(
-        self, timeout: float
+        self, timeout: float, expected: Collection[Path] | None = None
     ) -> tuple[dict[str, list[Diagnostic]], bool]:
         """Pull workspace diagnostics: (uri -> diagnostics, complete).
 
-        Results may stream as partial results while the request stays open (basedpyright
-        keeps it open for ever): it is over when the response came, or when the server's
-        work-done progress ended and nothing new arrived for a quiet moment.
+        Results may stream as partial results on a request the server never answers
+        (basedpyright). Such a pull is over once every file of `expected` (the files of the
+        server's languages under the root) has had a report and no work-done progress is
+        active or announced: basedpyright creates its progress token before the first
+        reports of a pass that takes several rounds, reports files it has not checked yet
+        as clean in that first round, and ends the progress after the last. Files it never
+        reports (excluded by its own settings) end the pull after a quiet moment, once the
+        answer to a later request shows that everything it sent before has been read.
         """
-        token = f"codeward-{next(_TOKENS)}"
         results: dict[str, list[Diagnostic]] = {}
+        missing = set(expected) if expected is not None else None
+        news = 0  # partial results received
         done = False
 
         def take(report: WorkspaceDiagnosticReport) -> None:
+            nonlocal news
+            news += 1
             for item in report.items:
+                path = uri_to_path(item.uri) if missing else None
+                if missing and path is not None:
+                    missing.discard(path)
                 if item.kind == "full":
                     results[item.uri] = item.items
 
@@ -549,7 +567,7 @@ class LanguageServer:
             take(msgspec.convert(value, type=WorkspaceDiagnosticReport))
             self._touch()
 
-        async def ask() -> None:
+        async def ask(token: str) -> None:
             nonlocal done
             try:
                 take(
@@ -567,20 +585,42 @@ class LanguageServer:
                 done = True
             self._touch()
 
-        self._partial[token] = sink
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(ask)
-                with trio.move_on_after(timeout):
-                    while not done:
-                        with trio.move_on_after(QUIET) as quiet:
-                            await self._changed.wait()
-                        if quiet.cancelled_caught and results and not self.progress:
-                            done = True
-                nursery.cancel_scope.cancel()
-        finally:
-            del self._partial[token]
+        with trio.move_on_after(timeout):
+            async with self._workspace_pull:
+                token = f"codeward-{next(_TOKENS)}"
+                self._partial[token] = sink
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(ask, token)
+                        while not done:
+                            if missing is not None and not missing and not self._busy():
+                                done = True
+                                break
+                            seen = news
+                            with trio.move_on_after(QUIET) as quiet:
+                                await self._changed.wait()
+                            if quiet.cancelled_caught and results and not self.progress:
+                                await self._barrier()
+                                done = news == seen and not self._busy()
+                        nursery.cancel_scope.cancel()
+                finally:
+                    del self._partial[token]
         return results, done
+
+    def _busy(self) -> bool:
+        return bool(self.progress or self.announced)
+
+    async def _barrier(self) -> None:
+        """Send a request the server must refuse and wait for its answer: every message it
+        wrote before has then been read. Progress tokens it created before and still has
+        not begun are forgotten (it answered a later message without using them)."""
+        conn = self._conn
+        if conn is None:
+            return
+        announced = set(self.announced)
+        with contextlib.suppress(ConnectionClosed, RequestTimeout, ResponseError):
+            await conn.request(BARRIER, None, timeout=self.lsp.request_timeout)
+        self.announced -= announced
 
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
         """Wait until the server has analysed `doc` and its work-done progress ended."""
@@ -638,6 +678,8 @@ class LanguageServer:
             self._touch()
             return None
         if method == "window/workDoneProgress/create":
+            self.announced.add(message.decode(WorkDoneProgressCreateParams).token)
+            self._touch()
             return None
         if method == "workspace/workspaceFolders":
             return self._folders()
@@ -686,6 +728,7 @@ class LanguageServer:
         kind = value.get("kind")
         if kind not in ("begin", "report", "end"):
             return  # partial results, not work-done progress
+        self.announced.discard(params.token)
         title = value.get("title") or self.progress.get(params.token, "")
         if kind == "begin":
             self.progress[params.token] = str(title)

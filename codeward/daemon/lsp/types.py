@@ -77,6 +77,10 @@ class ProgressParams(Struct):
     value: Any
 
 
+class WorkDoneProgressCreateParams(Struct):
+    token: int | str
+
+
 class Registration(Struct, rename="camel"):
     id: str
     method: str

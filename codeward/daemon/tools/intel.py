@@ -18,7 +18,7 @@ from codeward.daemon.intel.symbols import Budget, document_symbols, information,
 from codeward.daemon.lsp.manager import Answer, DocumentContext, LspManager
 from codeward.daemon.lsp.types import Location as LspLocation
 from codeward.daemon.tools.registry import ToolContext, tool
-from codeward.protocol.errors import ErrorKind, ToolError
+from codeward.protocol.errors import ErrorKind, ToolError, find_tool_error
 
 Path_ = Annotated[
     str, msgspec.Meta(description="The file: relative to the project root, or absolute inside it.")
@@ -96,14 +96,11 @@ def _tool_errors() -> Iterator[None]:
     """Let a `ToolError` out of a nursery as itself, not wrapped in an exception group."""
     try:
         yield
-    except BaseExceptionGroup as group:
-        matched, _ = group.split(ToolError)
-        while matched is not None:
-            first = matched.exceptions[0]
-            if isinstance(first, ToolError):
-                raise first from None
-            matched = first if isinstance(first, BaseExceptionGroup) else None
-        raise
+    except ExceptionGroup as group:
+        error = find_tool_error(group)
+        if error is None:
+            raise
+        raise error from None
 
 
 def _at(ctx: ToolContext, path: str, line: int, character: int) -> tuple[LspManager, SourceFile]:

@@ -1,0 +1,170 @@
+"""Streamed workspace diagnostic pulls (as basedpyright streams them), with the fake server:
+when a pull is over does not depend on how fast the messages come."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from codeward.daemon.config import ServerConfig
+from codeward.daemon.lsp import server as server_module
+from codeward.daemon.lsp.manager import Found, LspManager
+from codeward.daemon.lsp.server import BARRIER
+from tests.lsp_support import FAKE, fake_config, fake_server, logged, methods, running
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = Path(os.path.realpath(tmp_path / "proj"))
+    (root / "sub").mkdir(parents=True)
+    (root / "a.fake").write_text("bad\n")
+    (root / "clean.fake").write_text("good\n")
+    (root / "sub" / "b.fake").write_text("good\nbad\n")
+    return root
+
+
+def lines(found: list[Found]) -> set[tuple[str, int]]:
+    return {(f.file, f.line) for f in found}
+
+
+async def pull(manager: LspManager) -> set[tuple[str, int]]:
+    with trio.fail_after(10):
+        found, errors = await manager.workspace_diagnostics()
+    assert errors == []
+    return lines(found)
+
+
+async def test_a_pull_in_two_rounds_waits_for_the_second(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No quiet moment at all: a rule that waits for one would stop at the first report.
+    monkeypatch.setattr(server_module, "QUIET", 0)
+    log = tmp_path / "log"
+    config = fake_config({"fake": fake_server("workspace-stream", log)})
+    async with running(root, config) as (manager, _):
+        # The first round reports sub/b.fake as clean (not checked yet); the second, after
+        # the progress token was acknowledged, has its error.
+        assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
+        # Later pulls come in one round, without progress: every file is reported at once.
+        assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
+        (root / "clean.fake").write_text("bad\n")
+        manager.files_changed([Path("clean.fake")])
+        assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2), ("clean.fake", 1)}
+        assert manager.servers["fake"].announced == set()
+    assert methods(log).count("workspace/diagnostic") == 3
+
+
+async def test_no_quiet_moment_before_the_second_round_ends_the_pull(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server stalls after the first round, however long: the pull waits for the second.
+    monkeypatch.setattr(server_module, "QUIET", 0)
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    command = [sys.executable, FAKE, "workspace-hold", "", str(fifo)]
+    config = fake_config({"fake": ServerConfig(command=command)})
+    async with running(root, config) as (manager, _):
+        server = manager.server_for("fake")
+        await server.connection()
+        answers: list[set[tuple[str, int]]] = []
+
+        async def one() -> None:
+            answers.append(await pull(manager))
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one)
+                # The progress token comes in one piece with the first round's reports.
+                await server.wait_for(lambda: bool(server.announced), 10)
+                await trio.testing.wait_all_tasks_blocked()
+                assert answers == []  # still waiting, although nothing came for a while
+                await trio.to_thread.run_sync(release, fifo, abandon_on_cancel=True)
+        assert answers == [{("a.fake", 1), ("sub/b.fake", 2)}]
+
+
+def release(fifo: Path) -> None:
+    with fifo.open("wb") as f:
+        f.write(b"x")
+
+
+async def test_a_file_it_never_reports_ends_the_pull_after_a_round_trip(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "QUIET", 0)
+    (root / "skip.fake").write_text("bad\n")  # the fake server never reports skip* files
+    log = tmp_path / "log"
+    config = fake_config({"fake": fake_server("workspace-stream", log)})
+    async with running(root, config) as (manager, _):
+        assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
+        server = manager.servers["fake"]
+        with trio.fail_after(10):
+            results, complete = await server.workspace_diagnostics(5.0, [root / "skip.fake"])
+        assert complete and len(results) == 3
+    barriers = [m for m in logged(log) if m.get("method") == BARRIER]
+    assert len(barriers) >= 2 and all("id" in m for m in barriers)
+
+
+async def test_a_progress_token_it_never_begins_is_forgotten(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "QUIET", 0)
+    config = fake_config({"fake": fake_server("workspace-stale-token")})
+    async with running(root, config) as (manager, _):
+        server = manager.server_for("fake")
+        await server.connection()
+        with trio.fail_after(10):
+            await server.wait_for(lambda: bool(server.announced), 10)
+        assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
+        assert server.announced == set() and server.progress == {}
+
+
+async def test_pulls_take_turns(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fake server, like basedpyright, answers a pull in flight with no items when the
+    # next one comes: two at once would lose the first one's results.
+    monkeypatch.setattr(server_module, "QUIET", 0)
+    config = fake_config({"fake": fake_server("workspace-stream")})
+    async with running(root, config) as (manager, _):
+        answers: list[set[tuple[str, int]]] = []
+
+        async def one() -> None:
+            answers.append(await pull(manager))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(one)
+    assert answers == [{("a.fake", 1), ("sub/b.fake", 2)}] * 3
+
+
+async def test_the_overall_timeout_still_bounds_a_pull(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file that is never reported, and no quiet moment within the timeout.
+    monkeypatch.setattr(server_module, "QUIET", 60)
+    (root / "skip.fake").write_text("bad\n")
+    config = fake_config({"fake": fake_server("workspace-stream")})
+    async with running(root, config) as (manager, _):
+        server = manager.server_for("fake")
+        await server.connection()
+        expected = [root / "a.fake", root / "skip.fake"]
+        with trio.fail_after(10):
+            results, complete = await server.workspace_diagnostics(0.5, expected)
+        assert not complete and (root / "a.fake").as_uri() in results
+
+
+def test_project_files_skip_ignored_folders_and_say_when_cut_short(root: Path) -> None:
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "x.fake").write_text("bad\n")
+    (root / "notes.txt").write_text("not a source file\n")
+    manager = LspManager(root, fake_config({"fake": fake_server("ok")}), lambda _: None)
+    files, whole = manager.project_files()
+    assert whole and sorted(files["fake"]) == sorted(
+        [root / "a.fake", root / "clean.fake", root / "sub" / "b.fake"]
+    )
+    assert manager.project_languages() == ["fake"]
+    _, whole = manager.project_files(limit=1)
+    assert not whole
