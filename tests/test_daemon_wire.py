@@ -48,8 +48,13 @@ def gate() -> Iterator[Gate]:
         g.finished.set()
         return {"label": args.label}
 
+    async def write_handler(ctx: ToolContext, args: BlockArgs) -> dict[str, Any]:
+        # as run_git and the edit layer do: the write itself is shielded, at its own depth
+        with trio.CancelScope(shield=True):
+            return await handler(ctx, args)
+
     REGISTRY.register(Tool("test_gate", "test only", BlockArgs, handler))
-    REGISTRY.register(Tool("test_gate_write", "test only", BlockArgs, handler, changes_files=True))
+    REGISTRY.register(Tool("test_gate_write", "test only", BlockArgs, write_handler))
     yield g
     REGISTRY.unregister("test_gate")
     REGISTRY.unregister("test_gate_write")

@@ -113,12 +113,12 @@ class Connection:
                     )
                 frames = self._decoder.feed(data)
             except FrameError as exc:
-                await self._fatal(str(exc))
+                self._fatal(str(exc))
                 return
             for frame in frames:
                 self._dispatch_frame(frame, requests)
 
-    async def _fatal(self, reason: str) -> None:
+    def _fatal(self, reason: str) -> None:
         """A framing error: say so where possible, then close."""
         if self.framing is None:
             self.framing = Framing.NDJSON

@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
-import trio
 
 from codeward import __version__
 from codeward.daemon.config import PolicyConfig
@@ -142,11 +141,9 @@ async def tools_call(conn: Connection, item: Incoming) -> Any:
     session = require_session(conn)
     tool = REGISTRY.get(params.name)
     arguments = REGISTRY.validate(tool, params.arguments)
-    ctx = ToolContext(session, conn, conn.policy)
-    if tool.changes_files:  # never left half-done by a disconnect or a cancel
-        with trio.CancelScope(shield=True):
-            return await tool.handler(ctx, arguments)
-    return await tool.handler(ctx, arguments)
+    # A tool that writes shields the write itself (run_git, the edit layer): everything
+    # before it stays cancellable, so $/cancelRequest reaches the language server.
+    return await tool.handler(ToolContext(session, conn, conn.policy), arguments)
 
 
 @method("lua/eval")

@@ -56,7 +56,6 @@ class Tool:
     description: str
     arguments: type[msgspec.Struct]
     handler: Handler
-    changes_files: bool = False  # finishes, shielded, when its client disconnects
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, argument_schema(self.arguments))
@@ -132,12 +131,12 @@ REGISTRY = ToolRegistry()
 
 
 def tool(
-    name: str, description: str, arguments: type[msgspec.Struct], *, changes_files: bool = False
+    name: str, description: str, arguments: type[msgspec.Struct]
 ) -> Callable[[Handler], Handler]:
     """Declare a tool in the registry: `@tool("name", "what it does", ArgsStruct)`."""
 
     def register(handler: Handler) -> Handler:
-        REGISTRY.register(Tool(name, description, arguments, handler, changes_files))
+        REGISTRY.register(Tool(name, description, arguments, handler))
         return handler
 
     return register
