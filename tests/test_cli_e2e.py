@@ -256,9 +256,13 @@ def test_lua_and_call(env: Env, daemon: subprocess.Popen[bytes], repo: Path) -> 
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("hi ")
     assert env.json("lua", str(script), cwd=repo)["result"]["n"] == 2
-    failing = env.run("lua", "-", cwd=repo, stdin="error('boom')")
+    failing = env.run("lua", "-", cwd=repo, stdin="codeward.log('about to fail') error('boom')")
     assert failing.returncode == 1
     assert "[lua_error]" in failing.stderr
+    assert failing.stderr.startswith("about to fail\n")  # logged lines reach the caller
+    logged = env.run("lua", "-", cwd=repo, stdin="codeward.log('step', 1) return 'done'")
+    assert (logged.stdout, logged.stderr) == ("done\n", "step\t1\n")
+    assert "lua[" in env.log.read_text() and "step\t1" in env.log.read_text()  # and the log
     call = env.json("call", "git_command", '{"subcommand": "log", "args": ["-1"]}', cwd=repo)
     assert "first commit" in call["output"]
     unknown = env.run("call", "no_such_tool", "{}", cwd=repo)

@@ -17,11 +17,11 @@ async def test_result_and_args(client: RpcClient) -> None:
         "lua/eval",
         {"source": "local a = ... ; return {sum = a[1] + a[2], list = {1, 2}}", "args": [2, 3]},
     )
-    assert result == {"result": {"sum": 5, "list": [1, 2]}}
+    assert result == {"result": {"sum": 5, "list": [1, 2]}, "logs": []}
     assert (
         await client.call("lua/eval", {"source": "return args.name", "args": {"name": "x"}})
-    ) == {"result": "x"}
-    assert (await client.call("lua/eval", {"source": "return nil"})) == {"result": None}
+    ) == {"result": "x", "logs": []}
+    assert (await client.call("lua/eval", {"source": "return nil"})) == {"result": None, "logs": []}
 
 
 async def test_codeward_call_reaches_registered_tools(client: RpcClient, project: Path) -> None:
@@ -119,3 +119,18 @@ async def test_cancelled_eval(client: RpcClient) -> None:
         await client.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "slow"}})
     assert response["error"]["code"] in (-32800, -32000)
     assert (await client.call("lua/eval", {"source": "return 3"}))["result"] == 3
+
+
+async def test_logs_reach_the_caller(client: RpcClient) -> None:
+    source = "codeward.log('a', 1, true) print('b') return 2"
+    assert await client.call("lua/eval", {"source": source}) == {
+        "result": 2,
+        "logs": ["a\t1\ttrue", "b"],
+    }
+    with pytest.raises(RpcFailure) as info:  # logged before the error: in the error's data
+        await client.call("lua/eval", {"source": "codeward.log('before') error('boom')"})
+    assert info.value.kind == "lua_error" and info.value.data["logs"] == ["before"]
+    flood = "for i = 1, 200 do codeward.log(('x'):rep(1000)) end return 1"
+    logs = (await client.call("lua/eval", {"source": flood}))["logs"]
+    assert 60 <= len(logs) <= 70 and "daemon log" in logs[-1]  # capped near 64 KiB
+    assert (await client.call("lua/eval", {"source": "return 1"}))["logs"] == []  # per eval

@@ -497,9 +497,25 @@ def cmd_lua(inv: Invocation) -> int:
     source = _read(inv, inv.args.file, "script")
     params = {"source": source, "args": list(inv.args.script_args)}
     with inv.connect(session=True, confirm=True) as conn:
-        result = conn.request("lua/eval", params, timeout=inv.timeout)
+        try:
+            result = conn.request("lua/eval", params, timeout=inv.timeout)
+        except RemoteError as exc:  # what the script logged before it failed
+            if isinstance(exc.data, dict):
+                _print_logs(inv, exc.data.get("logs"))
+            raise
+    if isinstance(result, dict):
+        _print_logs(inv, result.get("logs"))
     inv.show("lua", result, render.lua)
     return EXIT_OK
+
+
+def _print_logs(inv: Invocation, logs: Any) -> None:
+    """A script's `codeward.log` lines on stderr (they are in the result with `--json`)."""
+    if inv.json or not isinstance(logs, list):
+        return
+    for line in logs:
+        inv.stderr.write(f"{line}\n")
+    inv.stderr.flush()
 
 
 def cmd_diagnostics(inv: Invocation) -> int:

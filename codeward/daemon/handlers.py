@@ -13,7 +13,7 @@ from codeward.daemon.config import PolicyConfig
 from codeward.daemon.connection import require_session
 from codeward.daemon.session import detect_languages
 from codeward.daemon.tools.registry import REGISTRY, ToolContext
-from codeward.protocol.errors import ErrorCode, RpcError
+from codeward.protocol.errors import ErrorCode, RpcError, ToolError
 from codeward.protocol.messages import Incoming
 from codeward.protocol.methods import (
     PROTOCOL_VERSION,
@@ -151,5 +151,10 @@ async def lua_eval(conn: Connection, item: Incoming) -> LuaEvalResult:
     params = params_of(item, LuaEvalParams)
     session = require_session(conn)
     host = session.host_for(conn, conn.policy)
-    result = await session.lua.eval(params.source, params.args, host)
-    return LuaEvalResult(result=result)
+    try:
+        result = await session.lua.eval(params.source, params.args, host)
+    except ToolError as exc:  # what the script logged before it failed helps most then
+        if host.messages:
+            exc.details.setdefault("logs", host.messages)
+        raise
+    return LuaEvalResult(result=result, logs=host.messages)

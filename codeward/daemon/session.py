@@ -20,11 +20,12 @@ from codeward.daemon.config import Config, PolicyConfig, load_project_config
 from codeward.daemon.git import run_git
 from codeward.daemon.lsp import LspManager
 from codeward.daemon.lsp.defaults import effective_languages, language_of
-from codeward.daemon.lua import LuaActor, LuaHost
+from codeward.daemon.lua import LuaActor
 from codeward.daemon.tools.registry import REGISTRY, Caller, ToolContext
 from codeward.protocol.errors import ErrorKind, ToolError
 
 log = logging.getLogger(__name__)
+LOGS_BYTES = 64 * 1024  # the most `codeward.log` text one eval hands back to its caller
 
 ProgressListener = Callable[[dict[str, Any]], None]
 
@@ -159,7 +160,7 @@ class Session:
         for listener in list(self.progress_listeners.values()):
             listener(message)
 
-    def host_for(self, caller: Caller, policy: PolicyConfig | None = None) -> LuaHost:
+    def host_for(self, caller: Caller, policy: PolicyConfig | None = None) -> SessionHost:
         return SessionHost(self, caller, policy or self.policy)
 
     def info(self) -> dict[str, Any]:
@@ -179,7 +180,8 @@ class SessionHost:
         self.session = session
         self.caller = caller
         self.policy = policy
-        self.messages: list[str] = []
+        self.messages: list[str] = []  # what `codeward.log` said, for the eval's caller
+        self._logged_bytes = 0
 
     async def git(self, subcommand: str, args: list[str], opts: dict[str, Any]) -> dict[str, Any]:
         session, caller = self.session, self.caller
@@ -205,8 +207,13 @@ class SessionHost:
         return await REGISTRY.call(tool, arguments, ctx)
 
     def log(self, message: str) -> None:
-        self.messages.append(message)
         log.info("lua[%s]: %s", self.session.id, message)
+        if self._logged_bytes >= LOGS_BYTES:
+            return
+        self._logged_bytes += len(message)
+        if self._logged_bytes >= LOGS_BYTES:
+            message = "(codeward.log: later lines are only in the daemon log)"
+        self.messages.append(message)
 
 
 class SessionManager:

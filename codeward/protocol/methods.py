@@ -110,6 +110,7 @@ class LuaEvalParams(Struct, forbid_unknown_fields=True):
 
 class LuaEvalResult(Struct):
     result: Any
+    logs: list[str] = field(default_factory=list)  # what the script said with codeward.log
 
 
 class CancelParams(Struct, forbid_unknown_fields=False):
