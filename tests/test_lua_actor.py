@@ -464,7 +464,8 @@ async def test_cancel_during_a_host_call(actor: LuaActor) -> None:
     assert await run(actor, "x = 1 return 'usable'") == "usable"
 
 
-async def test_cancel_while_queued(actor: LuaActor) -> None:
+async def test_cancel_while_queued(nursery: trio.Nursery) -> None:
+    actor = await start_actor(nursery, runtimes=1)
     entered = trio.Event()
     release = trio.Event()
 
@@ -500,7 +501,8 @@ async def test_cancel_while_queued(actor: LuaActor) -> None:
     assert await run(actor, "return 2") == 2
 
 
-async def test_evals_run_one_at_a_time_in_order(actor: LuaActor) -> None:
+async def test_one_runtime_runs_evals_one_at_a_time(nursery: trio.Nursery) -> None:
+    actor = await start_actor(nursery, runtimes=1)
     order: list[str] = []
 
     async def record(subcommand: str, args: list[str], opts: dict[str, Any]) -> dict[str, Any]:

@@ -276,12 +276,12 @@ async def test_cpu_limit_is_per_eval_and_counts_only_lua(nursery: trio.Nursery) 
 
 
 async def test_runtime_is_replaced_after_a_limit(actor: LuaActor) -> None:
-    before = actor._sandbox
+    assert await run(actor, "return 1") == 1
+    built = actor.built
     await expect_error(actor, "while true do end", ErrorKind.LUA_TIMEOUT)
-    after = actor._sandbox
-    assert after is not None and after is not before
-    await run(actor, "return 1")
-    assert actor._sandbox is after
+    assert actor.built == built + 1  # the worker threw its runtime away and made a new one
+    assert await run(actor, "return 1") == 1
+    assert actor.built == built + 1 and actor.workers == 1
 
 
 # --- memory and recursion -----------------------------------------------------------

@@ -53,6 +53,7 @@ class LuaConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     memory_mb: int = 64
     host_calls: int = 1000
     result_bytes: int = 1024 * 1024
+    runtimes: int = 16  # evals of one session that run at once, each in its own runtime
 
 
 class GitConfig(Struct, forbid_unknown_fields=True, kw_only=True):

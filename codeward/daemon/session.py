@@ -204,6 +204,12 @@ class SessionHost:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         ctx = ToolContext(self.session, self.caller, self.policy)
+        if tool == "git_command":
+            # Already inside a sandboxed eval: run git from here rather than start a second
+            # eval, which could wait for a runtime while this one holds its own.
+            args: Any = REGISTRY.validate(REGISTRY.get(tool), arguments)
+            opts = {"allow_destructive": args.allow_destructive}
+            return await self.git(args.subcommand, list(args.args), opts)
         return await REGISTRY.call(tool, arguments, ctx)
 
     def log(self, message: str) -> None:

@@ -1,4 +1,4 @@
-"""The Lua sandbox: one hardened lupa Lua 5.4 runtime per session, driven by a trio actor.
+"""The Lua sandbox: hardened lupa Lua 5.4 runtimes, one per running eval, in a trio actor.
 
 A script sees the safe standard subset (basic functions without load, dofile, loadfile,
 require and collectgarbage; `string` without `dump`; `table`, `math`, `utf8`, `coroutine`;
