@@ -435,3 +435,102 @@ def test_find_tool_error() -> None:
     assert find_tool_error(nested) is inner
     assert find_tool_error(ExceptionGroup("g", [ValueError("x")])) is None
     assert find_tool_error(inner) is inner
+
+
+# -- state-changing requests take effect before later ones start ------------------------------
+
+
+@pytest.fixture
+def whoami() -> Iterator[None]:
+    """A tool answering what its connection's state is when it runs."""
+
+    async def handler(ctx: ToolContext, args: BlockArgs) -> dict[str, Any]:
+        return {"root": ctx.session.root.name, "can_confirm": ctx.caller.can_confirm}
+
+    REGISTRY.register(Tool("test_whoami", "test only", BlockArgs, handler))
+    yield
+    REGISTRY.unregister("test_whoami")
+
+
+def _req(msg_id: int, method: str, params: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def _pipelined(project: Path, other: Path) -> list[dict[str, Any]]:
+    """State changes each followed at once by a request that depends on them."""
+    whoami = {"name": "test_whoami"}
+    return [
+        _req(1, "initialize", {"capabilities": {"confirm": True}}),
+        _req(2, "session/open", {"root": str(project)}),
+        _req(3, "tools/call", whoami),
+        _req(4, "session/open", {"root": str(other)}),
+        _req(5, "tools/call", whoami),
+        _req(6, "session/close"),
+        _req(7, "tools/call", whoami),
+        _req(8, "session/open", {"bad": 1}),  # a failed state change lets the rest through
+        _req(9, "daemon/status"),
+    ]
+
+
+def _check_pipelined(replies: list[dict[str, Any]]) -> None:
+    by_id = {r["id"]: r for r in replies}
+    assert set(by_id) == set(range(1, 10)), replies
+    assert by_id[3]["result"] == {"root": "project", "can_confirm": True}
+    assert by_id[5].get("result") == {"root": "other", "can_confirm": True}, by_id[5]
+    assert by_id[7]["error"]["data"]["kind"] == "no_session"
+    assert by_id[8]["error"]["code"] == -32602
+    assert "result" in by_id[9]
+
+
+async def _read_replies(stream: trio.SocketStream, framing: Framing, count: int) -> list[Any]:
+    from codeward.protocol.framing import make_decoder
+
+    decoder, replies = make_decoder(framing), []
+    with trio.fail_after(20):
+        while len(replies) < count:
+            chunk = await stream.receive_some(65536)
+            assert chunk, "the daemon closed the connection"
+            replies += [json.loads(frame) for frame in decoder.feed(chunk)]
+    return replies
+
+
+@pytest.mark.parametrize("framing", [Framing.NDJSON, Framing.CONTENT_LENGTH])
+async def test_pipelined_state_changes_come_first(
+    daemon: Daemon, project: Path, tmp_path: Path, whoami: None, framing: Framing
+) -> None:
+    from codeward.protocol.framing import encode_frame
+
+    other = tmp_path / "other"
+    other.mkdir()
+    messages = _pipelined(project, other)
+    stream = await trio.open_unix_socket(str(daemon.socket_path))
+    async with stream:  # every message in one write: nothing waits for an answer
+        await stream.send_all(
+            b"".join(encode_frame(framing, json.dumps(m).encode()) for m in messages)
+        )
+        _check_pipelined(await _read_replies(stream, framing, len(messages)))
+
+
+async def test_state_changes_come_first_in_and_across_batches(
+    daemon: Daemon, project: Path, tmp_path: Path, whoami: None
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    messages = _pipelined(project, other)
+    # one batch, then a batch holding only a state change followed by a lone request
+    frames = [
+        messages,
+        [_req(10, "session/open", {"root": str(project)})],
+        _req(11, "tools/call", {"name": "test_whoami"}),
+    ]
+    stream = await trio.open_unix_socket(str(daemon.socket_path))
+    async with stream:
+        await stream.send_all(b"".join(json.dumps(f).encode() + b"\n" for f in frames))
+        replies = await _read_replies(stream, Framing.NDJSON, 3)
+    batch = next(r for r in replies if isinstance(r, list) and len(r) == 9)
+    _check_pipelined(batch)
+    lone = next(r for r in replies if isinstance(r, dict))
+    assert lone["id"] == 11 and lone["result"]["root"] == "project"

@@ -47,6 +47,31 @@ log = logging.getLogger(__name__)
 
 READ_SIZE = 65536
 Handler = Callable[["Connection", Incoming], Awaitable[Any]]
+# Requests that change the connection's state: they take effect before any later one starts.
+STATEFUL_METHODS = frozenset({"initialize", "session/open", "session/close"})
+
+
+class Turn:
+    """A request's place in its connection's order (taken in arrival order, at dispatch).
+
+    A stateful request starts once every earlier request has started (each took the
+    connection's state it needs at its start, before its first checkpoint) and the
+    previous stateful request is done; any other request starts once that one is done."""
+
+    def __init__(self, after: list[trio.Event], stateful: bool) -> None:
+        self.after = after
+        self.started = None if stateful else trio.Event()
+        self.done = trio.Event() if stateful else None
+
+    async def wait(self) -> None:
+        for event in self.after:
+            await event.wait()
+
+    def release(self) -> None:
+        """Let later requests go (when started; a stateful one when done or failed)."""
+        for event in (self.started, self.done):
+            if event is not None:
+                event.set()
 
 
 class Connection:
@@ -60,6 +85,8 @@ class Connection:
         self.policy: PolicyConfig | None = None  # the narrowing this client asked for
         self._decoder: FrameDecoder | None = None
         self._inflight: dict[Id, trio.CancelScope] = {}
+        self._barrier: list[trio.Event] = []  # the last stateful request's end, if any
+        self._since_barrier: list[trio.Event] = []  # starts of the requests after it
         self._pending: dict[Id, trio.MemorySendChannel[Response]] = {}
         self._next_out_id = 0
         self._send, self._receive = trio.open_memory_channel[bytes](math.inf)
@@ -177,8 +204,12 @@ class Connection:
         except RpcError as exc:
             self._queue(encode(error_response(None, exc.code, exc.message)))
             return
-        if is_batch:
-            requests.start_soon(self._run_batch, items)
+        if is_batch:  # each request takes its turn now, in arrival order
+            turns = [
+                self._turn(i) if isinstance(i, Incoming) and i.kind == "request" else None
+                for i in items
+            ]
+            requests.start_soon(self._run_batch, items, turns)
             return
         item = items[0]
         if isinstance(item, RpcError):
@@ -189,33 +220,50 @@ class Connection:
                 return
             scope = trio.CancelScope()
             self._inflight[item.id] = scope  # type: ignore[index]
-            requests.start_soon(self._reply_one, item, scope)
+            requests.start_soon(self._reply_one, item, scope, self._turn(item))
         elif item.kind == "notification":
             self._notification(item)
         else:
             self._response(item)
 
-    async def _reply_one(self, item: Incoming, scope: trio.CancelScope) -> None:
-        response = await self._handle_request(item, scope)
+    def _turn(self, item: Incoming) -> Turn:
+        """The next place in this connection's order (see `Turn`)."""
+        if item.method not in STATEFUL_METHODS:
+            turn = Turn(self._barrier, stateful=False)
+            assert turn.started is not None
+            if len(self._since_barrier) >= 64:  # a long run of plain requests: forget started ones
+                self._since_barrier = [e for e in self._since_barrier if not e.is_set()]
+            self._since_barrier.append(turn.started)
+            return turn
+        turn = Turn(self._barrier + self._since_barrier, stateful=True)
+        assert turn.done is not None
+        self._barrier, self._since_barrier = [turn.done], []
+        return turn
+
+    async def _reply_one(self, item: Incoming, scope: trio.CancelScope, turn: Turn) -> None:
+        response = await self._handle_request(item, scope, turn)
         self._queue(encode(response))
 
-    async def _run_batch(self, items: list[Incoming | RpcError]) -> None:
+    async def _run_batch(self, items: list[Incoming | RpcError], turns: list[Turn | None]) -> None:
         responses: list[Response | None] = [None] * len(items)
 
-        async def run(index: int, item: Incoming, scope: trio.CancelScope) -> None:
-            responses[index] = await self._handle_request(item, scope)
+        async def run(index: int, item: Incoming, scope: trio.CancelScope, turn: Turn) -> None:
+            responses[index] = await self._handle_request(item, scope, turn)
 
         async with trio.open_nursery() as nursery:
             for index, item in enumerate(items):
                 if isinstance(item, RpcError):
                     responses[index] = error_response(None, item.code, item.message)
                 elif item.kind == "request":
+                    turn = turns[index]
+                    assert turn is not None
                     if item.id in self._inflight:
                         responses[index] = _duplicate_id(item.id)
+                        turn.release()
                         continue
                     scope = trio.CancelScope()
                     self._inflight[item.id] = scope  # type: ignore[index]
-                    nursery.start_soon(run, index, item, scope)
+                    nursery.start_soon(run, index, item, scope, turn)
                 elif item.kind == "notification":
                     self._notification(item)
                 else:
@@ -224,7 +272,9 @@ class Connection:
         if replies:
             self._queue(encode(replies))
 
-    async def _handle_request(self, item: Incoming, scope: trio.CancelScope) -> Response:
+    async def _handle_request(
+        self, item: Incoming, scope: trio.CancelScope, turn: Turn
+    ) -> Response:
         from codeward.daemon.handlers import HANDLERS
 
         msg_id = item.id
@@ -236,6 +286,9 @@ class Connection:
                     msg_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {item.method}."
                 )
             with scope:
+                await turn.wait()
+                if turn.started is not None:  # the handler reads its state before it yields
+                    turn.started.set()
                 result = await handler(self, item)
                 return Response(id=msg_id, result=result)
             return error_response(
@@ -260,6 +313,7 @@ class Connection:
             )
         finally:
             self._inflight.pop(msg_id, None)
+            turn.release()
 
     def _notification(self, item: Incoming) -> None:
         if item.method in ("$/cancelRequest", "cancelRequest"):
