@@ -4,7 +4,6 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
-APT_PACKAGES := gopls clangd golang-go
 
 .PHONY: run test lint bench install-systemd clean system-deps
 
@@ -12,24 +11,27 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# The daemon and the default Python language servers (basedpyright, ruff) from PyPI.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[python]'
 	touch $@
 
 $(TSTAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@ $(STAMP)
 
-## run: install into .venv and start the daemon in the foreground
+## run: install into .venv (with the Python servers) and start the daemon in the foreground
 run: $(STAMP)
 	$(BIN)/codeward daemon
 
-## system-deps: gopls and clangd (Debian packages) for the real-server tests, when missing
+## system-deps: gopls, clangd (Debian packages) for the real-server tests, and socat for
+## the README's shell example, when missing
 system-deps:
 	@missing=""; \
 	command -v gopls >/dev/null 2>&1 || missing="$$missing gopls"; \
 	command -v clangd >/dev/null 2>&1 || missing="$$missing clangd"; \
 	command -v go >/dev/null 2>&1 || missing="$$missing golang-go"; \
+	command -v socat >/dev/null 2>&1 || missing="$$missing socat"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing:$$missing"; \

@@ -367,3 +367,84 @@ async def test_apply_edit_goes_to_the_edit_layer(tmp_path: Path, doc: Path) -> N
     answers = {m["id"]: m for m in logged(log) if "method" not in m}
     assert answers[1003]["result"] == {"applied": True}
     assert edits == [{"edit": {"changes": {}}}]
+
+
+async def test_missing_servers_are_named_together_in_routing_order(
+    tmp_path: Path, doc: Path
+) -> None:
+    servers = {
+        name: ServerConfig(command=[f"/nonexistent/{name}"], install_hint=f"pip install {name}")
+        for name in ("zeta", "alpha")
+    }
+    config = fake_config(servers, order=["zeta", "alpha"])
+    expected = (
+        "The zeta and alpha language servers are not installed; pip install zeta; "
+        "pip install alpha."
+    )
+    async with running(tmp_path, config) as (manager, _):
+        for attempt in range(4):  # concurrent asks once answered in any order
+            for ask in (
+                lambda: hover(manager, doc),
+                lambda: manager.diagnostics(doc),
+                lambda: manager.request_all(doc, "textDocument/hover", hover_params),
+                lambda: manager.workspace_diagnostics(["fake"]),
+            ):
+                with pytest.raises(ToolError) as info:
+                    await ask()
+                assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
+                assert info.value.message == expected, attempt
+                assert info.value.details["servers"] == ["zeta", "alpha"]
+    servers["alpha"] = fake_server("ok")  # one present: it answers, the other is named
+    async with running(tmp_path, fake_config(servers, order=["zeta", "alpha"])) as (manager, _):
+        found = await manager.diagnostics(doc)
+        assert found.partial and [e.details["server"] for e in found.errors] == ["zeta"]
+        assert [d.message for d in found.diagnostics] == ["bad line 2"]
+
+
+PYTHON = sys.executable
+
+
+def _late_server(path: Path) -> None:
+    """Install (as pip would) a program that runs the fake server."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\nexec {PYTHON} {fake_server('ok').command[1]} ok\n")
+    path.chmod(0o755)
+
+
+async def test_a_server_installed_later_is_looked_for_at_most_once_a_second(
+    tmp_path: Path, doc: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    program = tmp_path / "bin" / "late-server"
+    config = fake_config({"fake": ServerConfig(command=[str(program)], install_hint="get it")})
+    async with running(tmp_path, config) as (manager, _):
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
+        _late_server(program)
+        mock_clock.jump(0.5)
+        with pytest.raises(ToolError):  # looked for less than a second ago: not again yet
+            await hover(manager, doc)
+        assert manager.status()[0]["state"] == "unavailable"
+        mock_clock.jump(0.6)
+        answer = await hover(manager, doc)  # the next request that needs it finds it
+        assert answer.result["contents"]["value"] == "hover"
+        assert manager.status()[0]["state"] == "running"
+
+
+async def test_a_default_server_installed_beside_the_daemon_is_found(
+    tmp_path: Path, doc: Path, mock_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pip install ruff` into the daemon's environment after its session started: the
+    default command is resolved again (it was the bare name, not on PATH)."""
+    venv_bin = tmp_path / "venv" / "bin"
+    monkeypatch.setattr(sys, "executable", str(venv_bin / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    config = fake_config({}, order=["ruff"])
+    async with running(tmp_path, config) as (manager, _):
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.message == "The ruff language server is not installed; pip install ruff."
+        _late_server(venv_bin / "ruff")  # `ruff server` runs the fake one: hover answers
+        mock_clock.jump(1.0)
+        answer = await hover(manager, doc)
+        assert answer.server == "ruff" and answer.result["contents"]["value"] == "hover"

@@ -30,15 +30,21 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   `manager.language_or_none(path)`: the configured language of a path (remembered).
 - `await manager.diagnostics(path) -> FileDiagnostics` and
   `await manager.workspace_diagnostics() -> list[Found]`: fresh diagnostics (get_diagnostics).
-- `manager.server_for(name)` reaches a server actor (e.g. to set `apply_edit`).
+- `manager.server_for(name)` reaches a server actor (e.g. to set `apply_edit`);
+  `await manager.started(name)` also waits until it runs. A server that was not installed
+  is looked for again (its default command resolved anew) on the next need, at most once
+  every `LOOKUP_INTERVAL` seconds of the trio clock.
 
 Errors are `ToolError`s: `unsupported_file_type` (no language for the file),
-`lsp_unavailable` (not installed, naming what to install; or no server offers the method),
+`lsp_unavailable` (not installed, naming what to install, every missing server of the
+language in routing order; or no server offers the method),
 `lsp_error` (crash, failure, refusal), `timeout`, `file_not_found`.
 """
 
 from __future__ import annotations
 
+import importlib
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -53,7 +59,7 @@ from codeward.daemon.lsp.connection import CONTENT_MODIFIED
 from codeward.daemon.lsp.defaults import effective_languages, effective_servers, language_of
 from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat, content_hash, stat_key
 from codeward.daemon.lsp.positions import Encoding, LineIndex
-from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.server import LanguageServer, ServerState
 from codeward.daemon.lsp.types import Diagnostic, Position, Range
 from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
 from codeward.daemon.lsp.watcher import (
@@ -66,6 +72,7 @@ from codeward.daemon.lsp.watcher import (
 from codeward.protocol.errors import ErrorKind, ToolError
 
 RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than our read
+LOOKUP_INTERVAL = 1.0  # a server that was not installed is looked for again at most this often
 
 
 @dataclass
@@ -155,6 +162,7 @@ class LspManager:
         self._flush_lock = trio.Lock()
         self._texts: dict[Path, tuple[Stat, LineIndex]] = {}
         self._language_cache: dict[Path, str | None] = {}
+        self._missing: dict[str, tuple[float, ToolError]] = {}  # not installed: when, why
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -209,6 +217,51 @@ class LspManager:
         self.servers[name] = server
         self._nursery.start_soon(server.run)
         return server
+
+    async def started(self, name: str, language: str = "") -> LanguageServer:
+        """The actor of server `name`, running (started on first need).
+
+        A server that was not installed is looked for again, at most once per
+        LOOKUP_INTERVAL: its default command is resolved anew (a `pip install` into the
+        daemon's environment shows up without a restart) and the program searched for."""
+        server = self.server_for(name, language)
+        if server.state is ServerState.UNAVAILABLE:
+            self._look_again(server)
+        try:
+            await server.connection()
+        except ToolError as exc:
+            if exc.kind is ErrorKind.LSP_UNAVAILABLE:
+                self._missing[name] = (trio.current_time(), exc)
+            raise
+        self._missing.pop(name, None)
+        return server
+
+    def _look_again(self, server: LanguageServer) -> None:
+        """Raise the last `lsp_unavailable` if it is recent, else refresh the command."""
+        looked, error = self._missing.get(server.name, (-math.inf, None))
+        if error is not None and trio.current_time() - looked < LOOKUP_INTERVAL:
+            raise error
+        importlib.invalidate_caches()  # a package installed since: importable now
+        fresh = effective_servers(self.config).get(server.name)
+        if fresh is not None and fresh.command != server.config.command:
+            self.server_configs[server.name] = server.config = fresh
+
+    def missing(self, errors: Sequence[ToolError], names: Sequence[str]) -> ToolError:
+        """The error to raise when every server of `names` failed: the first in routing
+        order, or, when several are not installed, one naming them all in that order."""
+        ordered = in_routing_order(errors, names)
+        absent = [e.details["server"] for e in ordered if e.kind is ErrorKind.LSP_UNAVAILABLE
+                  and e.details.get("server") in self.server_configs]  # fmt: skip
+        if len(absent) < 2:
+            return ordered[0]
+        hints = [self.server_configs[n].install_hint or f"install {n}" for n in absent]
+        listed = ", ".join(absent[:-1]) + f" and {absent[-1]}"
+        return ToolError(
+            ErrorKind.LSP_UNAVAILABLE,
+            f"The {listed} language servers are not installed; {'; '.join(hints)}.",
+            server=absent[0],
+            servers=absent,
+        )
 
     # -- file events --------------------------------------------------------------------
 
@@ -320,17 +373,17 @@ class LspManager:
     async def route(self, language: str, method: str) -> LanguageServer:
         """The first server of `language` (routing order) that offers `method`, started."""
         errors: list[ToolError] = []
-        for name in self.languages[language].servers:
+        names = self.languages[language].servers
+        for name in names:
             try:
-                server = self.server_for(name, language)
-                await server.connection()
+                server = await self.started(name, language)
             except ToolError as exc:
                 errors.append(exc)
                 continue
             if await server.offers(method):
                 return server
         if errors:
-            raise errors[0]
+            raise self.missing(errors, names)
         raise ToolError(
             ErrorKind.LSP_UNAVAILABLE,
             f"No {language} language server offers {method}; configure one that does.",
@@ -383,8 +436,7 @@ class LspManager:
 
         async def one(i: int, name: str) -> None:
             try:
-                server = self.server_for(name, language)
-                await server.connection()
+                server = await self.started(name, language)
                 if await server.offers(method):
                     answers[i] = await self._ask(
                         server, path, language, method, params, result_type, wait_ready, timeout
@@ -397,7 +449,7 @@ class LspManager:
                 nursery.start_soon(one, i, name)
         found = [a for a in answers if a is not None]
         if not found and errors:
-            raise errors[0]
+            raise self.missing(errors, names)
         return found, errors
 
     async def workspace_request(
@@ -416,8 +468,7 @@ class LspManager:
         await self.flush()
         for name in names:
             try:
-                server = self.server_for(name)
-                await server.connection()
+                server = await self.started(name)
                 if not await server.offers(method):
                     continue
                 result = await server.request(
@@ -427,7 +478,7 @@ class LspManager:
             except ToolError as exc:
                 errors.append(exc)
         if not answers and errors:
-            raise errors[0]
+            raise self.missing(errors, names)
         return answers
 
     async def _ask(
@@ -542,8 +593,7 @@ class LspManager:
         async def one(name: str) -> None:
             nonlocal partial
             try:
-                server = self.server_for(name, language)
-                await server.connection()
+                server = await self.started(name, language)
                 doc = server.sync(
                     path, self._language_id(language), data, stat, fresh_diagnostics=True
                 )
@@ -561,7 +611,8 @@ class LspManager:
             for name in self.languages[language].servers:
                 nursery.start_soon(one, name)
         if errors and len(errors) == len(self.languages[language].servers):
-            raise errors[0]
+            raise self.missing(errors, self.languages[language].servers)
+        errors = in_routing_order(errors, self.languages[language].servers)
         return FileDiagnostics(found, digest, partial or bool(errors), errors)
 
     async def workspace_diagnostics(
@@ -588,8 +639,7 @@ class LspManager:
                 served = [lang for lang in languages if name in self.languages[lang].servers]
                 expected = {path for lang in served for path in files.get(lang, ())}
             try:
-                server = self.server_for(name)
-                await server.connection()
+                server = await self.started(name)
                 await server.wait_idle(self.config.lsp.ready_timeout)
                 encodings[name] = server.encoding
                 for uri, published in server.published.items():
@@ -615,8 +665,8 @@ class LspManager:
                 continue
             found.extend(self._found(file, d, index, encodings[name]) for d in items)
         if names and len(errors) == len(names):
-            raise errors[0]
-        return found, errors
+            raise self.missing(errors, names)
+        return found, in_routing_order(errors, names)
 
     def project_languages(self, limit: int = 20000) -> list[str]:
         """Languages with at least one file under the root (ignored folders skipped)."""
@@ -654,6 +704,12 @@ class LspManager:
             code=d.code,
             source=d.source,
         )
+
+
+def in_routing_order(errors: Sequence[ToolError], names: Sequence[str]) -> list[ToolError]:
+    """Servers' errors sorted as their servers are in `names` (concurrent asks end in any order)."""
+    rank = {name: i for i, name in enumerate(names)}
+    return sorted(errors, key=lambda e: rank.get(e.details.get("server", ""), len(rank)))
 
 
 def _stat(path: Path) -> Stat:
