@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn, TextIO
 
 from codeward import __version__
-from codeward.client import autostart, render
+from codeward.client import autostart
+from codeward.protocol import render
 from codeward.client.connection import (
     ConfirmHandler,
     Connection,
@@ -647,9 +648,13 @@ def cmd_rename(inv: Invocation) -> int:
 
 
 def cmd_mcp(inv: Invocation) -> int:
-    from codeward.client import mcp_bridge
+    """The pump (the console script reaches it without loading this module)."""
+    from codeward.client import pump
 
-    return mcp_bridge.main(inv)
+    return pump.run(
+        inv.args.socket, inv.root, autostart=inv.autostart,
+        stdin=inv.stdin, stdout=inv.stdout, stderr=inv.stderr,
+    )  # fmt: skip
 
 
 # -- main -------------------------------------------------------------------------------------

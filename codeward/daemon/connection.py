@@ -18,6 +18,8 @@ import msgspec
 import trio
 
 from codeward.daemon.config import PolicyConfig
+from codeward.daemon.mcp import McpDialect
+from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
 from codeward.protocol.framing import (
     FrameDecoder,
@@ -83,6 +85,8 @@ class Connection:
         self.capabilities = ClientCapabilities()
         self.session: Session | None = None
         self.policy: PolicyConfig | None = None  # the narrowing this client asked for
+        self.mcp: McpDialect | None = None  # the MCP dialect, when the first line chose it
+        self._first_frame = True
         self._decoder: FrameDecoder | None = None
         self._inflight: dict[Id, trio.CancelScope] = {}
         self._barrier: list[trio.Event] = []  # the last stateful request's end, if any
@@ -171,6 +175,10 @@ class Connection:
         """Wait until every queued reply has been written (or the client is gone)."""
         await self._flushed.wait()
 
+    def send_body(self, body: bytes) -> None:
+        """Queue one encoded message (the MCP dialect's replies and notifications)."""
+        self._queue(body)
+
     def _queue(self, body: bytes) -> None:
         if self.closed or self.framing is None:
             return
@@ -199,6 +207,13 @@ class Connection:
     # ---- dispatch ------------------------------------------------------------------------
 
     def _dispatch_frame(self, frame: bytes, requests: trio.Nursery) -> None:
+        if self._first_frame:
+            self._first_frame = False
+            if self.framing is Framing.NDJSON and mcp.is_opening(frame):
+                self.mcp = McpDialect(self)
+        if self.mcp is not None:
+            self.mcp.receive(frame, requests)
+            return
         try:
             items, is_batch = decode_batch(frame)
         except RpcError as exc:

@@ -19,6 +19,7 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
 
 
 def render_tool(spec: ToolSpec, fmt: ToolFormat) -> dict[str, Any]:
@@ -39,9 +40,11 @@ def render_tool(spec: ToolSpec, fmt: ToolFormat) -> dict[str, Any]:
             "input_schema": spec.input_schema,
         }
     if fmt is ToolFormat.MCP:
-        return {
-            "name": spec.name,
-            "description": spec.description,
-            "inputSchema": spec.input_schema,
-        }
-    return {"name": spec.name, "description": spec.description, "input": spec.input_schema}
+        shown = {"name": spec.name, "description": spec.description, "inputSchema": spec.input_schema}
+        if spec.output_schema is not None:
+            shown["outputSchema"] = spec.output_schema
+        return shown
+    shown = {"name": spec.name, "description": spec.description, "input": spec.input_schema}
+    if spec.output_schema is not None:
+        shown["output"] = spec.output_schema
+    return shown

@@ -10,9 +10,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+import weakref
+
 import msgspec
 
 from codeward.protocol.errors import ErrorKind, ToolError
+from codeward.protocol.outputs import OUTPUT_SCHEMAS
 from codeward.protocol.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -58,7 +61,8 @@ class Tool:
     handler: Handler
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, argument_schema(self.arguments))
+        output = OUTPUT_SCHEMAS.get(self.name)
+        return ToolSpec(self.name, self.description, argument_schema(self.arguments), output)
 
 
 def argument_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
@@ -77,18 +81,35 @@ def argument_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     return schema
 
 
+class ToolsWatcher(Protocol):
+    def tools_changed(self) -> None:
+        """The tool set changed (a tool registered or removed)."""
+        ...
+
+
 class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._watchers: weakref.WeakSet[ToolsWatcher] = weakref.WeakSet()
 
     def register(self, tool: Tool) -> Tool:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is declared twice")
         self._tools[tool.name] = tool
+        self._changed()
         return tool
 
     def unregister(self, name: str) -> None:
-        self._tools.pop(name, None)
+        if self._tools.pop(name, None) is not None:
+            self._changed()
+
+    def watch(self, watcher: ToolsWatcher) -> None:
+        """Tell `watcher` when the tool set changes, for as long as it lives."""
+        self._watchers.add(watcher)
+
+    def _changed(self) -> None:
+        for watcher in list(self._watchers):
+            watcher.tools_changed()
 
     def get(self, name: str) -> Tool:
         try:

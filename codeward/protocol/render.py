@@ -271,3 +271,107 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
             done = "changed" if result.get("applied", True) else "would change"
             out.append(f"{done} {files} file{'s' if files != 1 else ''}")
     return out
+
+
+# -- tool results as an agent reads them (MCP `content` text) -------------------------------
+
+# The CLI command whose renderer and remarks a tool's text reuses.
+_COMMANDS = {
+    "get_diagnostics": "diagnostics",
+    "get_hover_info": "hover",
+    "go_to_definition": "definition",
+    "get_type_definition": "type-definition",
+    "find_implementations": "implementations",
+    "find_references": "references",
+    "call_hierarchy": "calls",
+    "format_code": "format",
+    "get_code_actions": "actions",
+    "rename_symbol": "rename",
+}
+
+
+def outline(result: dict[str, Any]) -> list[str]:
+    """Document symbols as an indented list, `line kind name`, under the file's path;
+    workspace matches as `path:line:col: kind name (in container)`."""
+    if result.get("scope") == "workspace":
+        return [
+            f"{location(s)}: {_symbol_text(s, 0)}"
+            for s in result.get("symbols") or []
+            if isinstance(s, dict)
+        ]
+    lines: list[str] = [str(result["path"])] if result.get("path") else []
+
+    def walk(items: Any, indent: int) -> None:
+        for symbol in items if isinstance(items, list) else []:
+            if isinstance(symbol, dict):
+                line, _ = _start(symbol)
+                kind = symbol.get("kind")
+                head = "  " * indent + (f"{line} " if line is not None else "")
+                lines.append(head + (f"{kind} " if kind else "") + str(symbol.get("name", "?")))
+                walk(symbol.get("children"), indent + 1)
+
+    walk(result.get("symbols"), 1 if lines else 0)
+    return lines
+
+
+def git(result: dict[str, Any]) -> list[str]:
+    """git's own output, then its stderr."""
+    out = [str(result.get(key) or "").rstrip("\n") for key in ("output", "stderr")]
+    return "\n".join(part for part in out if part).splitlines()
+
+
+def _count_line(tool: str, result: dict[str, Any]) -> list[str]:
+    if tool not in ("find_references", "find_implementations", "call_hierarchy"):
+        return []
+    count = _count(result.get("count"))
+    if not count:
+        return []
+    noun = {"find_references": "reference", "find_implementations": "implementation"}.get(
+        tool, "call"
+    )
+    return [f"{count} {noun}{'s' if count != 1 else ''}"]
+
+
+_TEXT = {
+    "git_command": git,
+    "get_diagnostics": diagnostics,
+    "get_hover_info": hover,
+    "go_to_definition": definition,
+    "get_type_definition": type_definition,
+    "find_implementations": implementations,
+    "find_references": references,
+    "get_symbols": outline,
+    "call_hierarchy": calls,
+    "format_code": edit,
+    "get_code_actions": actions,
+    "rename_symbol": edit,
+}
+
+
+def tool_text(tool: str, result: Any) -> str:
+    """A tool's result as compact text, the way compilers and grep print: one location a
+    line, an outline as an indented list, diffs as diffs; a tool without a renderer gets
+    compact JSON (never pretty-printed). Remarks (partial, truncated, counts) come last."""
+    if not isinstance(result, dict):
+        return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    shape = _TEXT.get(tool)
+    if shape is None:
+        return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    lines = [*_count_line(tool, result), *shape(result)]
+    command = _COMMANDS.get(tool)
+    remarks = notes(command, result) if command else []
+    if tool == "git_command" and result.get("truncated"):
+        remarks.append("output truncated")
+    if not lines and not remarks:
+        remarks.append("nothing found" if tool != "git_command" else "(no output)")
+    return "\n".join([*lines, *(f"({r})" for r in remarks)])
+
+
+def error_text(message: str, kind: str | None, details: dict[str, Any] | None = None) -> str:
+    """A tool error as the agent reads it: the sentence, its kind, and git's own words."""
+    text = f"{message} [{kind}]" if kind else message
+    for key in ("stderr", "output"):
+        value = (details or {}).get(key)
+        if isinstance(value, str) and value.strip():
+            text += "\n" + value.rstrip("\n")
+    return text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codeward.client import render
+from codeward.protocol import render
 
 
 def loc(path: str, line: int, character: int, preview: str = "") -> dict[str, Any]:

@@ -1,0 +1,143 @@
+"""`codeward mcp`: an MCP stdio server that is only a pump into the daemon, which speaks MCP.
+
+It connects to the daemon (starting it when none answers), sends one binding line that
+names the project root, then copies stdin to the socket and the socket to stdout until
+either side closes. Lean on purpose: the standard library's os, socket and threading (no
+trio, no msgspec, no MCP SDK), so that an agent's server answers `initialize` in
+milliseconds and costs a few MiB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import TextIO
+
+from codeward.client.root import project_root
+from codeward.protocol.socket_path import socket_path
+
+BIND_METHOD = "codeward/mcp"  # as codeward.protocol.mcp.BIND_METHOD (whose module needs msgspec)
+EXIT_OK = 0
+EXIT_UNREACHABLE = 3
+CHUNK = 65536
+DRAIN_TIMEOUT = 10.0  # seconds the daemon gets to finish and close after stdin closed
+
+
+class Unreachable(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def json_string(text: str) -> str:
+    """`text` as a JSON string (the json module is not needed for one path)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    if any(ord(c) < 0x20 for c in escaped):
+        escaped = "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 else c for c in escaped)
+    return f'"{escaped}"'
+
+
+def binding_line(root: Path) -> bytes:
+    """The first line: a JSON-RPC notification that binds the connection to `root`."""
+    params = '{"root":' + json_string(str(root)) + "}"
+    line = '{"jsonrpc":"2.0","method":"' + BIND_METHOD + '","params":' + params + "}\n"
+    return line.encode("utf-8", "surrogateescape")
+
+
+def connect(path: Path, *, autostart: bool) -> socket.socket:
+    """A socket connected to the daemon; the autostart machinery only when none answers."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        return sock
+    except OSError:
+        sock.close()
+    from codeward.client import autostart as starter
+    from codeward.client.connection import DaemonUnreachable
+
+    try:
+        sock = starter.connect(path, autostart=autostart)
+    except DaemonUnreachable as exc:
+        raise Unreachable(exc.message) from None
+    sock.settimeout(None)
+    return sock
+
+
+def copy(sock: socket.socket, in_fd: int, out_fd: int) -> bool:
+    """Copy stdin to the socket and the socket to stdout until either side closes.
+
+    Returns True when the host closed stdin (or stdout) first, False when the daemon closed
+    the connection. After stdin closes, the socket's write half is shut so the daemon sees
+    the end; it closes in turn, or is cut off after `DRAIN_TIMEOUT`.
+    """
+    host_done = threading.Event()
+    daemon_done = threading.Event()
+
+    def upstream() -> None:
+        try:
+            while data := os.read(in_fd, CHUNK):
+                sock.sendall(data)
+        except OSError:
+            pass  # stdin broke, or the daemon is gone (then downstream ends too)
+        host_done.set()
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+        if not daemon_done.wait(DRAIN_TIMEOUT):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    threading.Thread(target=upstream, name="stdin", daemon=True).start()
+    try:
+        while data := sock.recv(CHUNK):
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out_fd, view) :]
+    except BrokenPipeError:
+        host_done.set()  # the host stopped reading: it is going away
+    except OSError:
+        pass
+    daemon_done.set()
+    return host_done.is_set()
+
+
+def run(
+    socket_arg: str | None,
+    root: Path,
+    *,
+    autostart: bool = True,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Pump one MCP stdio session into the daemon: 0 when the host ended it, 3 when the
+    daemon could not be reached or went away."""
+    err = stderr or sys.stderr
+    try:
+        sock = connect(socket_path(socket_arg), autostart=autostart)
+    except Unreachable as exc:
+        err.write(f"codeward: {exc.message}\n")
+        return EXIT_UNREACHABLE
+    with sock:
+        try:
+            sock.sendall(binding_line(root))
+        except OSError:
+            host_first = False
+        else:
+            host_first = copy(sock, (stdin or sys.stdin).fileno(), (stdout or sys.stdout).fileno())
+    if host_first:
+        return EXIT_OK
+    err.write("codeward: the daemon closed the connection (stopped?); restart the MCP server.\n")
+    return EXIT_UNREACHABLE
+
+
+def main(options: dict[str, str]) -> int:
+    """`codeward [--socket PATH] [--root DIR] [--no-autostart] mcp`, from the console script."""
+    try:
+        root = project_root(options.get("root"))
+        return run(options.get("socket"), root, autostart="no-autostart" not in options)
+    except KeyboardInterrupt:
+        return 130

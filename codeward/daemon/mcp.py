@@ -1,0 +1,202 @@
+"""The MCP dialect of a connection: `initialize`, `tools/list`, `tools/call` on the session of
+the root that the binding line names, with cancellation and progress.
+
+`McpDialect.receive` takes each line of a connection whose first line opened MCP
+(`codeward.protocol.mcp.is_opening`); tool calls run in the connection's request nursery,
+so a disconnect cancels them as it cancels native requests.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from codeward import __version__
+from codeward.daemon.tools.registry import REGISTRY, ToolContext
+from codeward.protocol import mcp, render
+from codeward.protocol.errors import ErrorCode, ErrorKind, ToolError, find_tool_error
+from codeward.protocol.messages import Id
+from codeward.protocol.tools import ToolFormat, render_tool
+
+if TYPE_CHECKING:
+    from codeward.daemon.connection import Connection
+    from codeward.daemon.session import Session
+
+log = logging.getLogger(__name__)
+
+
+class _Call:
+    """A tool call in flight: its cancel scope and, if the client asked, its progress."""
+
+    def __init__(self, token: int | str | None) -> None:
+        self.scope = trio.CancelScope()
+        self.token = token
+        self.progress = 0
+
+
+class McpDialect:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.machine = mcp.McpMachine()
+        self.root: str | None = None
+        self._bound = trio.Event()  # the binding line's session is open (or failed)
+        self._bind_error: ToolError | None = None
+        self._calls: dict[Id, _Call] = {}
+        REGISTRY.watch(self)
+
+    # -- lines in ---------------------------------------------------------------------------
+
+    def receive(self, frame: bytes, requests: trio.Nursery) -> None:
+        event = self.machine.receive(frame)
+        if event is None:
+            return
+        if isinstance(event, mcp.Send):
+            self.conn.send_body(event.data)
+        elif isinstance(event, mcp.Bind):
+            if self.root is None:
+                self.root = event.root
+                requests.start_soon(self._bind)
+        elif isinstance(event, mcp.Initialize):
+            self._initialize(event)
+        elif isinstance(event, mcp.ListTools):
+            tools = [_tool(spec) for spec in (t.spec() for t in REGISTRY)]
+            self.conn.send_body(self.machine.tools_message(event.id, tools))
+        elif isinstance(event, mcp.CallTool):
+            self._start_call(event, requests)
+        elif isinstance(event, mcp.Cancel):
+            call = self._calls.get(event.request_id)
+            if call is not None:
+                call.scope.cancel()
+
+    def _initialize(self, event: mcp.Initialize) -> None:
+        if not self._bound.is_set() and self.root is None:
+            self._bound.set()  # no binding line: calls will say what is missing
+        where = f" for the project {_name(self.root)}" if self.root else ""
+        instructions = (
+            f"Safe git, code intelligence from warm language servers and a Lua sandbox{where}. "
+            "Positions are 1-based lines and characters; paths are relative to the project root."
+        )
+        server = mcp.Implementation("codeward", __version__)
+        self.conn.send_body(self.machine.initialize_message(event.id, server, instructions))
+
+    def _start_call(self, event: mcp.CallTool, requests: trio.Nursery) -> None:
+        if event.name not in REGISTRY:
+            known = ", ".join(t.name for t in REGISTRY)
+            message = f"Unknown tool: {event.name!r}; call tools/list (known: {known})."
+            self.conn.send_body(self.machine.error_message(event.id, ErrorCode.INVALID_PARAMS,
+                                                           message))  # fmt: skip
+            return
+        if event.id in self._calls:
+            self.conn.send_body(self.machine.error_message(
+                event.id, ErrorCode.INVALID_REQUEST, "This id is already in flight; use a new id."
+            ))  # fmt: skip
+            return
+        call = _Call(event.progress_token)
+        self._calls[event.id] = call
+        requests.start_soon(self._call, event, call)
+
+    # -- the session ------------------------------------------------------------------------
+
+    async def _bind(self) -> None:
+        try:
+            await self._open()
+        except ToolError as exc:
+            self._bind_error = exc
+        finally:
+            self._bound.set()
+
+    async def _open(self) -> Session:
+        assert self.root is not None
+        session, _ = await self.conn.daemon.sessions.open(self.root)
+        self.conn.bind(session)
+        session.attach(self.conn.id, self._on_progress)
+        return session
+
+    async def _session(self) -> Session:
+        await self._bound.wait()
+        if self.root is None:
+            raise ToolError(
+                ErrorKind.NO_SESSION,
+                "This MCP connection names no project; connect through `codeward mcp`, "
+                f"which sends the {mcp.BIND_METHOD} line with the root first.",
+            )
+        if self._bind_error is not None:
+            raise self._bind_error
+        session = self.conn.session
+        if session is None or session.stopped.is_set():  # closed meanwhile: open it again
+            session = await self._open()
+        return session
+
+    # -- tool calls -------------------------------------------------------------------------
+
+    async def _call(self, event: mcp.CallTool, call: _Call) -> None:
+        try:
+            with call.scope:
+                try:
+                    body = await self._run(event)
+                except Exception:
+                    log.exception("internal error in tools/call %s", event.name)
+                    body = self.machine.error_message(
+                        event.id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
+                    )
+                self.conn.send_body(body)
+            # cancelled by notifications/cancelled or a disconnect: MCP sends no reply
+        finally:
+            self._calls.pop(event.id, None)
+
+    async def _run(self, event: mcp.CallTool) -> bytes:
+        try:
+            session = await self._session()
+            tool = REGISTRY.get(event.name)
+            arguments = REGISTRY.validate(tool, event.arguments)
+            result = await tool.handler(ToolContext(session, self.conn, self.conn.policy), arguments)
+        except ToolError as exc:
+            return self._error_result(event.id, exc)
+        except ExceptionGroup as group:
+            exc = find_tool_error(group)
+            if exc is None:
+                raise
+            return self._error_result(event.id, exc)
+        return self.machine.result_message(event.id, render.tool_text(event.name, result), result)
+
+    def _error_result(self, msg_id: Id, exc: ToolError) -> bytes:
+        text = render.error_text(exc.message, exc.kind.value, exc.details)
+        return self.machine.result_message(msg_id, text, None, is_error=True)
+
+    # -- notifications out ------------------------------------------------------------------
+
+    def _on_progress(self, params: dict[str, Any]) -> None:
+        """Language-server work-done progress, to every call in flight that carried a token."""
+        message = _progress_text(params)
+        for call in list(self._calls.values()):
+            if call.token is not None:
+                call.progress += 1
+                self.conn.send_body(self.machine.progress_message(call.token, call.progress,
+                                                                  message))  # fmt: skip
+
+    def tools_changed(self) -> None:
+        if self.machine.initialized and not self.conn.closed:
+            self.conn.send_body(self.machine.list_changed_message())
+
+
+def _tool(spec: Any) -> mcp.Tool:
+    shown = render_tool(spec, ToolFormat.MCP)
+    return mcp.Tool(shown["name"], shown["description"], shown["inputSchema"],
+                    shown.get("outputSchema", msgspec.UNSET))  # fmt: skip
+
+
+def _name(root: str | None) -> str:
+    return (root or "").rstrip("/").rsplit("/", 1)[-1] or "/"
+
+
+def _progress_text(params: dict[str, Any]) -> str:
+    """`basedpyright: Analyzing 40%`, `gopls: done`."""
+    parts = [str(params[k]) for k in ("title", "message") if params.get(k)]
+    if isinstance(params.get("percentage"), int):
+        parts.append(f"{params['percentage']}%")
+    if params.get("kind") == "end":
+        parts.append("done")
+    return f"{params.get('server', 'server')}: {' '.join(parts) or params.get('kind', '')}"

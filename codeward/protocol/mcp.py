@@ -1,0 +1,288 @@
+"""MCP (Model Context Protocol) as a dialect of a daemon connection, sans-IO.
+
+A newline-delimited connection speaks MCP when its first line is the binding line that
+`codeward mcp` sends (`{"jsonrpc": "2.0", "method": "codeward/mcp", "params": {"root":
+...}}`) or an MCP `initialize` (with `protocolVersion` and `clientInfo`). `McpMachine` turns
+each line into events for the I/O layer and answers by itself what needs no daemon state:
+protocol errors, requests before `initialize`, `ping`. Its `*_message` methods encode what
+the I/O layer sends back. The shapes follow the MCP specification (2024-11-05 to
+2025-11-25, camelCase on the wire).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType, field
+
+from codeward.protocol.errors import ErrorCode, RpcError
+from codeward.protocol.messages import (
+    Id,
+    Incoming,
+    Notification,
+    Response,
+    decode_message,
+    encode,
+    error_response,
+)
+
+BIND_METHOD = "codeward/mcp"
+VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_VERSION = VERSIONS[-1]
+
+# -- the wire shapes -------------------------------------------------------------------------
+
+
+class Implementation(Struct, forbid_unknown_fields=False):
+    name: str = ""
+    version: str = ""
+
+
+class InitializeParams(Struct, rename="camel", forbid_unknown_fields=False):
+    protocol_version: str
+    client_info: Implementation
+    capabilities: dict[str, Any] = field(default_factory=dict)
+
+
+class ToolsCapability(Struct, rename="camel"):
+    list_changed: bool = True
+
+
+class ServerCapabilities(Struct):
+    tools: ToolsCapability = field(default_factory=ToolsCapability)
+
+
+class InitializeResult(Struct, rename="camel"):
+    protocol_version: str
+    server_info: Implementation
+    capabilities: ServerCapabilities = field(default_factory=ServerCapabilities)
+    instructions: str | UnsetType = UNSET
+
+
+class RequestMeta(Struct, rename="camel", forbid_unknown_fields=False):
+    progress_token: int | str | UnsetType = UNSET
+
+
+class ListToolsParams(Struct, forbid_unknown_fields=False):
+    cursor: str | UnsetType = UNSET
+
+
+class Tool(Struct, rename="camel", omit_defaults=True):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | UnsetType = UNSET
+
+
+class ListToolsResult(Struct):
+    tools: list[Tool]
+
+
+class CallToolParams(Struct, forbid_unknown_fields=False):
+    name: str
+    arguments: dict[str, Any] | None = None
+    meta: RequestMeta | UnsetType = field(default=UNSET, name="_meta")
+
+
+class TextContent(Struct, tag_field="type", tag="text"):
+    text: str
+
+
+class CallToolResult(Struct, rename="camel"):
+    content: list[TextContent]
+    structured_content: dict[str, Any] | UnsetType = UNSET
+    is_error: bool = False
+
+
+class CancelledParams(Struct, rename="camel", forbid_unknown_fields=False):
+    request_id: Id
+    reason: str | UnsetType = UNSET
+
+
+class ProgressParams(Struct, rename="camel", omit_defaults=True):
+    progress_token: int | str
+    progress: float
+    total: float | UnsetType = UNSET
+    message: str | UnsetType = UNSET
+
+
+class BindParams(Struct, forbid_unknown_fields=True):
+    root: str
+
+
+class _Opening(Struct, rename="camel", forbid_unknown_fields=False):
+    protocol_version: Any = UNSET
+    client_info: Any = UNSET
+
+
+# -- events for the I/O layer ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bind:
+    """The binding line: serve the session of `root`."""
+
+    root: str
+
+
+@dataclass(frozen=True)
+class Initialize:
+    id: Id
+    params: InitializeParams
+
+
+@dataclass(frozen=True)
+class ListTools:
+    id: Id
+
+
+@dataclass(frozen=True)
+class CallTool:
+    id: Id
+    name: str
+    arguments: dict[str, Any]
+    progress_token: int | str | None
+
+
+@dataclass(frozen=True)
+class Cancel:
+    request_id: Id
+
+
+@dataclass(frozen=True)
+class Send:
+    """Bytes the machine answered by itself (an error, a pong)."""
+
+    data: bytes
+
+
+Event = Bind | Initialize | ListTools | CallTool | Cancel | Send
+
+_opening_decoder = msgspec.json.Decoder(_Opening)
+
+
+def is_opening(frame: bytes) -> bool:
+    """Whether the first line of a connection opens the MCP dialect."""
+    try:
+        item = decode_message(frame)
+    except RpcError:
+        return False
+    if item.method == BIND_METHOD:
+        return True
+    if item.method != "initialize" or item.kind != "request":
+        return False
+    try:
+        opening = _opening_decoder.decode(bytes(item.payload) or b"{}")
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return isinstance(opening.protocol_version, str) and isinstance(opening.client_info, dict)
+
+
+def negotiate(asked: str) -> str:
+    """The version to answer: the client's when supported, else the latest."""
+    return asked if asked in VERSIONS else LATEST_VERSION
+
+
+class McpMachine:
+    """The server side of one MCP connection: lines in, events out."""
+
+    def __init__(self) -> None:
+        self.initialized = False  # `initialize` answered
+        self.version = LATEST_VERSION
+        self.client = Implementation()
+
+    def receive(self, frame: bytes) -> Event | None:
+        """The event of one line, or None for a line that needs nothing."""
+        if frame.lstrip()[:1] == b"[":
+            return self._error(None, ErrorCode.INVALID_REQUEST, "MCP has no batches; send one "
+                               "message a line.")  # fmt: skip
+        try:
+            item = decode_message(frame)
+        except RpcError as exc:
+            return self._error(None, exc.code, exc.message)
+        if item.kind == "response":
+            return None  # this server sends no requests
+        if item.kind == "notification":
+            return self._notification(item)
+        assert item.id is not None
+        try:
+            return self._request(item.id, item)
+        except RpcError as exc:
+            return self._error(item.id, exc.code, exc.message)
+
+    def _request(self, msg_id: Id, item: Incoming) -> Event | None:
+        method = item.method
+        if method == "initialize":
+            params = _params(item, InitializeParams)
+            self.version = negotiate(params.protocol_version)
+            self.client = params.client_info
+            self.initialized = True
+            return Initialize(msg_id, params)
+        if method == "ping":
+            return Send(encode(Response(id=msg_id, result={})))
+        if method not in ("tools/list", "tools/call"):
+            raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}.")
+        if not self.initialized:
+            raise RpcError(ErrorCode.INVALID_REQUEST, f"Call initialize before {method}.")
+        if method == "tools/list":
+            _params(item, ListToolsParams)
+            return ListTools(msg_id)
+        call = _params(item, CallToolParams)
+        token = call.meta.progress_token if isinstance(call.meta, RequestMeta) else UNSET
+        return CallTool(
+            msg_id, call.name, call.arguments or {}, None if token is UNSET else token
+        )  # type: ignore[arg-type]
+
+    def _notification(self, item: Incoming) -> Event | None:
+        if item.method == BIND_METHOD:
+            try:
+                return Bind(item.decode(BindParams).root)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None  # a notification gets no answer; calls will say no session
+        if item.method == "notifications/cancelled":
+            try:
+                return Cancel(item.decode(CancelledParams).request_id)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+        return None  # notifications/initialized, and any other: nothing to do
+
+    def _error(self, msg_id: Id | None, code: int, message: str) -> Send:
+        return Send(encode(error_response(msg_id, code, message)))
+
+    # -- what the I/O layer sends -----------------------------------------------------------
+
+    def initialize_message(self, msg_id: Id, server: Implementation, instructions: str) -> bytes:
+        result = InitializeResult(self.version, server, instructions=instructions)
+        return encode(Response(id=msg_id, result=result))
+
+    def tools_message(self, msg_id: Id, tools: list[Tool]) -> bytes:
+        return encode(Response(id=msg_id, result=ListToolsResult(tools)))
+
+    def result_message(
+        self, msg_id: Id, text: str, structured: dict[str, Any] | None, is_error: bool = False
+    ) -> bytes:
+        result = CallToolResult(
+            [TextContent(text)], UNSET if structured is None else structured, is_error
+        )
+        return encode(Response(id=msg_id, result=result))
+
+    def error_message(self, msg_id: Id | None, code: int, message: str) -> bytes:
+        return encode(error_response(msg_id, code, message))
+
+    def progress_message(
+        self, token: int | str, progress: float, message: str | None = None
+    ) -> bytes:
+        params = ProgressParams(token, progress, message=UNSET if message is None else message)
+        return encode(Notification(method="notifications/progress", params=params))
+
+    def list_changed_message(self) -> bytes:
+        return encode(Notification(method="notifications/tools/list_changed"))
+
+
+def _params(item: Incoming, type_: type[Any]) -> Any:
+    try:
+        return item.decode(type_)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params for {item.method}: {exc}.") from None

@@ -1,0 +1,101 @@
+"""The JSON Schema of each tool's result (MCP `outputSchema`), by tool name.
+
+Every key a tool always returns is required; keys present only sometimes are optional;
+nested items list the fields an agent relies on and allow more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+STR: Schema = {"type": "string"}
+INT: Schema = {"type": "integer"}
+BOOL: Schema = {"type": "boolean"}
+OBJ: Schema = {"type": "object"}
+
+
+def null_or(schema: Schema) -> Schema:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def array(items: Schema) -> Schema:
+    return {"type": "array", "items": items}
+
+
+def obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None) -> Schema:
+    return {
+        "type": "object",
+        "properties": {**required, **(optional or {})},
+        "required": list(required),
+    }
+
+
+STATUS: Schema = {"type": "string", "enum": ["found", "not_found"]}
+LOCATION = obj(
+    {"path": STR, "line": INT, "character": INT},
+    {"end_line": INT, "end_character": INT, "preview": STR},
+)
+DIAGNOSTIC = obj(
+    {"file": STR, "line": INT, "column": INT, "severity": STR, "message": STR},
+    {"end_line": INT, "end_column": INT, "code": {"type": ["string", "integer", "null"]},
+     "source": null_or(STR)},
+)  # fmt: skip
+SERVER_ERRORS = array(obj({"message": STR}, {"server": null_or(STR)}))
+SYMBOL = obj({"name": STR}, {"kind": null_or(STR), "path": STR, "line": INT, "character": INT,
+                             "detail": null_or(STR), "container": null_or(STR),
+                             "children": array(OBJ)})  # fmt: skip
+EDIT = {"files_changed": array(STR), "edits": INT, "diff": STR, "applied": BOOL}
+
+
+def _located(one: str, many: str) -> Schema:
+    return obj(
+        {"status": STATUS, "count": INT, "partial": BOOL},
+        {one: LOCATION, many: array(LOCATION)},
+    )
+
+
+OUTPUT_SCHEMAS: dict[str, Schema] = {
+    "git_command": obj(
+        {"exit_code": INT, "output": STR, "stderr": STR, "truncated": BOOL,
+         "parsed": null_or(OBJ)},
+    ),  # fmt: skip
+    "get_diagnostics": obj(
+        {"diagnostics": array(DIAGNOSTIC), "count": INT, "truncated": BOOL},
+        {"content_hash": STR, "partial": BOOL, "errors": SERVER_ERRORS},
+    ),
+    "get_hover_info": obj(
+        {"status": STATUS, "partial": BOOL},
+        {"signature": null_or(STR), "kind": null_or(STR), "type": null_or(STR),
+         "docs": null_or(STR), "module": null_or(STR), "markdown": null_or(STR),
+         "range": null_or(obj({"line": INT, "character": INT, "end_line": INT,
+                               "end_character": INT}))},
+    ),  # fmt: skip
+    "go_to_definition": _located("definition", "definitions"),
+    "get_type_definition": _located("type_definition", "type_definitions"),
+    "find_implementations": obj(
+        {"status": STATUS, "implementations": array(LOCATION), "count": INT, "partial": BOOL}
+    ),
+    "find_references": obj(
+        {"status": STATUS, "references": array(LOCATION), "count": INT, "partial": BOOL}
+    ),
+    "get_symbols": obj(
+        {"status": STATUS, "scope": {"type": "string", "enum": ["document", "workspace"]},
+         "symbols": array(SYMBOL), "count": INT, "truncated": BOOL, "partial": BOOL},
+        {"path": STR, "query": STR},
+    ),  # fmt: skip
+    "call_hierarchy": obj(
+        {"status": STATUS, "direction": {"type": "string", "enum": ["incoming", "outgoing"]},
+         "calls": array(obj({"name": STR}, {"kind": null_or(STR), **LOCATION["properties"]})),
+         "count": INT, "partial": BOOL},
+        {"item": OBJ},
+    ),  # fmt: skip
+    "format_code": obj({"changed": BOOL, "diff": STR, "applied": BOOL}),
+    "get_code_actions": obj(
+        {"actions": array(obj({"index": INT, "title": STR}, {"kind": null_or(STR),
+                                                            "preferred": BOOL}))},
+        {"errors": SERVER_ERRORS, "action": obj({"index": INT, "title": STR}), **EDIT},
+    ),  # fmt: skip
+    "rename_symbol": obj(EDIT),
+}
