@@ -269,9 +269,7 @@ def test_lua_and_call(env: Env, daemon: subprocess.Popen[bytes], repo: Path) -> 
     assert unknown.returncode == 1 and "[invalid_arguments]" in unknown.stderr
 
 
-def test_mcp_bridge_against_the_daemon(
-    env: Env, daemon: subprocess.Popen[bytes], repo: Path
-) -> None:
+def test_mcp_pump_against_the_daemon(env: Env, daemon: subprocess.Popen[bytes], repo: Path) -> None:
     mcp = McpProcess([CODEWARD, "--socket", str(env.socket), "mcp"], cwd=repo)
     try:
         mcp.handshake()
@@ -280,7 +278,8 @@ def test_mcp_bridge_against_the_daemon(
         args = {"subcommand": "log", "args": ["--oneline"]}
         ok = mcp.request("tools/call", {"name": "git_command", "arguments": args})["result"]
         assert ok["isError"] is False
-        assert "first commit" in json.loads(ok["content"][0]["text"])["output"]
+        assert "first commit" in ok["content"][0]["text"]  # git's own lines, not JSON
+        assert "first commit" in ok["structuredContent"]["output"]
         bad = mcp.request(
             "tools/call", {"name": "git_command", "arguments": {"subcommand": "config"}}
         )

@@ -15,7 +15,6 @@ from typing import Any, Literal, NoReturn, TextIO
 
 from codeward import __version__
 from codeward.client import autostart
-from codeward.protocol import render
 from codeward.client.connection import (
     ConfirmHandler,
     Connection,
@@ -26,6 +25,7 @@ from codeward.client.connection import (
     RequestTimeout,
 )
 from codeward.client.root import project_root
+from codeward.protocol import render
 from codeward.protocol.socket_path import socket_path
 
 EXIT_OK = 0

@@ -140,7 +140,9 @@ class McpDialect:
                 except Exception:
                     log.exception("internal error in tools/call %s", event.name)
                     body = self.machine.error_message(
-                        event.id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
+                        event.id,
+                        ErrorCode.INTERNAL_ERROR,
+                        "Internal error; the daemon log has details.",
                     )
                 self.conn.send_body(body)
             # cancelled by notifications/cancelled or a disconnect: MCP sends no reply
@@ -152,7 +154,9 @@ class McpDialect:
             session = await self._session()
             tool = REGISTRY.get(event.name)
             arguments = REGISTRY.validate(tool, event.arguments)
-            result = await tool.handler(ToolContext(session, self.conn, self.conn.policy), arguments)
+            result = await tool.handler(
+                ToolContext(session, self.conn, self.conn.policy), arguments
+            )
         except ToolError as exc:
             return self._error_result(event.id, exc)
         except ExceptionGroup as group:

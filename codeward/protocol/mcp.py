@@ -231,9 +231,7 @@ class McpMachine:
             return ListTools(msg_id)
         call = _params(item, CallToolParams)
         token = call.meta.progress_token if isinstance(call.meta, RequestMeta) else UNSET
-        return CallTool(
-            msg_id, call.name, call.arguments or {}, None if token is UNSET else token
-        )  # type: ignore[arg-type]
+        return CallTool(msg_id, call.name, call.arguments or {}, None if token is UNSET else token)  # type: ignore[arg-type]
 
     def _notification(self, item: Incoming) -> Event | None:
         if item.method == BIND_METHOD:
@@ -285,4 +283,6 @@ def _params(item: Incoming, type_: type[Any]) -> Any:
     try:
         return item.decode(type_)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params for {item.method}: {exc}.") from None
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS, f"Invalid params for {item.method}: {exc}."
+        ) from None

@@ -58,20 +58,26 @@ def _located(one: str, many: str) -> Schema:
 
 OUTPUT_SCHEMAS: dict[str, Schema] = {
     "git_command": obj(
-        {"exit_code": INT, "output": STR, "stderr": STR, "truncated": BOOL,
-         "parsed": null_or(OBJ)},
-    ),  # fmt: skip
+        {"exit_code": INT, "output": STR, "stderr": STR, "truncated": BOOL, "parsed": null_or(OBJ)},
+    ),
     "get_diagnostics": obj(
         {"diagnostics": array(DIAGNOSTIC), "count": INT, "truncated": BOOL},
         {"content_hash": STR, "partial": BOOL, "errors": SERVER_ERRORS},
     ),
     "get_hover_info": obj(
         {"status": STATUS, "partial": BOOL},
-        {"signature": null_or(STR), "kind": null_or(STR), "type": null_or(STR),
-         "docs": null_or(STR), "module": null_or(STR), "markdown": null_or(STR),
-         "range": null_or(obj({"line": INT, "character": INT, "end_line": INT,
-                               "end_character": INT}))},
-    ),  # fmt: skip
+        {
+            "signature": null_or(STR),
+            "kind": null_or(STR),
+            "type": null_or(STR),
+            "docs": null_or(STR),
+            "module": null_or(STR),
+            "markdown": null_or(STR),
+            "range": null_or(
+                obj({"line": INT, "character": INT, "end_line": INT, "end_character": INT})
+            ),
+        },
+    ),
     "go_to_definition": _located("definition", "definitions"),
     "get_type_definition": _located("type_definition", "type_definitions"),
     "find_implementations": obj(
@@ -81,21 +87,34 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         {"status": STATUS, "references": array(LOCATION), "count": INT, "partial": BOOL}
     ),
     "get_symbols": obj(
-        {"status": STATUS, "scope": {"type": "string", "enum": ["document", "workspace"]},
-         "symbols": array(SYMBOL), "count": INT, "truncated": BOOL, "partial": BOOL},
+        {
+            "status": STATUS,
+            "scope": {"type": "string", "enum": ["document", "workspace"]},
+            "symbols": array(SYMBOL),
+            "count": INT,
+            "truncated": BOOL,
+            "partial": BOOL,
+        },
         {"path": STR, "query": STR},
-    ),  # fmt: skip
+    ),
     "call_hierarchy": obj(
-        {"status": STATUS, "direction": {"type": "string", "enum": ["incoming", "outgoing"]},
-         "calls": array(obj({"name": STR}, {"kind": null_or(STR), **LOCATION["properties"]})),
-         "count": INT, "partial": BOOL},
+        {
+            "status": STATUS,
+            "direction": {"type": "string", "enum": ["incoming", "outgoing"]},
+            "calls": array(obj({"name": STR}, {"kind": null_or(STR), **LOCATION["properties"]})),
+            "count": INT,
+            "partial": BOOL,
+        },
         {"item": OBJ},
-    ),  # fmt: skip
+    ),
     "format_code": obj({"changed": BOOL, "diff": STR, "applied": BOOL}),
     "get_code_actions": obj(
-        {"actions": array(obj({"index": INT, "title": STR}, {"kind": null_or(STR),
-                                                            "preferred": BOOL}))},
+        {
+            "actions": array(
+                obj({"index": INT, "title": STR}, {"kind": null_or(STR), "preferred": BOOL})
+            )
+        },
         {"errors": SERVER_ERRORS, "action": obj({"index": INT, "title": STR}), **EDIT},
-    ),  # fmt: skip
+    ),
     "rename_symbol": obj(EDIT),
 }

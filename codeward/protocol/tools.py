@@ -40,7 +40,11 @@ def render_tool(spec: ToolSpec, fmt: ToolFormat) -> dict[str, Any]:
             "input_schema": spec.input_schema,
         }
     if fmt is ToolFormat.MCP:
-        shown = {"name": spec.name, "description": spec.description, "inputSchema": spec.input_schema}
+        shown = {
+            "name": spec.name,
+            "description": spec.description,
+            "inputSchema": spec.input_schema,
+        }
         if spec.output_schema is not None:
             shown["outputSchema"] = spec.output_schema
         return shown

@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
-
-import weakref
 
 import msgspec
 

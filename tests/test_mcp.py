@@ -1,0 +1,366 @@
+"""MCP end to end: the official SDK client over stdio, through `codeward mcp` (the pump), to
+an in-process daemon that speaks MCP itself, with real basedpyright and git, and the fake
+server where a fault or a slow call must be injected."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import trio
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+
+from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConfig, ServerConfig
+from codeward.daemon.server import Daemon
+from codeward.protocol import mcp as mcp_protocol
+from tests.lsp_support import FAKE, logged, needs
+from tests.rpc import connect
+
+REPO = Path(__file__).resolve().parents[1]
+LAUNCH = "import sys; from codeward.client.entry import main; sys.exit(main())"
+ENV = {"PYTHONPATH": str(REPO)}
+APP = '''\
+import abc
+
+
+class Base(abc.ABC):
+    @abc.abstractmethod
+    def run(self) -> int: ...
+
+
+class Impl(Base):
+    def run(self) -> int:
+        return compute(1)
+
+
+def compute(value: int) -> int:
+    """Double the value."""
+    return value * 2
+
+
+def caller() -> int:
+    return compute(3)+compute(4)
+
+
+LIMIT: int = "ten"
+'''
+
+
+def pump_argv(sock: Path, root: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-c", LAUNCH, "--socket", str(sock), "--root", str(root), *extra,
+            "mcp"]  # fmt: skip
+
+
+@pytest.fixture
+def daemon_config(tmp_path: Path) -> Config:
+    """The default servers, plus the fake one: `*.fake` streams workspace diagnostics with
+    progress; `*.hold` stalls its first workspace pull until a byte comes through a FIFO."""
+    fifo = tmp_path / "hold.fifo"
+    os.mkfifo(fifo)
+    fake = [sys.executable, FAKE]
+    return Config(
+        daemon=DaemonConfig(idle_timeout=600.0),
+        lsp=LspConfig(initialize_timeout=10.0, settle_timeout=10.0),
+        servers={
+            "fake": ServerConfig(command=[*fake, "workspace-stream", str(tmp_path / "fake.log")]),
+            "hold": ServerConfig(
+                command=[*fake, "workspace-hold", str(tmp_path / "hold.log"), str(fifo)]
+            ),
+        },
+        languages={
+            "fake": LanguageConfig(patterns=["*.fake"], servers=["fake"], language_id="fake"),
+            "hold": LanguageConfig(patterns=["*.hold"], servers=["hold"], language_id="hold"),
+        },
+    )
+
+
+@asynccontextmanager
+async def agent(
+    daemon: Daemon, root: Path, **kwargs: Any
+) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
+    """An SDK client of a `codeward mcp` process for `root`, initialized."""
+    params = StdioServerParameters(
+        command=sys.executable, args=pump_argv(daemon.socket_path, root)[1:], env=ENV
+    )
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, **kwargs) as session,
+        ):
+            with trio.fail_after(30):
+                init = await session.initialize()
+            yield session, init
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                   cwd=root, check=True, capture_output=True, timeout=30)  # fmt: skip
+
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    git(project, "init", "-q", "-b", "main")
+    (project / "app.py").write_text(APP)
+    git(project, "add", "app.py")
+    git(project, "commit", "-qm", "first")
+    return project
+
+
+def text_of(result: types.CallToolResult) -> str:
+    (content,) = result.content
+    assert isinstance(content, types.TextContent)
+    return content.text
+
+
+# -- every tool, through the SDK ----------------------------------------------------------
+
+
+@needs("basedpyright", "ruff")
+async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
+    async with agent(daemon, repo) as (session, init):
+        assert init.server_info.name == "codeward"
+        assert init.capabilities.tools is not None and init.capabilities.tools.list_changed
+        assert init.instructions and "project" in init.instructions
+        assert str(repo) not in init.instructions  # no absolute path in what a model reads
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert "git_command" in tools and "find_references" in tools
+        at = {"path": "app.py", "line": 14, "character": 5}  # `compute`
+        calls: dict[str, dict[str, Any]] = {
+            "git_command": {"subcommand": "status"},
+            "get_diagnostics": {"path": "app.py"},
+            "get_hover_info": at,
+            "go_to_definition": {"path": "app.py", "line": 11, "character": 16},
+            "get_type_definition": {"path": "app.py", "line": 23, "character": 1},
+            "find_implementations": {"path": "app.py", "line": 6, "character": 9},
+            "find_references": at,
+            "get_symbols": {"path": "app.py"},
+            "call_hierarchy": at,
+            "format_code": {"path": "app.py", "apply": False},
+            "get_code_actions": {"path": "app.py", "line": 24},
+            "rename_symbol": {**at, "new_name": "double", "apply": False},
+        }
+        assert set(calls) == set(tools), "a tool was added: call it here too"
+        texts: dict[str, str] = {}
+        for name, arguments in calls.items():
+            with trio.fail_after(60):
+                result = await session.call_tool(name, arguments)  # the SDK validates too
+            assert not result.is_error, (name, text_of(result))
+            assert tools[name].output_schema is not None
+            jsonschema.validate(result.structured_content, tools[name].output_schema)
+            texts[name] = text_of(result)
+            assert not texts[name].startswith("{"), f"{name}: JSON is no answer for a model"
+    assert "On branch main" in texts["git_command"]
+    assert "app.py:23:14: error:" in texts["get_diagnostics"]
+    assert "def compute(value: int) -> int" in texts["get_hover_info"]
+    assert texts["go_to_definition"] == "app.py:14:5: def compute(value: int) -> int:"
+    assert texts["find_references"].splitlines() == [
+        "3 references",
+        "app.py:11:16: return compute(1)",
+        "app.py:20:12: return compute(3)+compute(4)",
+        "app.py:20:23: return compute(3)+compute(4)",
+    ]
+    outline = texts["get_symbols"].splitlines()
+    assert outline[:4] == ["app.py", "  4 class Base", "    6 method run", "  9 class Impl"]
+    assert "  23 constant LIMIT" in outline
+    assert "app.py:10:9: def run(self) -> int:" in texts["find_implementations"]
+    assert "app.py:20:12: caller: return compute(3)+compute(4)" in texts["call_hierarchy"]
+    assert "+    return compute(3) + compute(4)" in texts["format_code"]
+    assert "-def compute(value: int) -> int:" in texts["rename_symbol"]
+
+
+async def test_errors_as_results_and_as_protocol_errors(daemon: Daemon, repo: Path) -> None:
+    async with agent(daemon, repo) as (session, _):
+        with trio.fail_after(30):
+            refused = await session.call_tool("git_command", {"subcommand": "config"})
+            missing = await session.call_tool(
+                "get_hover_info", {"path": "/etc/passwd", "line": 1, "character": 1}
+            )
+            bad = await session.call_tool("git_command", {"subcommand": 3})
+            failed = await session.call_tool(
+                "git_command", {"subcommand": "show", "args": ["nope"]}
+            )
+        assert refused.is_error and text_of(refused).endswith("[subcommand_not_allowed]")
+        assert missing.is_error and "[path_outside_project]" in text_of(missing)
+        assert "/etc/passwd" not in text_of(missing)
+        assert bad.is_error and "[invalid_arguments]" in text_of(bad)
+        assert failed.is_error and "[git_failed]" in text_of(failed)
+        assert "nope" in text_of(failed)  # git's own words follow
+        assert refused.structured_content is None
+        with trio.fail_after(30), pytest.raises(Exception, match="Unknown tool: 'no_such_tool'"):
+            await session.call_tool("no_such_tool", {})
+        with trio.fail_after(30):
+            await session.send_ping()
+
+
+# -- sessions, cancellation, progress --------------------------------------------------------
+
+
+async def test_two_agents_on_one_root_share_one_session(daemon: Daemon, repo: Path) -> None:
+    async with agent(daemon, repo) as (first, _), agent(daemon, repo) as (second, _):
+        with trio.fail_after(30):
+            one = await first.call_tool("git_command", {"subcommand": "log", "args": ["-1"]})
+            two = await second.call_tool("git_command", {"subcommand": "log", "args": ["-1"]})
+        assert "first" in text_of(one) and text_of(one) == text_of(two)
+        (session,) = daemon.sessions.sessions.values()
+        assert session.root == repo and len(session.clients) == 2
+
+
+def hold_server(daemon: Daemon) -> Any:
+    (session,) = daemon.sessions.sessions.values()
+    return session.lsp.servers["hold"]
+
+
+async def until(predicate: Any) -> None:
+    """Wait (bounded) for a state another process's traffic brings about."""
+    with trio.fail_after(30):
+        while not predicate():
+            await trio.sleep(0.01)
+
+
+async def test_cancelling_a_slow_call_reaches_the_language_server(
+    daemon: Daemon, project: Path, tmp_path: Path
+) -> None:
+    (project / "a.hold").write_text("bad\n")
+    async with agent(daemon, project) as (session, _):
+        async with trio.open_nursery() as nursery:
+            outcome: list[Any] = []
+
+            async def slow() -> None:
+                outcome.append(await session.call_tool("get_diagnostics", {}))
+
+            nursery.start_soon(slow)
+            await until(lambda: daemon.sessions.sessions and "hold" in
+                        next(iter(daemon.sessions.sessions.values())).lsp.servers)  # fmt: skip
+            server = hold_server(daemon)
+            await until(lambda: bool(server.announced))  # the pull is in, the server stalls
+            nursery.cancel_scope.cancel()  # the SDK sends notifications/cancelled
+        assert outcome == []
+        await until(lambda: not server._partial)  # the daemon gave the pull up
+        with (tmp_path / "hold.fifo").open("wb") as fifo:  # let the server read again
+            fifo.write(b"x")
+        await until(lambda: any(m.get("method") == "$/cancelRequest"
+                                for m in logged(tmp_path / "hold.log")))  # fmt: skip
+    messages = logged(tmp_path / "hold.log")
+    pull = next(m["id"] for m in messages if m.get("method") == "workspace/diagnostic")
+    cancels = [m["params"]["id"] for m in messages if m.get("method") == "$/cancelRequest"]
+    assert cancels == [pull]
+
+
+async def test_progress_only_for_a_call_with_a_token(
+    daemon: Daemon, project: Path, tmp_path: Path
+) -> None:
+    (project / "a.fake").write_text("bad\n")
+    (project / "b.fake").write_text("bad\n")  # a second file: the server reports in two rounds
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async with agent(daemon, project) as (session, _):
+        with trio.fail_after(30):
+            result = await session.call_tool("get_diagnostics", {}, progress_callback=on_progress)
+        assert "a.fake:1:1: error: bad line 1 [E1]" in text_of(result)
+    assert seen[:2] == [(1.0, "fake: begin"), (2.0, "fake: done")]
+    assert [p for p, _ in seen] == sorted(p for p, _ in seen)  # increasing, as MCP requires
+
+    # The same call without a token, on a fresh server that reports progress again: none.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.fake").write_text("bad\n")
+    (other / "b.fake").write_text("ok\nbad\n")
+    async with trio.open_nursery() as nursery:
+        client = await connect(nursery, daemon.socket_path)
+        await client.send_raw(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": mcp_protocol.BIND_METHOD,
+                    "params": {"root": str(other)},
+                }
+            ).encode()
+            + b"\n"
+        )
+        init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+        assert (await client.request("initialize", init))["result"]["serverInfo"]
+        with trio.fail_after(30):
+            reply = await client.request("tools/call", {"name": "get_diagnostics", "arguments": {}})
+        assert "b.fake:2:1: error: bad line 2 [E1]" in reply["result"]["content"][0]["text"]
+        assert [
+            n for n in client.notifications if n.get("method") == "notifications/progress"
+        ] == []
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+    # Both servers created a progress token and had it acknowledged: both reported progress.
+    acks = [m for m in logged(tmp_path / "fake.log") if m.get("id") == 1001 and "method" not in m]
+    assert len(acks) == 2
+
+
+async def test_calls_without_a_binding_line_say_what_is_missing(daemon: Daemon) -> None:
+    async with trio.open_nursery() as nursery:
+        client = await connect(nursery, daemon.socket_path)
+        init = {"protocolVersion": "2025-03-26", "capabilities": {},
+                "clientInfo": {"name": "direct", "version": "1"}}  # fmt: skip
+        assert (await client.request("initialize", init))["result"]["protocolVersion"] == (
+            "2025-03-26"
+        )
+        status = {"name": "git_command", "arguments": {"subcommand": "status"}}
+        reply = await client.request("tools/call", status)
+        assert reply["result"]["isError"] is True
+        assert "[no_session]" in reply["result"]["content"][0]["text"]
+        listed = await client.request("tools/list", {})
+        schemas = {t["name"]: t.get("outputSchema") for t in listed["result"]["tools"]}
+        assert all(schemas.values())
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+
+
+# -- the pump's life --------------------------------------------------------------------------
+
+
+async def test_the_pump_exits_when_the_host_closes_stdin(daemon: Daemon, repo: Path) -> None:
+    proc = await trio.lowlevel.open_process(
+        pump_argv(daemon.socket_path, repo), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        env=os.environ | ENV,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    line = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    await proc.stdin.send_all(json.dumps(line).encode() + b"\n")
+    with trio.fail_after(30):
+        reply = await proc.stdout.receive_some()
+        assert json.loads(reply)["result"]["serverInfo"]["name"] == "codeward"
+        await proc.stdin.aclose()
+        assert await proc.wait() == 0
+        assert await proc.stdout.receive_some() == b""
+    await proc.stdout.aclose()
+
+
+async def test_the_pump_exits_when_the_daemon_stops(
+    nursery: trio.Nursery, socket_dir: Path, repo: Path
+) -> None:
+    own = Daemon(Config(), socket_dir / "codeward.sock")
+    await nursery.start(own.run)
+    proc = await trio.lowlevel.open_process(
+        pump_argv(own.socket_path, repo), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, env=os.environ | ENV,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stderr is not None
+    await until(lambda: own.sessions.sessions)  # bound: the pump is connected
+    own.request_stop()
+    with trio.fail_after(30):
+        assert await proc.wait() == 3
+        err = await proc.stderr.receive_some()
+    assert b"the daemon closed the connection" in err
+    await proc.stdin.aclose()
+    await proc.stderr.aclose()
