@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from codeward.daemon.edits import Basis, apply_workspace_edit, commit, prepare
+from codeward.daemon.edits import Basis, RootWriter, apply_workspace_edit, commit, prepare
 from codeward.daemon.edits.diff import unified_diff
 from codeward.daemon.edits.text import apply_text_edits
 from codeward.daemon.edits.workspace import TextEdit, operations
@@ -386,41 +386,25 @@ def test_modes_and_new_file_permissions(root: Path) -> None:
     assert os.stat(root / "new.py").st_mode & 0o777 == 0o666 & ~umask
 
 
-async def test_apply_workspace_edit_dry_run_and_apply(root: Path) -> None:
+async def test_apply_workspace_edit_dry_run_and_apply(root: Path, nursery: trio.Nursery) -> None:
     a = root / "a.py"
     a.write_text("x=1\n")
     told: list[list[Path]] = []
+    writer = RootWriter(root, lambda paths: told.append(list(paths)))
+    await nursery.start(writer.run)
     change = {"changes": {a.as_uri(): [edit(0, 1, 0, 2, " = ")]}}
-    dry = await apply_workspace_edit(
-        root,
-        change,
-        "utf-16",
-        Basis(),
-        apply=False,
-        on_changed=lambda paths: told.append(list(paths)),
-    )
+    dry = await apply_workspace_edit(writer, change, "utf-16", Basis(), apply=False)
     assert not dry.applied and dry.files_changed == ["a.py"] and dry.edits == 1
     assert a.read_text() == "x=1\n" and told == []
-    done = await apply_workspace_edit(
-        root,
-        change,
-        "utf-16",
-        Basis(),
-        apply=True,
-        on_changed=lambda paths: told.append(list(paths)),
-    )
+    done = await apply_workspace_edit(writer, change, "utf-16", Basis(), apply=True)
     assert done.applied and done.diff == dry.diff and told == [[a]]
     assert a.read_text() == "x = 1\n"
-    # Cancelled while writing: the write still finishes (shielded).
+    # Cancelled before it is written: the write still finishes (shielded).
     a.write_text("x=1\n")
     with trio.CancelScope() as scope:
         scope.cancel()
-        await apply_workspace_edit(
-            root,
-            change,
-            "utf-16",
-            Basis(),
-            apply=True,
-            on_changed=lambda paths: told.append(list(paths)),
-        )
-    assert scope.cancelled_caught
+        await apply_workspace_edit(writer, change, "utf-16", Basis(), apply=True)
+    assert a.read_text() == "x = 1\n" and told == [[a], [a]]
+    # Nothing to change: nothing written, nobody told.
+    nothing = await apply_workspace_edit(writer, {"changes": {}}, "utf-16", Basis(), apply=True)
+    assert not nothing.applied and nothing.files_changed == [] and len(told) == 2

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import trio
 
-from codeward.daemon.edits import Basis, accepting_edits
+from codeward.daemon.edits import Basis, RootWriter, accepting_edits
 from codeward.daemon.edits.actions import Action, server_diagnostics
 from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.tools.edits import _apply_action
@@ -31,9 +32,11 @@ def root(tmp_path: Path) -> Path:
     return path.resolve()
 
 
-async def test_command_edits_go_through_the_layer(root: Path) -> None:
+async def test_command_edits_go_through_the_layer(root: Path, nursery: trio.Nursery) -> None:
     path = root / "m.py"
     told: list[list[Path]] = []
+    writer = RootWriter(root, lambda paths: told.append(list(paths)))
+    await nursery.start(writer.run)
     async with running(root, real_config()) as (manager, _):
         await server_diagnostics(manager, path, "python")  # opens it in ruff
         server = manager.servers["ruff"]
@@ -45,14 +48,14 @@ async def test_command_edits_go_through_the_layer(root: Path) -> None:
         }
         # The file changes on disk, unknown to the server: its edit is refused as stale.
         path.write_text(SOURCE + "# changed\n")
-        async with accepting_edits(server, root, lambda paths: told.append(list(paths))) as taken:
+        async with accepting_edits(server, writer) as taken:
             await server.request("workspace/executeCommand", command)
             await taken.settle()
         assert path.read_text() == SOURCE + "# changed\n" and not taken.result.applied
         assert [e.kind for e in taken.refused] == [ErrorKind.STALE_EDIT] and told == []
         # As the server saw it: applied, and the session told.
         path.write_text(SOURCE)
-        async with accepting_edits(server, root, lambda paths: told.append(list(paths))) as taken:
+        async with accepting_edits(server, writer) as taken:
             await server.request("workspace/executeCommand", command)
             await taken.settle()
         assert server.apply_edit is None
@@ -69,17 +72,21 @@ class _Session:
     lsp: LspManager
     told: list[list[Path]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.writer = RootWriter(self.root, self.files_changed)
+
     def files_changed(self, paths: Sequence[Path]) -> None:
         self.told.append(list(paths))
 
 
-async def test_code_action_commands(root: Path) -> None:
+async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
     path = root / "m.py"
     async with running(root, real_config()) as (manager, _):
         await server_diagnostics(manager, path, "python")
         doc = manager.servers["ruff"].documents.get(path.as_uri())
         assert doc is not None
         session = _Session(root, manager)
+        await nursery.start(session.writer.run)
         ctx = ToolContext(cast(Any, session), NoCaller())
         arguments = [{"uri": doc.uri, "version": doc.version}]
         # A bare Command, as servers may offer instead of a CodeAction.

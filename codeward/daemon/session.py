@@ -17,6 +17,7 @@ import msgspec
 import trio
 
 from codeward.daemon.config import Config, PolicyConfig, load_project_config
+from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.git import run_git
 from codeward.daemon.lsp import LspManager
 from codeward.daemon.lsp.defaults import effective_languages, language_of
@@ -87,6 +88,7 @@ class Session:
         self.policy: PolicyConfig = config.policy
         self.lua = LuaActor(config.lua)
         self.lsp = LspManager(root, config, self.publish_progress)
+        self.writer = RootWriter(root, self.files_changed)
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}
         self.started = trio.Event()
@@ -104,6 +106,7 @@ class Session:
             with self._cancel_scope:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(self.lua.run)
+                    await nursery.start(self.writer.run)
                     await nursery.start(self.lsp.run)
                     self.started.set()
                     task_status.started()

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from codeward.daemon.edits.atomic import commit
 from codeward.daemon.edits.plan import Basis, prepare
+from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.lsp.manager import DocumentContext, LspManager
 from codeward.daemon.lsp.positions import Encoding
-
-FilesChanged = Callable[[Sequence[Path]], None]
 
 
 @dataclass
@@ -50,20 +48,13 @@ def capture_basis(
 
 
 async def apply_workspace_edit(
-    root: Path,
-    edit: Any,
-    encoding: Encoding,
-    basis: Basis,
-    *,
-    apply: bool,
-    on_changed: FilesChanged,
+    writer: RootWriter, edit: Any, encoding: Encoding, basis: Basis, *, apply: bool
 ) -> EditResult:
-    """Prepare a WorkspaceEdit and, with `apply`, write it (shielded) and tell `on_changed`."""
-    plan = await trio.to_thread.run_sync(prepare, root, edit, encoding, basis)
-    result = EditResult(plan.files, plan.edits, plan.diff, False, [c.path for c in plan.changes])
-    if apply and plan.changes:
-        with trio.CancelScope(shield=True):  # a file edit, once begun, finishes
-            await trio.to_thread.run_sync(commit, plan)
-        result.applied = True
-        on_changed(result.paths)
-    return result
+    """Prepare a WorkspaceEdit and, with `apply`, have the root's writer write it (which
+    tells the session which files changed); without, only its diff."""
+    if apply:
+        plan = await writer.write(edit, encoding, basis)
+    else:
+        plan = await trio.to_thread.run_sync(prepare, writer.root, edit, encoding, basis)
+    paths = [c.path for c in plan.changes]
+    return EditResult(plan.files, plan.edits, plan.diff, apply and bool(paths), paths)

@@ -2,8 +2,12 @@
 
 Each new content goes to a temporary file in the same folder (fsynced, with the old file's
 permission bits and owner), and only when all are staged does `os.replace` put them in
-place; a deleted file is first moved aside. When a replace fails, the files already
-replaced get their old content back and the ones moved aside return.
+place; a deleted file is first moved aside, and a new file is linked only where none exists.
+Just before each replace the file's bytes are compared with those the edit was computed
+from, and the replaced file is kept open: after the last replace, a file that changed in
+between (a write that landed after the check) rolls everything back as `stale_edit`, that
+file getting the content it had just before the replace. When a replace fails, the files
+already replaced get their old content back and the ones moved aside return.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import contextlib
 import logging
 import os
 import secrets
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -118,41 +123,103 @@ def commit(plan: EditPlan) -> None:
 def _replace_all(
     staged: list[tuple[FileChange, str | None]], mode: int, owners: dict[Path, tuple[int, int]]
 ) -> None:
+    """Put every staged file in place, each checked against its bytes just before its
+    replace; then check that no write reached a replaced file in between. Any failure
+    puts every file back and raises."""
     undo: list[Callable[[], None]] = []
     aside: list[str] = []
+    held: list[tuple[FileChange, int]] = []  # the replaced files, still open
+    restore: dict[Path, bytes | None] = {}  # what a file gets back when rolled back
     current = staged[0][0] if staged else None
     try:
-        for change, temp in staged:
-            current = change
-            if temp is None:  # a deletion: move it aside until everything else is in place
-                backup = str(
-                    change.path.parent / f".{change.path.name}.{secrets.token_hex(6)}.codeward"
-                )
-                os.replace(change.path, backup)
-                aside.append(backup)
-                undo.append(lambda c=change, b=backup: os.replace(b, c.path))
-            else:
-                os.replace(temp, change.path)
-                undo.append(lambda c=change: _restore(c, mode, owners.get(c.path)))
-    except OSError as exc:
-        for step in reversed(undo):
-            try:
-                step()
-            except OSError as undo_exc:  # pragma: no cover - a second failure while rolling back
-                log.error("rolling back an edit failed: %s", undo_exc)
-        assert current is not None
-        raise _failed(current, exc) from None
+        try:
+            for change, temp in staged:
+                current = change
+                restore[change.path] = change.before
+                if change.before is None:  # a new file: made only if still absent
+                    assert temp is not None
+                    _create(change, temp)
+                    undo.append(lambda c=change: os.unlink(c.path))
+                    continue
+                held.append((change, _open_unchanged(change)))
+                if temp is None:  # a deletion: move it aside until everything else is in place
+                    backup = str(
+                        change.path.parent / f".{change.path.name}.{secrets.token_hex(6)}.codeward"
+                    )
+                    os.replace(change.path, backup)
+                    aside.append(backup)
+                    undo.append(lambda c=change, b=backup: os.replace(b, c.path))
+                else:
+                    os.replace(temp, change.path)
+                    undo.append(
+                        lambda c=change: _restore(c, restore[c.path], mode, owners.get(c.path))
+                    )
+            # A write that reached a file after its check went to the file now replaced.
+            for change, fd in held:
+                data = _read_fd(fd)
+                if data != change.before:
+                    restore[change.path] = data
+                    current = change
+                    raise stale(change.shown)
+        except (OSError, ToolError) as exc:
+            for step in reversed(undo):
+                try:
+                    step()
+                except OSError as undo_exc:  # pragma: no cover - a second failure
+                    log.error("rolling back an edit failed: %s", undo_exc)
+            if isinstance(exc, ToolError):
+                raise
+            assert current is not None
+            raise _failed(current, exc) from None
+    finally:
+        for _, fd in held:
+            os.close(fd)
     for backup in aside:
         with contextlib.suppress(OSError):
             os.unlink(backup)
 
 
-def _restore(change: FileChange, mode: int, owner: tuple[int, int] | None) -> None:
-    """Put back what `change.path` held before (its old content, or nothing)."""
-    if change.before is None:
+def _create(change: FileChange, temp: str) -> None:
+    """Link the staged file at `change.path`, which must not exist (never overwritten)."""
+    try:
+        os.link(temp, change.path)
+    except FileExistsError:
+        raise stale(change.shown) from None
+
+
+def _open_unchanged(change: FileChange) -> int:
+    """A descriptor of `change.path`, whose bytes must still be `change.before`."""
+    try:
+        fd = os.open(change.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # gone, or a symlink or something else put in its place
+        raise stale(change.shown) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or _read_fd(fd) != change.before:
+            raise stale(change.shown)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_fd(fd: int) -> bytes:
+    """Every byte of the open file `fd`, from its start."""
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _restore(
+    change: FileChange, data: bytes | None, mode: int, owner: tuple[int, int] | None
+) -> None:
+    """Put back `data` at `change.path` (None: remove the file)."""
+    if data is None:
         os.unlink(change.path)
         return
-    temp = _stage(change.path, change.before, change.mode or mode, owner)
+    temp = _stage(change.path, data, change.mode or mode, owner)
     try:
         os.replace(temp, change.path)
     except BaseException:

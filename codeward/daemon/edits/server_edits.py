@@ -11,13 +11,13 @@ import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import trio
 
-from codeward.daemon.edits.apply import EditResult, FilesChanged, apply_workspace_edit
+from codeward.daemon.edits.apply import EditResult, apply_workspace_edit
 from codeward.daemon.edits.plan import Basis
+from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.protocol.errors import ToolError
 
@@ -51,9 +51,7 @@ class ServerEdits:
 
 
 @asynccontextmanager
-async def accepting_edits(
-    server: LanguageServer, root: Path, on_changed: FilesChanged
-) -> AsyncIterator[ServerEdits]:
+async def accepting_edits(server: LanguageServer, writer: RootWriter) -> AsyncIterator[ServerEdits]:
     """Apply the `workspace/applyEdit` requests of `server` within the block (one command at
     a time per server; call `settle` after the command's answer); outside it the server's
     requests are refused as before."""
@@ -68,7 +66,7 @@ async def accepting_edits(
             taken.pending += 1
             try:
                 result = await apply_workspace_edit(
-                    root, edit, server.encoding, basis, apply=True, on_changed=on_changed
+                    writer, edit, server.encoding, basis, apply=True
                 )
             except ToolError as exc:
                 taken.refused.append(exc)

@@ -131,12 +131,11 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
             server=answer.server,
         )
     result = await apply_workspace_edit(
-        ctx.session.root,
+        ctx.session.writer,
         {"changes": {source.path.as_uri(): edits}},
         answer.encoding,
         bases.get(answer.server, Basis()),
         apply=args.apply,
-        on_changed=ctx.session.files_changed,
     )
     return {"changed": bool(result.files_changed), "diff": result.diff, "applied": result.applied}
 
@@ -244,12 +243,7 @@ async def _apply_action(
     if not bare_command and raw.get("edit") is not None:
         done.merge(
             await apply_workspace_edit(
-                session.root,
-                raw["edit"],
-                server.encoding,
-                basis,
-                apply=True,
-                on_changed=session.files_changed,
+                session.writer, raw["edit"], server.encoding, basis, apply=True
             )
         )
     command = raw if bare_command else raw.get("command")
@@ -268,7 +262,7 @@ async def _execute(
     """workspace/executeCommand; the edits the server asks for meanwhile go through the layer."""
     await manager.flush()
     params = {"command": command["command"], "arguments": command.get("arguments") or []}
-    async with accepting_edits(server, ctx.session.root, ctx.session.files_changed) as taken:
+    async with accepting_edits(server, ctx.session.writer) as taken:
         await server.request("workspace/executeCommand", params)
         await taken.settle()
     done.merge(taken.result)
@@ -331,12 +325,11 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     if answer.result is None:
         raise _nothing(where)
     result = await apply_workspace_edit(
-        ctx.session.root,
+        ctx.session.writer,
         answer.result,
         answer.encoding,
         bases.get(answer.server, Basis()),
         apply=args.apply,
-        on_changed=ctx.session.files_changed,
     )
     shown = _edit_result(result)
     if answer.partial:
