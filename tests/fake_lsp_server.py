@@ -12,6 +12,10 @@ Files named `skip*` are never reported; `workspace-stale-token` also creates a p
 token at start that it never begins; `workspace-hold` (`... workspace-hold LOG FIFO`) writes
 the start of its first pull in one piece, then reads nothing more until a byte comes
 through FIFO.
+
+Fault modes for supervision: `grow` takes 64 MiB more memory at each hover before it answers
+(`grow-silent` never answers); `silent-hover` never answers hovers and ignores
+`$/cancelRequest`; `unready-silent` does that and never publishes diagnostics either.
 """
 
 from __future__ import annotations
@@ -153,13 +157,14 @@ class Workspace:
 
 def main() -> None:
     if MODE == "crash-at-start":
-        sys.stderr.write("fake: cannot start\n")
+        sys.stderr.write("fake: cannot start: /etc/fake/settings.toml is missing\n")
         sys.exit(3)
     if MODE == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         # A child in the same process group: it must not outlive the server.
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     texts: dict[str, str] = {}
+    hoard: list[bytearray] = []  # what the `grow` modes hold on to
     workspace = Workspace()
     while True:
         message = receive()
@@ -213,12 +218,20 @@ def main() -> None:
         elif method == "textDocument/didOpen":
             doc = params["textDocument"]
             texts[doc["uri"]] = doc["text"]
-            publish(doc["uri"], doc["version"], doc["text"])
+            if MODE != "unready-silent":
+                publish(doc["uri"], doc["version"], doc["text"])
         elif method == "textDocument/didChange":
             doc = params["textDocument"]
             texts[doc["uri"]] = params["contentChanges"][-1]["text"]
-            publish(doc["uri"], doc["version"], texts[doc["uri"]])
+            if MODE != "unready-silent":
+                publish(doc["uri"], doc["version"], texts[doc["uri"]])
         elif method == "textDocument/hover":
+            if MODE.startswith("grow"):
+                hoard.append(bytearray(b"x" * (64 << 20)))  # touched: resident
+                if MODE == "grow-silent":
+                    continue
+            if MODE == "unready-silent":
+                continue
             if MODE == "crash-on-hover":
                 os._exit(1)
             if MODE == "garbage":

@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from codeward.daemon.config import Config, LanguageConfig, LspConfig, ServerConfig
+from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import command_available, default_servers
 from codeward.daemon.lsp.manager import LspManager
 
@@ -44,11 +45,11 @@ def fake_config(
 
 @asynccontextmanager
 async def running(
-    root: Path, config: Config, *, watch: bool = False
+    root: Path, config: Config, *, watch: bool = False, budget: ServerBudget | None = None
 ) -> AsyncIterator[tuple[LspManager, list[dict[str, Any]]]]:
     """A started LspManager for `root`; everything it started is stopped on exit."""
     progress: list[dict[str, Any]] = []
-    manager = LspManager(root, config, progress.append)
+    manager = LspManager(root, config, progress.append, budget)
     async with trio.open_nursery() as nursery:
         await nursery.start(functools.partial(manager.run, watch=watch))
         yield manager, progress

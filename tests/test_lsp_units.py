@@ -156,7 +156,14 @@ def test_defaults_and_languages(tmp_path: Path) -> None:
         servers={"basedpyright": mine},
         languages={"python": LanguageConfig(patterns=["*.py"], servers=["ruff"])},
     )
-    assert effective_servers(config)["basedpyright"] is mine
+    theirs = effective_servers(config)["basedpyright"]
+    assert theirs.command == ["my-pyright"] and theirs.settings == {}
+    # What the user's entry leaves empty keeps the built-in's (hint, cap, workarounds).
+    assert theirs.install_hint == "pip install basedpyright" and theirs.max_rss_mb == 4096
+    assert "textDocument/references" in theirs.exclusive_methods and theirs.broken_when
+    capped = ServerConfig(command=["ruff", "server"], max_rss_mb=64, install_hint="get it")
+    ours = effective_servers(Config(servers={"ruff": capped}))["ruff"]
+    assert (ours.max_rss_mb, ours.install_hint) == (64, "get it")
     assert effective_languages(config)["python"].servers == ["ruff"]
     languages = effective_languages(Config())
     assert language_of(tmp_path / "a.py", tmp_path, languages) == "python"

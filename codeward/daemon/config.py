@@ -27,6 +27,10 @@ class DaemonConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     max_header_bytes: int = 8 * 1024
     max_connections: int = 1024
     log_level: str = "info"
+    # Daemon-wide caps: beyond them the least recently used idle session's servers stop
+    # (they start again on that session's next request).
+    max_servers: int = 32
+    max_sessions: int = 16
 
 
 class PolicyConfig(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -68,6 +72,14 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     env: dict[str, str] = field(default_factory=dict)
     languages: list[str] = field(default_factory=list)
     install_hint: str = ""
+    # Restarted between requests once its process group uses more (None: lsp.max_rss_mb).
+    max_rss_mb: int | None = None
+    # Methods it runs one at a time, an earlier one cancelled by the next, and that must never
+    # be cancelled with `$/cancelRequest` (a cancelled one can break the server for good).
+    exclusive_methods: list[str] = field(default_factory=list)
+    # Text of an error answer that means its state is broken: it is restarted, the request
+    # retried once.
+    broken_when: list[str] = field(default_factory=list)
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -84,6 +96,10 @@ class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     ready_timeout: float = 20.0
     max_open_documents: int = 200
     shutdown_timeout: float = 3.0
+    max_rss_mb: int = 4096  # per server, unless its own max_rss_mb says otherwise
+    cancel_grace: float = 30.0  # a request given up on must be answered within this, or restart
+    check_interval: float = 2.0  # seconds between checks of a server's memory and answers
+    crash_limit: int = 5  # crashes within 5 minutes before a server is marked failed
 
 
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):

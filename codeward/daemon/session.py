@@ -20,6 +20,7 @@ from codeward.daemon.config import Config, PolicyConfig, load_project_config
 from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.git import run_git
 from codeward.daemon.lsp import LspManager
+from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import effective_languages, language_of
 from codeward.daemon.lua import LuaActor
 from codeward.daemon.tools.registry import REGISTRY, Caller, ToolContext
@@ -81,13 +82,15 @@ def detect_languages(root: Path, languages: dict[str, Any], budget: int = 5000) 
 
 
 class Session:
-    def __init__(self, session_id: str, root: Path, config: Config) -> None:
+    def __init__(
+        self, session_id: str, root: Path, config: Config, budget: ServerBudget | None = None
+    ) -> None:
         self.id = session_id
         self.root = root
         self.config = config
         self.policy: PolicyConfig = config.policy
         self.lua = LuaActor(config.lua)
-        self.lsp = LspManager(root, config, self.publish_progress)
+        self.lsp = LspManager(root, config, self.publish_progress, budget)
         self.writer = RootWriter(root, self.files_changed)
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}
@@ -232,6 +235,7 @@ class SessionManager:
         self.config = config
         self.sessions: dict[str, Session] = {}
         self._by_root: dict[Path, Session] = {}
+        self.budget = ServerBudget(config.daemon)  # caps live servers across sessions
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -264,7 +268,7 @@ class SessionManager:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS, f"The project's .codeward.toml cannot be used: {exc}"
             ) from None
-        session = Session(secrets.token_hex(8), path, config)
+        session = Session(secrets.token_hex(8), path, config, self.budget)
         self.sessions[session.id] = session
         self._by_root[path] = session
         self._nursery.start_soon(self._run_session, session)

@@ -94,6 +94,9 @@ class LspConnection:
         # A pipe can take a frame at once, without a hop through the writer task.
         self._direct = send_stream if isinstance(send_stream, trio.lowlevel.FdStream) else None
         self._pending: dict[int, _Pending] = {}
+        # Requests given up on (timeout, cancellation) that the server has not answered yet:
+        # id -> (method, when given up). A server that honours `$/cancelRequest` answers soon.
+        self.abandoned: dict[int, tuple[str, float]] = {}
         self._ids = itertools.count(1)
         self._nursery: trio.Nursery | None = None
         self.closed = trio.Event()
@@ -102,6 +105,14 @@ class LspConnection:
     @property
     def in_flight(self) -> int:
         return len(self._pending)
+
+    def oldest_abandoned(self) -> tuple[str, float] | None:
+        """The method of the request given up on longest ago and still unanswered, and how
+        many seconds ago that was; None when every abandoned request was answered."""
+        if not self.abandoned:
+            return None
+        method, since = min(self.abandoned.values(), key=lambda item: item[1])
+        return method, trio.current_time() - since
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Read and write until the stream ends or `close` is called."""
@@ -120,7 +131,12 @@ class LspConnection:
         self.close_reason = reason
         self.closed.set()
         self._outbox.close()
+        self.fail_pending(reason)
+
+    def fail_pending(self, reason: str) -> None:
+        """Fail every request in flight with `reason` (the server is about to be stopped)."""
         pending, self._pending = self._pending, {}
+        self.abandoned.clear()
         for item in pending.values():
             item.error = ConnectionClosed(reason)
             item.event.set()
@@ -130,12 +146,19 @@ class LspConnection:
         self._send(Notification(method=method, params=params))
 
     async def request(
-        self, method: str, params: Any, *, timeout: float, result_type: Any = Any
+        self,
+        method: str,
+        params: Any,
+        *,
+        timeout: float,
+        result_type: Any = Any,
+        cancel: bool = True,
     ) -> Any:
         """Send a request and wait for its result, decoded as `result_type`.
 
         Raises ConnectionClosed, ResponseError or RequestTimeout; a timeout or the caller's
-        cancellation sends `$/cancelRequest`.
+        cancellation sends `$/cancelRequest` (unless `cancel` is false) and records the
+        request in `abandoned` until the server answers it.
         """
         if self.closed.is_set():
             raise ConnectionClosed(self.close_reason)
@@ -149,7 +172,10 @@ class LspConnection:
         finally:
             if not pending.event.is_set():
                 self._pending.pop(request_id, None)
-                self.notify("$/cancelRequest", {"id": request_id})
+                if not self.closed.is_set():
+                    self.abandoned[request_id] = (method, trio.current_time())
+                if cancel:
+                    self.notify("$/cancelRequest", {"id": request_id})
         if not pending.event.is_set():
             raise RequestTimeout(f"{method} got no answer within {timeout:g} s")
         if pending.error is not None:
@@ -222,6 +248,7 @@ class LspConnection:
         if not isinstance(message.id, int):
             log.warning("%s: response to an unknown id %r", self.name, message.id)
             return
+        self.abandoned.pop(message.id, None)
         pending = self._pending.pop(message.id, None)
         if pending is None:
             return  # cancelled or timed out already

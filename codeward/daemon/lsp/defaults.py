@@ -8,6 +8,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import msgspec
+
 from codeward.daemon.config import Config, LanguageConfig, ServerConfig
 
 
@@ -55,22 +57,35 @@ def default_servers() -> dict[str, ServerConfig]:
             },
             languages=["python"],
             install_hint="pip install basedpyright",
+            max_rss_mb=4096,
+            # A cancelled references (or implementations, or long command) request leaves
+            # basedpyright with a disposed cancellation source that breaks every later one
+            # ("this._token.cancel is not a function") until it restarts.
+            exclusive_methods=[
+                "textDocument/references",
+                "textDocument/implementation",
+                "workspace/executeCommand",
+            ],
+            broken_when=["_token.cancel is not a function"],
         ),
         "ruff": ServerConfig(
             command=_ruff_command(),
             languages=["python"],
             install_hint="pip install ruff",
+            max_rss_mb=1024,
         ),
         "gopls": ServerConfig(
             command=["gopls"],
             env={"GOPROXY": "off"},
             languages=["go"],
             install_hint="go install golang.org/x/tools/gopls@latest (or apt install gopls)",
+            max_rss_mb=4096,
         ),
         "clangd": ServerConfig(
             command=["clangd", "--background-index=false", "--log=error"],
             languages=["c", "cpp"],
             install_hint="apt install clangd",
+            max_rss_mb=4096,
         ),
         "typescript-language-server": ServerConfig(
             command=["typescript-language-server", "--stdio"],
@@ -81,6 +96,7 @@ def default_servers() -> dict[str, ServerConfig]:
             command=["rust-analyzer"],
             languages=["rust"],
             install_hint="rustup component add rust-analyzer",
+            max_rss_mb=8192,
         ),
         "elixir-ls": ServerConfig(
             command=["elixir-ls"],
@@ -128,8 +144,21 @@ def default_languages() -> dict[str, LanguageConfig]:
 
 
 def effective_servers(config: Config) -> dict[str, ServerConfig]:
-    """The default servers, with the user's entries of the same name replacing them."""
-    return {**default_servers(), **config.servers}
+    """The default servers, with the user's entries of the same name replacing them; what
+    such an entry leaves empty (install hint, memory cap, fault workarounds) is kept."""
+    servers = default_servers()
+    for name, entry in config.servers.items():
+        default = servers.get(name)
+        if default is not None:
+            entry = msgspec.structs.replace(
+                entry,
+                install_hint=entry.install_hint or default.install_hint,
+                max_rss_mb=entry.max_rss_mb or default.max_rss_mb,
+                exclusive_methods=entry.exclusive_methods or default.exclusive_methods,
+                broken_when=entry.broken_when or default.broken_when,
+            )
+        servers[name] = entry
+    return servers
 
 
 def effective_languages(config: Config) -> dict[str, LanguageConfig]:

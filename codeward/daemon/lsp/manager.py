@@ -55,8 +55,14 @@ from typing import Any
 import trio
 
 from codeward.daemon.config import Config
-from codeward.daemon.lsp.connection import CONTENT_MODIFIED
-from codeward.daemon.lsp.defaults import effective_languages, effective_servers, language_of
+from codeward.daemon.lsp.budget import ServerBudget
+from codeward.daemon.lsp.connection import CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED
+from codeward.daemon.lsp.defaults import (
+    command_available,
+    effective_languages,
+    effective_servers,
+    language_of,
+)
 from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat, content_hash, stat_key
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.server import LanguageServer, ServerState
@@ -73,6 +79,9 @@ from codeward.protocol.errors import ErrorKind, ToolError
 
 RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than our read
 LOOKUP_INTERVAL = 1.0  # a server that was not installed is looked for again at most this often
+# Error codes of an answer worth one more try: the content changed, or the server cancelled
+# the request itself (codeward's own cancellations never come back as answers).
+RETRIED_CODES = frozenset({CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED})
 
 
 @dataclass
@@ -148,7 +157,11 @@ class FileDiagnostics:
 
 class LspManager:
     def __init__(
-        self, root: Path, config: Config, on_progress: Callable[[dict[str, Any]], None]
+        self,
+        root: Path,
+        config: Config,
+        on_progress: Callable[[dict[str, Any]], None],
+        budget: ServerBudget | None = None,
     ) -> None:
         self.root = root
         self.config = config
@@ -163,6 +176,9 @@ class LspManager:
         self._texts: dict[Path, tuple[Stat, LineIndex]] = {}
         self._language_cache: dict[Path, str | None] = {}
         self._missing: dict[str, tuple[float, ToolError]] = {}  # not installed: when, why
+        self.budget = budget
+        self.last_used = 0.0  # trio time of its last request's end
+        self._in_flight = 0  # requests through `_ask`
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -176,13 +192,30 @@ class LspManager:
                 await nursery.start(watch_root, self.root, self._on_watch)
             nursery.start_soon(self._flush_loop)
             task_status.started()
+            if self.budget is not None:
+                self.budget.managers.add(self)
             try:
                 await trio.sleep_forever()
             finally:
                 self._nursery = None
+                if self.budget is not None:
+                    self.budget.managers.discard(self)
 
     def status(self) -> list[dict[str, Any]]:
         return [server.status() for server in self.servers.values()]
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is in flight on any of its servers."""
+        return self._in_flight > 0 or any(s.busy for s in self.servers.values())
+
+    def live_servers(self) -> list[LanguageServer]:
+        return [s for s in self.servers.values() if s.live]
+
+    def park(self, reason: str) -> None:
+        """Stop every live server; each starts again on its next need."""
+        for server in self.live_servers():
+            server.halt(reason, park=True)
 
     def restart_failed(self) -> None:
         """Failed or missing servers start again on their next need."""
@@ -214,6 +247,8 @@ class LspManager:
             on_progress=self.on_progress,
             language=language or ",".join(config.languages),
         )
+        if self.budget is not None:
+            server.on_start = self.budget.admit
         self.servers[name] = server
         self._nursery.start_soon(server.run)
         return server
@@ -371,14 +406,25 @@ class LspManager:
         return self.languages[language].language_id or language
 
     async def route(self, language: str, method: str) -> LanguageServer:
-        """The first server of `language` (routing order) that offers `method`, started."""
+        """The first server of `language` (routing order) that offers `method`, started.
+
+        A server that is missing or failed ends the search when it would offer `method`
+        (as it did when it last ran, or when it never ran): its error is the answer, not
+        another server's weaker one (with the later servers that are not installed either)."""
         errors: list[ToolError] = []
         names = self.languages[language].servers
+        blocked = False  # a server that would own `method` failed: no later one answers
         for name in names:
+            if blocked:
+                later = self.server_for(name, language)
+                if not command_available(later.config.command, later.config.env):
+                    errors.append(later.unavailable())
+                continue
             try:
                 server = await self.started(name, language)
             except ToolError as exc:
                 errors.append(exc)
+                blocked = self.server_for(name, language).may_offer(method)
                 continue
             if await server.offers(method):
                 return server
@@ -492,24 +538,39 @@ class LspManager:
         wait_ready: bool,
         timeout: float | None,
     ) -> Answer:
-        for attempt in (1, 2):
-            doc = await self._open(server, path, language)
-            partial = False
-            if wait_ready:
-                partial = not await server.wait_ready(doc, self.config.lsp.ready_timeout)
-            ctx = DocumentContext(
-                server.name, path, doc.uri, doc.text, doc.version, server.encoding, doc.index
-            )
-            try:
-                result = await server.request(
-                    method, params(ctx), timeout=timeout, result_type=result_type
+        """One request, retried once when the server answers that the content changed or
+        that it cancelled the request itself, or when it broke and restarted."""
+        started = trio.current_time()
+        self._in_flight += 1
+        try:
+            for attempt in (1, 2):
+                doc = await self._open(server, path, language)
+                partial = False
+                asked = trio.current_time()
+                if wait_ready:
+                    partial = not await server.wait_ready(doc, self.config.lsp.ready_timeout)
+                ready = trio.current_time() - asked
+                ctx = DocumentContext(
+                    server.name, path, doc.uri, doc.text, doc.version, server.encoding, doc.index
                 )
-            except ToolError as exc:
-                if attempt == 1 and exc.details.get("code") == CONTENT_MODIFIED:
-                    continue
-                raise
-            return Answer(server.name, result, partial, server.encoding, self)
-        raise AssertionError("unreachable")
+                try:
+                    result = await server.request(
+                        method, params(ctx), timeout=timeout, result_type=result_type
+                    )
+                except ToolError as exc:
+                    if attempt == 1 and (
+                        exc.details.get("code") in RETRIED_CODES or exc.details.get("restarting")
+                    ):
+                        continue
+                    if exc.kind is ErrorKind.TIMEOUT:
+                        waited = trio.current_time() - started
+                        raise _waited(server.name, method, waited, ready) from None
+                    raise
+                return Answer(server.name, result, partial, server.encoding, self)
+            raise AssertionError("unreachable")
+        finally:
+            self._in_flight -= 1
+            self.last_used = trio.current_time()
 
     # -- positions and paths ------------------------------------------------------------
 
@@ -710,6 +771,18 @@ def in_routing_order(errors: Sequence[ToolError], names: Sequence[str]) -> list[
     """Servers' errors sorted as their servers are in `names` (concurrent asks end in any order)."""
     rank = {name: i for i, name in enumerate(names)}
     return sorted(errors, key=lambda e: rank.get(e.details.get("server", ""), len(rank)))
+
+
+def _waited(server: str, method: str, waited: float, ready: float) -> ToolError:
+    """A timeout that says how long the caller waited in all, readiness included."""
+    readiness = f", {round(ready):g} s of it for the server to be ready" if ready >= 1 else ""
+    return ToolError(
+        ErrorKind.TIMEOUT,
+        f"The {server} language server did not answer {method} within "
+        f"{round(waited, 1):g} s{readiness}; retry, or raise lsp.method_timeouts "
+        "(or lsp.ready_timeout) in the config.",
+        server=server,
+    )
 
 
 def _stat(path: Path) -> Stat:

@@ -117,18 +117,44 @@ def group_members(pgid: int) -> list[int]:
     return found
 
 
-def _group_of(pid: int) -> int | None:
-    """The process group of live process `pid`; None when it is gone or a zombie."""
+def stat_fields(pid: int) -> list[bytes]:
+    """The fields of /proc/PID/stat after the command name (state first); [] when gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
-        return None
+        return []
     # the command name may hold spaces and parentheses: split after the last ')'
-    fields = stat.rsplit(b")", 1)[-1].split()
+    return stat.rsplit(b")", 1)[-1].split()
+
+
+def _group_of(pid: int) -> int | None:
+    """The process group of live process `pid`; None when it is gone or a zombie."""
+    fields = stat_fields(pid)
     if len(fields) < 3 or fields[0] in (b"Z", b"X"):
         return None
     return int(fields[2])
+
+
+def is_stopped(pid: int) -> bool:
+    """Whether `pid` is stopped by a signal (SIGSTOP, SIGTSTP) or a tracer."""
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] in (b"T", b"t")
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def group_rss(pgid: int) -> int:
+    """The resident memory, in bytes, of every live member of group `pgid` (0 without /proc)."""
+    total = 0
+    for pid in group_members(pgid):
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as f:
+                total += int(f.read().split()[1]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 async def wait_group_gone(pgid: int) -> None:

@@ -2,8 +2,11 @@
 and stops its process, answers the server's requests and records what it publishes.
 
 Supervision: a crash restarts the server after a backoff (0.5 s doubling to 30 s) and opens
-its documents again; after 5 crashes in 5 minutes it stays `failed` until a request after a
-cool-down, or `retry()`. Requests in flight fail at once when the process goes.
+its documents again; after `lsp.crash_limit` crashes in 5 minutes it stays `failed` until a
+request after a cool-down, or `retry()`. Requests in flight fail at once when the process goes.
+A watch task restarts a running server whose process group grows past its memory cap
+(between requests), or that leaves a request it was told to cancel unanswered for
+`lsp.cancel_grace` seconds; `halt` restarts (or parks) it on demand.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 import math
 import os
 import re
+import signal
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from enum import StrEnum
@@ -35,7 +39,7 @@ from codeward.daemon.lsp.connection import (
 from codeward.daemon.lsp.defaults import command_available
 from codeward.daemon.lsp.documents import UNTRUSTED, Document, DocumentStore, Stat
 from codeward.daemon.lsp.positions import Encoding
-from codeward.daemon.lsp.process import ServerProcess
+from codeward.daemon.lsp.process import ServerProcess, group_rss, is_stopped
 from codeward.daemon.lsp.types import (
     ConfigurationParams,
     Diagnostic,
@@ -56,7 +60,6 @@ log = logging.getLogger("codeward.lsp")
 
 BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
-CRASH_LIMIT = 5
 CRASH_WINDOW = 300.0
 FAILED_COOLDOWN = 30.0
 METHOD_NOT_FOUND = -32601
@@ -77,6 +80,9 @@ class ServerState(StrEnum):
     FAILED = "failed"  # too many crashes; waits for a request after the cool-down
     UNAVAILABLE = "unavailable"  # its program is not installed
     STOPPED = "stopped"
+    # Not a state of the actor: how `status()` shows a running server that does not answer
+    # (stopped by a signal, or a request past its timeout still unanswered).
+    UNRESPONSIVE = "unresponsive"
 
 
 @dataclass
@@ -87,7 +93,7 @@ class Published:
     diagnostics: list[Diagnostic]
 
 
-_ABSOLUTE = re.compile(r"(?:file://)?/[^\s'\"`:,)]+")
+_ABSOLUTE = re.compile(r"(?:file://|(?<![\w./-]))/[^\s'\"`:,)]+")
 
 
 def scrub(text: str, root: Path) -> str:
@@ -148,6 +154,12 @@ class LanguageServer:
         self._conn: LspConnection | None = None
         self._partial: dict[int | str, Callable[[Any], None]] = {}
         self._workspace_pull = trio.Lock()  # one workspace pull at a time: a new one ends the last
+        self._exclusive: dict[str, trio.Lock] = {m: trio.Lock() for m in config.exclusive_methods}
+        self.restart_reason = ""  # why it was last restarted or stopped on purpose
+        self._halt_scope: trio.CancelScope | None = None  # cancels the wait on the running process
+        self._halted: tuple[str, bool, bool] | None = None  # (reason, park, graceful)
+        self.on_start: Callable[[LanguageServer], None] | None = None  # the daemon's budget
+        self.last_used = 0.0
 
     # -- state ------------------------------------------------------------------------
 
@@ -176,18 +188,57 @@ class LanguageServer:
 
     def status(self) -> dict[str, Any]:
         stderr = self._process.stderr_tail() if self._process is not None else self.stderr
+        state = self.state
+        if state is ServerState.RUNNING and self._unresponsive():
+            state = ServerState.UNRESPONSIVE
         return {
             "name": self.name,
             "language": self.language,
-            "state": self.state.value,
+            "state": state.value,
             "pid": self.pid,
             "restarts": self.restarts,
             "open_documents": len(self.documents),
             "in_flight": self._conn.in_flight if self._conn is not None else 0,
             "progress": sorted(self.progress.values()),
-            "last_error": self.last_error,
-            "stderr": stderr,
+            "last_error": scrub(self.last_error, self.root),
+            "restart_reason": scrub(self.restart_reason, self.root),
+            "stderr": [scrub(line, self.root) for line in stderr],
         }
+
+    def _unresponsive(self) -> bool:
+        """Stopped by a signal, or a request it was given up on is still unanswered."""
+        process, conn = self._process, self._conn
+        if process is not None and is_stopped(process.pid):
+            return True
+        return conn is not None and bool(conn.abandoned)
+
+    @property
+    def busy(self) -> bool:
+        """Whether it is starting, or a request is in flight (or a cancelled one is still
+        unanswered)."""
+        if self.state is ServerState.STARTING:
+            return True
+        conn = self._conn
+        return conn is not None and (conn.in_flight > 0 or bool(conn.abandoned))
+
+    @property
+    def live(self) -> bool:
+        """Whether it has (or is getting) a process."""
+        return self.state in (ServerState.STARTING, ServerState.RUNNING)
+
+    def halt(self, reason: str, *, park: bool = False, graceful: bool = True) -> None:
+        """Stop the running process on purpose: restart it at once (not counted as a crash),
+        or with `park` leave it idle until its next need. Requests in flight fail, naming
+        `reason`."""
+        if self._halt_scope is None or self._halted is not None:
+            return
+        self._halted = (reason, park, graceful)
+        self.restart_reason = reason
+        log.warning("%s: %s; %s", self.name, reason, "stopping" if park else "restarting")
+        self._set_state(ServerState.IDLE if park else ServerState.RESTARTING)
+        if self._conn is not None:
+            self._conn.fail_pending(reason)
+        self._halt_scope.cancel()
 
     def retry(self) -> None:
         """Start a failed (or missing) server again on its next need: `session/open` asked."""
@@ -205,6 +256,14 @@ class LanguageServer:
             while True:
                 await self._wanted.wait()
                 crash = await self._run_once()
+                halted, self._halted = self._halted, None
+                if halted is not None:
+                    if halted[1]:  # parked: it starts again on its next need
+                        self._wanted = trio.Event()
+                        self._set_state(ServerState.IDLE)
+                    else:
+                        self.restarts += 1
+                    continue
                 if crash is None:  # not installed
                     self._wanted = trio.Event()
                     self._set_state(ServerState.UNAVAILABLE)
@@ -216,7 +275,7 @@ class LanguageServer:
                 while self._crashes and self._crashes[0] < now - CRASH_WINDOW:
                     self._crashes.popleft()
                 log.warning("%s crashed: %s", self.name, crash)
-                if len(self._crashes) >= CRASH_LIMIT:
+                if len(self._crashes) >= self.lsp.crash_limit:
                     self._failed_at = now
                     self._wanted = trio.Event()
                     self._set_state(ServerState.FAILED)
@@ -235,6 +294,8 @@ class LanguageServer:
         if not command_available(self.config.command, env):
             self.last_error = "not installed"
             return None
+        if self.on_start is not None:
+            self.on_start(self)
         try:
             process = await ServerProcess.spawn(self.name, self.config.command, self.root, env)
         except FileNotFoundError:
@@ -251,29 +312,34 @@ class LanguageServer:
             max_message=self.max_message,
         )
         self._process, self._conn, self.pid = process, conn, process.pid
-        self.capabilities = ServerCapabilities()
         self.published.clear()
         self.analysed.clear()
         self.progress.clear()
         self.announced.clear()
         io_scope = trio.CancelScope(shield=True)
         reason = "it stopped"
+        self._halt_scope = halt = trio.CancelScope()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._io, process, conn, io_scope)
                 try:
-                    await self._handshake(conn)
-                    self._running_since = trio.current_time()
-                    self._set_state(ServerState.RUNNING)
-                    await conn.closed.wait()
-                    reason = await self._crash_reason(process, conn)
+                    with halt:
+                        await self._handshake(conn)
+                        self._running_since = trio.current_time()
+                        self._set_state(ServerState.RUNNING)
+                        await conn.closed.wait()
+                        reason = await self._crash_reason(process, conn)
+                    if self._halted is not None:
+                        reason = self._halted[0]
                 except _StartFailed as exc:
                     reason = str(exc)
                 except ConnectionClosed:
                     reason = await self._crash_reason(process, conn)
                 finally:
+                    self._halt_scope = None
+                    graceful = self._halted is None or self._halted[2]
                     with trio.CancelScope(shield=True):
-                        await self._stop(process, conn)
+                        await self._stop(process, conn, graceful=graceful)
                         io_scope.cancel()
         finally:
             conn.close(reason)
@@ -289,6 +355,7 @@ class LanguageServer:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(conn.run)
                 nursery.start_soon(process.pump_stderr)
+                nursery.start_soon(self._watch, process, conn)
                 await process.process.wait()
                 with trio.move_on_after(1.0):  # let the reader drain what it wrote
                     await conn.closed.wait()
@@ -325,6 +392,8 @@ class LanguageServer:
             raise _StartFailed("its initialize result has no capabilities")
         if "offsetEncoding" in result and "positionEncoding" not in caps:
             caps["offsetEncoding"] = result["offsetEncoding"]
+        # Until now `capabilities` held what the last run offered (see `may_offer`).
+        self.capabilities = ServerCapabilities()
         self.capabilities.static = caps
         conn.notify("initialized", {})
         if self.config.settings:
@@ -332,10 +401,42 @@ class LanguageServer:
         for method, notice in self.documents.reopen_all():
             conn.notify(method, notice)
 
-    async def _stop(self, process: ServerProcess, conn: LspConnection) -> None:
+    async def _watch(self, process: ServerProcess, conn: LspConnection) -> None:
+        """Every `lsp.check_interval` seconds: restart the running server when its process
+        group uses more memory than its cap (once no request is in flight, or after one
+        request timeout), or when a request it was told to cancel stays unanswered for
+        `lsp.cancel_grace` seconds."""
+        cap = self.config.max_rss_mb or self.lsp.max_rss_mb
+        over_since: float | None = None
+        while not conn.closed.is_set():
+            await trio.sleep(self.lsp.check_interval)
+            if self.state is not ServerState.RUNNING:
+                continue
+            overdue = conn.oldest_abandoned()
+            if overdue is not None and overdue[1] >= self.lsp.cancel_grace:
+                self.halt(
+                    f"it left a cancelled {overdue[0]} unanswered for {overdue[1]:.0f} s",
+                    graceful=False,
+                )
+                return
+            rss = await trio.to_thread.run_sync(group_rss, process.pid)
+            if rss <= cap * 1024 * 1024:
+                over_since = None
+                continue
+            now = trio.current_time()
+            over_since = now if over_since is None else over_since
+            if conn.in_flight == 0 or now - over_since >= self.lsp.request_timeout:
+                self.halt(f"it used {rss // (1024 * 1024)} MB, above its max_rss_mb of {cap}")
+                return
+
+    async def _stop(
+        self, process: ServerProcess, conn: LspConnection, *, graceful: bool = True
+    ) -> None:
         """shutdown and exit when it still talks, then TERM and KILL its process group."""
         grace = self.lsp.shutdown_timeout
-        if not conn.closed.is_set() and self.state is ServerState.RUNNING:
+        if not graceful:
+            process.signal_group(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+        elif not conn.closed.is_set() and self._halt_or_running():
             with trio.move_on_after(grace):
                 try:
                     await conn.request("shutdown", None, timeout=grace)
@@ -345,34 +446,48 @@ class LanguageServer:
                     pass
         await process.terminate(grace)
 
+    def _halt_or_running(self) -> bool:
+        return self.state is ServerState.RUNNING or self._halted is not None
+
     def _folders(self) -> list[dict[str, str]]:
         return [{"uri": self.root.as_uri(), "name": self.root.name}]
 
     # -- what callers use -------------------------------------------------------------
 
-    def _unavailable(self) -> ToolError:
-        hint = self.config.install_hint or f"install {self.config.command[:1] or [self.name]}"
+    def unavailable(self) -> ToolError:
+        """The `lsp_unavailable` error naming what to install."""
+        program = os.path.basename(self.config.command[0]) if self.config.command else ""
+        hint = self.config.install_hint or (
+            f"install {program or self.name}, or fix servers.{self.name}.command in the config"
+        )
         return ToolError(
             ErrorKind.LSP_UNAVAILABLE,
             f"The {self.name} language server is not installed; {hint}.",
             server=self.name,
         )
 
+    def _why(self) -> str:
+        """The last error, with the last lines it wrote to stderr (paths scrubbed)."""
+        why = scrub(self.last_error, self.root)
+        tail = [scrub(line, self.root)[:200] for line in self.stderr[-3:]]
+        return f"{why}; its stderr ended with: {' | '.join(tail)}" if tail else why
+
     def _want(self) -> None:
+        self.last_used = trio.current_time()
         if self.state is ServerState.FAILED:
             if trio.current_time() - self._failed_at < FAILED_COOLDOWN:
                 wait = FAILED_COOLDOWN - (trio.current_time() - self._failed_at)
                 raise ToolError(
                     ErrorKind.LSP_ERROR,
-                    f"The {self.name} language server failed {CRASH_LIMIT} times "
-                    f"({scrub(self.last_error, self.root)}); retry in {wait:.0f} s or open the "
+                    f"The {self.name} language server failed {len(self._crashes)} times "
+                    f"({self._why()}); fix it and retry in {wait:.0f} s, or open the "
                     "session again.",
                     server=self.name,
                 )
             self.retry()
         if self.state is ServerState.UNAVAILABLE:
             if not command_available(self.config.command, self.config.env):
-                raise self._unavailable()
+                raise self.unavailable()
             self._set_state(ServerState.IDLE)
         self._wanted.set()
 
@@ -386,30 +501,58 @@ class LanguageServer:
             if self.state is ServerState.RUNNING and conn is not None and not conn.closed.is_set():
                 return conn
             if self.state is ServerState.UNAVAILABLE:
-                raise self._unavailable()
+                raise self.unavailable()
             if self.state is ServerState.STOPPED:
                 raise ToolError(
                     ErrorKind.LSP_ERROR,
                     f"The {self.name} language server was stopped; open the session again.",
                     server=self.name,
                 )
-            if self._failed_attempt >= target or self.state is ServerState.FAILED:
+            if self.state is ServerState.FAILED:
+                self._want()  # raises while it cools down; after it, a new chance
+                target = self._attempts + 1
+            if self._failed_attempt >= target:
                 raise ToolError(
                     ErrorKind.LSP_ERROR,
-                    f"The {self.name} language server could not start: "
-                    f"{scrub(self.last_error, self.root)}; see session/list for its stderr.",
+                    f"The {self.name} language server could not start: {self._why()}; "
+                    "see session/list for more.",
                     server=self.name,
                 )
+            if self.state is ServerState.IDLE:
+                self._wanted.set()  # parked meanwhile: this caller needs it again
             await self._changed.wait()
+
+    def may_offer(self, method: str) -> bool:
+        """Whether it would serve `method` if it ran: what it offered when it last ran, else
+        assumed (its error then stands for the method)."""
+        if self.capabilities.static:
+            return self.capabilities.supports(method)
+        return True
 
     async def request(
         self, method: str, params: Any, *, timeout: float | None = None, result_type: Any = Any
     ) -> Any:
-        """Send `method` to the running server; ToolError `lsp_error`/`timeout` on failure."""
+        """Send `method` to the running server; ToolError `lsp_error`/`timeout` on failure.
+
+        A method the server runs one at a time (`exclusive_methods`) waits for the last one
+        and is never cancelled; an error answer that shows the server broken
+        (`broken_when`) restarts it and fails with `restarting=True` (callers retry once).
+        """
+        lock = self._exclusive.get(method)
+        if lock is None:
+            return await self._request(method, params, timeout, result_type, cancel=True)
+        async with lock:
+            return await self._request(method, params, timeout, result_type, cancel=False)
+
+    async def _request(
+        self, method: str, params: Any, timeout: float | None, result_type: Any, *, cancel: bool
+    ) -> Any:
         conn = await self.connection()
         timeout = self.timeout_for(method) if timeout is None else timeout
         try:
-            return await conn.request(method, params, timeout=timeout, result_type=result_type)
+            return await conn.request(
+                method, params, timeout=timeout, result_type=result_type, cancel=cancel
+            )
         except ConnectionClosed as exc:
             raise ToolError(
                 ErrorKind.LSP_ERROR,
@@ -425,10 +568,19 @@ class LanguageServer:
                 server=self.name,
             ) from None
         except ResponseError as exc:
+            message = scrub(exc.message, self.root)
+            if any(text in exc.message for text in self.config.broken_when):
+                self.halt(f"it broke answering {method} ({message})")
+                raise ToolError(
+                    ErrorKind.LSP_ERROR,
+                    f"The {self.name} language server broke answering {method} ({message}); "
+                    "it is restarting, so retry.",
+                    server=self.name,
+                    restarting=True,
+                ) from None
             raise ToolError(
                 ErrorKind.LSP_ERROR,
-                f"The {self.name} language server could not answer {method}: "
-                f"{scrub(exc.message, self.root)}.",
+                f"The {self.name} language server could not answer {method}: {message}.",
                 server=self.name,
                 code=exc.code,
             ) from None

@@ -1,0 +1,367 @@
+"""Supervision of language servers, with the scripted fake server: memory caps, requests a
+server never answers, hung (SIGSTOPped) servers, crash loops, the daemon-wide caps, and
+missing or failed servers that must not hide behind another server's answer."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from codeward.daemon.config import Config, DaemonConfig, ServerConfig
+from codeward.daemon.lsp import server as server_module
+from codeward.daemon.lsp.budget import ServerBudget
+from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.lsp.server import LanguageServer, ServerState, scrub
+from codeward.protocol.errors import ErrorKind, ToolError
+from tests.lsp_support import FAKE, fake_config, fake_server, running
+
+
+def hover_params(ctx):  # type: ignore[no-untyped-def]
+    return {"textDocument": ctx.text_document, "position": ctx.position(1, 1)}
+
+
+async def hover(manager: LspManager, path: Path, **kwargs):  # type: ignore[no-untyped-def]
+    return await manager.request(
+        path, "textDocument/hover", hover_params, wait_ready=False, **kwargs
+    )
+
+
+def fast(servers: dict[str, ServerConfig], order: list[str] | None = None, **lsp: object) -> Config:
+    """A fake config whose supervision checks run every 50 ms."""
+    return fake_config(servers, order, check_interval=0.05, shutdown_timeout=0.5, **lsp)
+
+
+@pytest.fixture
+def doc(tmp_path: Path) -> Path:
+    path = tmp_path / "a.fake"
+    path.write_text("good\nbad line\n")
+    return path
+
+
+def roots(tmp_path: Path, count: int) -> list[Path]:
+    found = []
+    for i in range(count):
+        root = tmp_path / f"root{i}"
+        root.mkdir()
+        (root / "a.fake").write_text("good\n")
+        found.append(root)
+    return found
+
+
+async def restarted(server: LanguageServer, count: int = 1) -> None:
+    """Wait until `server` has restarted `count` times and runs again."""
+    with trio.fail_after(10):
+        await server.wait_for(
+            lambda: server.restarts >= count and server.state is ServerState.RUNNING, 10
+        )
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+
+async def test_a_server_over_its_memory_cap_is_restarted_between_requests(
+    tmp_path: Path, doc: Path
+) -> None:
+    servers = {"fake": msgspec.structs.replace(fake_server("grow"), max_rss_mb=48)}
+    async with running(tmp_path, fast(servers)) as (manager, _):
+        with trio.fail_after(10):
+            answer = await hover(manager, doc)  # answered, then 64 MiB bigger
+        assert answer.result["contents"]["value"] == "hover"
+        server = manager.servers["fake"]
+        first = server.pid
+        await restarted(server)
+        status = manager.status()[0]
+        assert status["state"] == "running" and status["pid"] != first
+        assert re.fullmatch(
+            r"it used \d+ MB, above its max_rss_mb of 48", status["restart_reason"]
+        ), status["restart_reason"]
+        with trio.fail_after(10):
+            answer = await hover(manager, doc)  # the new process answers
+        assert answer.result["contents"]["value"] == "hover"
+
+
+async def test_a_request_in_flight_on_a_server_over_its_cap_gets_a_clear_error(
+    tmp_path: Path, doc: Path
+) -> None:
+    servers = {"fake": msgspec.structs.replace(fake_server("grow-silent"), max_rss_mb=48)}
+    config = fast(servers, request_timeout=0.3, method_timeouts={"textDocument/hover": 30.0})
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(10), pytest.raises(ToolError) as info:
+            await hover(manager, doc)  # grows and never answers: restarted after 0.3 s
+        assert info.value.kind is ErrorKind.LSP_ERROR
+        assert "max_rss_mb of 48" in info.value.message and "retry" in info.value.message
+        await restarted(manager.servers["fake"])
+
+
+async def test_the_default_caps_come_from_the_server_or_the_lsp_section(tmp_path: Path) -> None:
+    config = fast({"fake": fake_server("ok")}, max_rss_mb=4)  # below any python process
+    async with running(tmp_path, config) as (manager, _):
+        server = manager.server_for("fake")
+        await server.connection()
+        await restarted(server)
+        assert "above its max_rss_mb of 4" in server.restart_reason
+
+
+# -- requests never answered, hung servers -----------------------------------------------------
+
+
+async def test_a_server_that_ignores_cancel_is_restarted(tmp_path: Path, doc: Path) -> None:
+    config = fast(
+        {"fake": fake_server("silent-hover")},
+        method_timeouts={"textDocument/hover": 0.2},
+        cancel_grace=1.0,
+    )
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(5), pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.kind is ErrorKind.TIMEOUT
+        # Told to cancel, it does not answer: unresponsive, then restarted.
+        assert manager.status()[0]["state"] == "unresponsive"
+        server = manager.servers["fake"]
+        await restarted(server)
+        assert server.restart_reason.startswith(
+            "it left a cancelled textDocument/hover unanswered for"
+        )
+        found = await manager.diagnostics(doc)
+        assert [d.message for d in found.diagnostics] == ["bad line 2"]
+        assert manager.status()[0]["state"] == "running"
+
+
+async def test_a_hung_server_does_not_slow_other_sessions(tmp_path: Path) -> None:
+    hung_root, other_root = roots(tmp_path, 2)
+    config = fast(
+        {"fake": fake_server("ok")}, method_timeouts={"textDocument/hover": 0.5}, cancel_grace=1.0
+    )
+    async with (
+        running(hung_root, config) as (hung, _),
+        running(other_root, config) as (other, _),
+    ):
+        await hover(hung, hung_root / "a.fake")
+        await hover(other, other_root / "a.fake")
+        server = hung.servers["fake"]
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGSTOP)
+        with trio.fail_after(5):
+            while hung.status()[0]["state"] != "unresponsive":
+                await trio.sleep(0.01)  # another process's state: polled, with a deadline
+        assert other.status()[0]["state"] == "running"
+        answered = 0
+        failed = trio.Event()
+
+        async def ask_hung() -> None:
+            with pytest.raises(ToolError) as info:
+                await hover(hung, hung_root / "a.fake")
+            assert info.value.kind is ErrorKind.TIMEOUT
+            failed.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask_hung)
+            while not failed.is_set():  # the other session answers as usual meanwhile
+                with trio.fail_after(0.4):  # well under the hung one's 0.5 s timeout
+                    await hover(other, other_root / "a.fake")
+                answered += 1
+        assert answered >= 3
+        # The hung server is restarted (SIGCONT, then killed) and answers again.
+        await restarted(server)
+        assert "textDocument/hover unanswered" in server.restart_reason
+        with trio.fail_after(10):
+            answer = await hover(hung, hung_root / "a.fake")
+        assert answer.result["contents"]["value"] == "hover"
+
+
+async def test_a_timeout_reports_the_whole_wait(tmp_path: Path, doc: Path) -> None:
+    config = fast(
+        {"fake": fake_server("unready-silent")},
+        ready_timeout=1.0,
+        method_timeouts={"textDocument/hover": 0.3},
+    )
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(10), pytest.raises(ToolError) as info:
+            await manager.request(doc, "textDocument/hover", hover_params, wait_ready=True)
+    assert info.value.kind is ErrorKind.TIMEOUT
+    pattern = r"within ([\d.]+) s, 1 s of it for the server to be ready"
+    found = re.search(pattern, info.value.message)
+    assert found is not None, info.value.message
+    assert 1.3 <= float(found.group(1)) < 5
+
+
+# -- crashes ------------------------------------------------------------------------------------
+
+
+async def test_a_crash_loop_is_marked_failed_and_names_its_stderr(
+    tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "BACKOFF_START", 0.01)
+    config = fast({"fake": fake_server("crash-at-start")}, crash_limit=3)
+    async with running(tmp_path, config) as (manager, _):
+        server = manager.server_for("fake")
+        with pytest.raises(ToolError):
+            await server.connection()
+        with trio.fail_after(10):
+            await server.wait_for(lambda: server.state is ServerState.FAILED, 10)
+        assert server.restarts == 2
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+    message = info.value.message
+    assert info.value.kind is ErrorKind.LSP_ERROR and info.value.details["server"] == "fake"
+    assert "failed 3 times (it exited with code 3;" in message
+    assert "its stderr ended with: fake: cannot start: <path> is missing" in message
+    assert "/etc" not in message
+
+
+# -- missing or failed servers are the answer --------------------------------------------------
+
+
+async def test_a_missing_first_server_is_the_answer_not_the_next_ones(
+    tmp_path: Path, doc: Path
+) -> None:
+    servers = {
+        "primary": ServerConfig(command=["no-such-primary-xyz"], install_hint="pip install p"),
+        "fake": fake_server("ok"),
+    }
+    async with running(tmp_path, fast(servers, ["primary", "fake"])) as (manager, _):
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)  # the fake one would answer: it must not
+        assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
+        assert info.value.details["server"] == "primary" and "pip install p" in info.value.message
+
+
+async def test_a_failed_first_server_is_the_answer_not_the_next_ones(
+    tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "BACKOFF_START", 0.01)
+    servers = {"primary": fake_server("crash-at-start"), "fake": fake_server("ok")}
+    async with running(tmp_path, fast(servers, ["primary", "fake"])) as (manager, _):
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.details["server"] == "primary"
+        assert "could not start" in info.value.message
+        primary = manager.servers["primary"]
+        with trio.fail_after(10):
+            await primary.wait_for(lambda: primary.state is ServerState.FAILED, 10)
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.kind is ErrorKind.LSP_ERROR
+        assert info.value.details["server"] == "primary" and "failed 5 times" in info.value.message
+
+
+async def test_a_gone_server_is_skipped_for_what_it_never_offered(
+    tmp_path: Path, doc: Path
+) -> None:
+    program = tmp_path / "bin" / "primary-ls"
+    program.parent.mkdir()
+    program.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} ok\n")
+    program.chmod(0o755)
+    servers = {
+        "primary": ServerConfig(command=[str(program)]),
+        "second": fake_server("server-requests"),
+    }
+    async with running(tmp_path, fast(servers, ["primary", "second"])) as (manager, _):
+        assert (await hover(manager, doc)).server == "primary"
+        second = manager.server_for("second")
+        await second.connection()
+        with trio.fail_after(5):
+            await second.wait_for(
+                lambda: second.capabilities.supports("textDocument/formatting"), 5
+            )
+        # primary's program goes away; it dies and cannot start again.
+        primary = manager.servers["primary"]
+        program.unlink()
+        assert primary.pid is not None
+        os.kill(primary.pid, signal.SIGKILL)
+        with trio.fail_after(10):
+            await primary.wait_for(lambda: primary.state is ServerState.UNAVAILABLE, 10)
+        # Hover, which primary offered: its error. Formatting, which it never offered: second.
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+        assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
+        assert info.value.details["server"] == "primary"
+        assert "install primary-ls, or fix servers.primary.command" in info.value.message
+        assert str(tmp_path) not in info.value.message
+        with pytest.raises(ToolError) as info:
+            await manager.request(doc, "textDocument/formatting", hover_params, wait_ready=False)
+        assert info.value.details["server"] == "second"  # it answered (refusing the method)
+
+
+async def test_the_install_hint_names_the_program_not_its_path(tmp_path: Path, doc: Path) -> None:
+    missing = ServerConfig(command=[str(tmp_path.parent / "bin" / "fake-ls"), "--stdio"])
+    async with running(tmp_path, fast({"fake": missing})) as (manager, _):
+        with pytest.raises(ToolError) as info:
+            await hover(manager, doc)
+    assert info.value.message == (
+        "The fake language server is not installed; install fake-ls, or fix "
+        "servers.fake.command in the config."
+    )
+
+
+def test_scrub_keeps_method_names_and_relative_paths(tmp_path: Path) -> None:
+    text = (
+        "Request textDocument/references failed for file:///etc/x.py and /usr/lib/a.so "
+        f"and {tmp_path}/src/a.py"
+    )
+    assert scrub(text, tmp_path) == (
+        "Request textDocument/references failed for <path> and <path> and src/a.py"
+    )
+
+
+# -- the daemon-wide caps ----------------------------------------------------------------------
+
+
+async def test_the_least_recently_used_idle_session_stops_first(tmp_path: Path) -> None:
+    a, b, c = roots(tmp_path, 3)
+    budget = ServerBudget(DaemonConfig(max_servers=2))
+    config = fast({"fake": fake_server("ok")})
+    async with (
+        running(a, config, budget=budget) as (first, _),
+        running(b, config, budget=budget) as (second, _),
+        running(c, config, budget=budget) as (third, _),
+    ):
+        await hover(first, a / "a.fake")
+        await hover(second, b / "a.fake")
+        assert budget.live() == 2
+        await hover(third, c / "a.fake")  # one too many: the oldest idle one stops
+        assert budget.live() == 2
+        status = first.status()[0]
+        assert status["state"] == "idle" and status["pid"] is None
+        assert "daemon.max_servers" in status["restart_reason"]
+        assert second.status()[0]["state"] == "running"
+        # Its next request starts it again, and the next oldest idle one (second) stops.
+        with trio.fail_after(10):
+            answer = await hover(first, a / "a.fake")
+        assert answer.result["contents"]["value"] == "hover"
+        assert [m.status()[0]["state"] for m in (first, second, third)] == [
+            "running",
+            "idle",
+            "running",
+        ]
+
+
+async def test_a_busy_session_is_not_stopped_for_the_cap(tmp_path: Path) -> None:
+    a, b = roots(tmp_path, 2)
+    budget = ServerBudget(DaemonConfig(max_servers=10, max_sessions=1))
+    config = fast(
+        {"fake": fake_server("silent-hover")},
+        method_timeouts={"textDocument/hover": 30.0},
+        cancel_grace=60.0,
+    )
+    async with (
+        running(a, config, budget=budget) as (first, _),
+        running(b, config, budget=budget) as (second, _),
+    ):
+        await first.server_for("fake").connection()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hover, first, a / "a.fake")  # never answered: busy
+            await trio.testing.wait_all_tasks_blocked()
+            assert first.busy
+            await second.server_for("fake").connection()  # over max_sessions, nobody idle
+            assert budget.live() == 2
+            assert first.status()[0]["state"] == "running"
+            nursery.cancel_scope.cancel()
