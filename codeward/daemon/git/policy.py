@@ -2,17 +2,22 @@
 
 `classify(root, subcommand, args)` either refuses (`ToolError`) or returns a `Decision`:
 the tier (read, write, destructive), why, and whether the command may change the work tree.
-Where a command's effect is unclear from its arguments, it is put in the stricter tier.
+Arguments are split by git's own grammar (grammar.py, tables.py): only the exact options
+in the subcommand's table pass. Where a command's effect is unclear from its arguments, it
+is put in the stricter tier.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from codeward.daemon.git.grammar import Kind, Parsed, parse_args, refuse
+from codeward.daemon.git.tables import MERGE_STRATEGIES, SPECS
 from codeward.daemon.paths import is_inside
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -37,233 +42,6 @@ class Decision:
         return f"git {shown} ({self.tier.value}: {self.reason})"
 
 
-@dataclass(frozen=True)
-class Spec:
-    """What the walker must know of a subcommand's options to tell values from positionals."""
-
-    short_values: str = ""  # take a value, attached or as the next argument
-    short_optional: str = ""  # take an attached value only
-    long_values: frozenset[str] = frozenset()  # take a value, `=v` or the next argument
-    file_options: frozenset[str] = frozenset()  # the value is a file that must be inside root
-    refused: frozenset[str] = frozenset()  # long names (and their abbreviations), short letters
-    dash_c: str = ""  # which of `-c`/`-C` this subcommand documents (else: git's global option)
-
-
-@dataclass
-class Parsed:
-    """Arguments split into options (name, value) and positionals, before and after `--`."""
-
-    options: list[tuple[str, str | None]] = field(default_factory=list)
-    positionals: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)  # after `--`
-    dashdash: bool = False
-
-    def has(self, *names: str) -> bool:
-        return any(name in names for name, _ in self.options)
-
-    def values(self, *names: str) -> list[str]:
-        return [v for n, v in self.options if n in names and v is not None]
-
-
-GLOBAL_OPTIONS = (
-    "--git-dir",
-    "--work-tree",
-    "--exec-path",
-    "--config-env",
-    "--namespace",
-    "--super-prefix",
-    "--list-cmds",
-)
-EVERYWHERE_REFUSED = frozenset({"output", "ext-diff", "textconv"})
-_EXACT_OPTIONS = frozenset({"text"})  # real options that are prefixes of refused ones
-
-_LOG_LONG = frozenset(
-    {
-        "author", "committer", "grep", "since", "until", "after", "before", "max-count",
-        "skip", "encoding", "branches", "tags", "remotes", "glob", "exclude",
-        "date", "diff-filter", "word-diff-regex", "inter-hunk-context", "relative",
-        "stat-width", "stat-name-width", "stat-count", "anchored", "ignore-matching-lines",
-        "decorate-refs", "decorate-refs-exclude", "format", "pretty", "orderfile",
-    }
-)  # fmt: skip
-_DIFF_FILES = frozenset({"O", "orderfile"})
-_LOG_SPEC = Spec(
-    short_values="nGSO", short_optional="MCBUlI", long_values=_LOG_LONG,
-    file_options=_DIFF_FILES, dash_c="cC",
-)  # fmt: skip
-_NO_SPEC = Spec()
-
-SPECS: dict[str, Spec] = {
-    "status": Spec(short_optional="u"),
-    "diff": Spec(
-        dash_c="cC",
-        short_values="GSO",
-        short_optional="MCBUlI",
-        long_values=_LOG_LONG,
-        file_options=_DIFF_FILES,
-        refused=frozenset({"no-index"}),
-    ),
-    "log": _LOG_SPEC,
-    "show": _LOG_SPEC,
-    "shortlog": _LOG_SPEC,
-    "blame": Spec(
-        dash_c="C",
-        short_optional="C",
-        short_values="LS",
-        long_values=frozenset({"ignore-rev", "ignore-revs-file", "date"}),
-        file_options=frozenset({"S", "ignore-revs-file"}),
-        refused=frozenset({"contents"}),
-    ),
-    "grep": Spec(
-        dash_c="C",
-        short_values="efABCm",
-        short_optional="O",
-        long_values=frozenset({"max-depth", "context", "after-context", "before-context"}),
-        file_options=frozenset({"f"}),
-        refused=frozenset({"O", "open-files-in-pager", "no-index"}),
-    ),
-    "ls-files": Spec(
-        short_values="xX",
-        long_values=frozenset({"exclude", "exclude-from", "format"}),
-        file_options=frozenset({"X", "exclude-from"}),
-    ),
-    "rev-parse": _NO_SPEC,
-    "describe": Spec(long_values=frozenset({"match", "exclude"})),
-    "fetch": Spec(
-        short_values="jo",
-        long_values=frozenset(
-            {
-                "depth",
-                "deepen",
-                "shallow-since",
-                "shallow-exclude",
-                "jobs",
-                "server-option",
-                "negotiation-tip",
-                "refmap",
-            }
-        ),
-        refused=frozenset({"upload-pack", "u"}),
-    ),
-    "pull": Spec(
-        short_values="sXjo",
-        long_values=frozenset({"strategy", "strategy-option", "depth", "server-option", "jobs"}),
-        refused=frozenset({"upload-pack", "u"}),
-    ),
-    "push": Spec(
-        short_values="o",
-        long_values=frozenset({"repo", "push-option", "recurse-submodules"}),
-        refused=frozenset({"receive-pack", "exec"}),
-    ),
-    "add": Spec(long_values=frozenset({"chmod"}), file_options=frozenset({"pathspec-from-file"})),
-    "commit": Spec(
-        dash_c="cC",
-        short_values="mFtcC",
-        short_optional="S",
-        long_values=frozenset(
-            {
-                "message",
-                "file",
-                "template",
-                "author",
-                "date",
-                "fixup",
-                "squash",
-                "reuse-message",
-                "reedit-message",
-                "cleanup",
-                "trailer",
-                "pathspec-from-file",
-                "untracked-files",
-            }
-        ),
-        file_options=frozenset({"F", "file", "t", "template", "pathspec-from-file"}),
-    ),
-    "checkout": Spec(
-        short_values="bB",
-        long_values=frozenset({"orphan", "conflict", "track"}),
-        file_options=frozenset({"pathspec-from-file"}),
-    ),
-    "switch": Spec(
-        dash_c="cC",
-        short_values="cC",
-        long_values=frozenset({"create", "force-create", "orphan", "conflict"}),
-    ),
-    "restore": Spec(
-        short_values="s",
-        long_values=frozenset({"source", "conflict"}),
-        file_options=frozenset({"pathspec-from-file"}),
-    ),
-    "merge": Spec(
-        short_values="msXF",
-        long_values=frozenset({"strategy", "strategy-option", "message", "file", "into-name"}),
-        file_options=frozenset({"F", "file"}),
-    ),
-    "rebase": Spec(
-        short_values="sX",
-        short_optional="S",
-        long_values=frozenset({"onto", "strategy", "strategy-option", "whitespace"}),
-        refused=frozenset({"x", "exec", "i", "interactive", "edit-todo"}),
-    ),
-    "cherry-pick": Spec(
-        short_values="mX",
-        short_optional="S",
-        long_values=frozenset({"mainline", "strategy", "strategy-option"}),
-    ),
-    "revert": Spec(
-        short_values="mX",
-        short_optional="S",
-        long_values=frozenset({"mainline", "strategy", "strategy-option"}),
-    ),
-    "stash": Spec(
-        short_values="m",
-        long_values=frozenset({"message", "format", "pretty"}),
-        file_options=frozenset({"pathspec-from-file"}),
-    ),
-    "branch": Spec(
-        dash_c="cC",
-        short_values="ut",
-        long_values=frozenset(
-            {
-                "set-upstream-to",
-                "contains",
-                "no-contains",
-                "merged",
-                "no-merged",
-                "points-at",
-                "sort",
-                "format",
-                "column",
-            }
-        ),
-    ),
-    "tag": Spec(
-        short_values="mFu",
-        short_optional="n",
-        long_values=frozenset(
-            {
-                "message",
-                "file",
-                "local-user",
-                "contains",
-                "no-contains",
-                "merged",
-                "no-merged",
-                "points-at",
-                "sort",
-                "format",
-                "cleanup",
-            }
-        ),
-        file_options=frozenset({"F", "file"}),
-    ),
-    "remote": Spec(short_values="tm", long_values=frozenset({"track", "master"})),
-    "reset": Spec(file_options=frozenset({"pathspec-from-file"})),
-    "rm": Spec(file_options=frozenset({"pathspec-from-file"})),
-    "mv": _NO_SPEC,
-    "clean": Spec(short_values="e", long_values=frozenset({"exclude"})),
-}
-
 READ_SUBCOMMANDS = frozenset(
     {"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "describe",
      "shortlog", "fetch", "grep"}
@@ -272,10 +50,16 @@ WORKTREE_WRITES = frozenset(
     {"checkout", "switch", "merge", "rebase", "pull", "reset", "restore", "cherry-pick",
      "revert", "rm", "mv", "clean"}
 )  # fmt: skip
-
-
-def refuse(message: str, **details: object) -> ToolError:
-    return ToolError(ErrorKind.ARGUMENT_NOT_ALLOWED, message, **details)
+# Subcommands whose first operand is a repository (a remote name or URL).
+_REMOTE_FIRST = frozenset({"fetch", "pull", "push"})
+_STASH_ACTIONS = frozenset(
+    {"push", "save", "pop", "apply", "drop", "clear", "list", "show", "branch"}
+)
+_STASH_WORKTREE = frozenset({"push", "save", "pop", "apply", "branch"})
+_REMOTE_ACTIONS = frozenset(
+    {"add", "rename", "remove", "rm", "set-head", "set-branches", "get-url", "set-url",
+     "show", "prune", "update"}
+)  # fmt: skip
 
 
 def classify(root: Path, subcommand: str, args: Sequence[str]) -> Decision:
@@ -287,6 +71,9 @@ def classify(root: Path, subcommand: str, args: Sequence[str]) -> Decision:
     for arg in (subcommand, *args):
         if "\x00" in arg or "\n" in arg or "\r" in arg:
             raise refuse("Arguments may not contain NUL or line breaks; remove them.")
+        lowered = arg.lower()
+        if "ext::" in lowered or "fd::" in lowered:
+            raise refuse("ext:: and fd:: transports run programs and are not allowed.")
     if subcommand.startswith("-"):
         raise refuse(
             f"Global git options such as {subcommand!r} are not allowed; "
@@ -301,7 +88,8 @@ def classify(root: Path, subcommand: str, args: Sequence[str]) -> Decision:
         )
     args = tuple(args)
     parsed = parse_args(subcommand, args, spec)
-    check_paths(root, parsed, spec)
+    check_values(root, subcommand, parsed)
+    check_operands(root, subcommand, parsed)
     tier, reason = _TIERS.get(subcommand, _default_tier)(subcommand, parsed, root)
     changes = tier is not Tier.READ and (
         subcommand in WORKTREE_WRITES
@@ -310,111 +98,125 @@ def classify(root: Path, subcommand: str, args: Sequence[str]) -> Decision:
     return Decision(subcommand, args, tier, reason, changes)
 
 
-def parse_args(subcommand: str, args: Sequence[str], spec: Spec) -> Parsed:
-    """Split `args` into options and positionals, refusing the injection vectors."""
-    parsed = Parsed()
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        _check_url(arg)
-        if parsed.dashdash:
-            parsed.paths.append(arg)
-        elif arg == "--":
-            parsed.dashdash = True
-        elif arg.startswith("--"):
-            name, eq, value = arg[2:].partition("=")
-            _check_long(subcommand, name, spec)
-            if not eq and name in spec.long_values and i < len(args):
-                value, eq = args[i], "="
-                i += 1
-            parsed.options.append((name, value if eq else None))
-        elif arg.startswith("-") and len(arg) > 1:
-            if arg in ("-c", "-C") and arg[1] not in spec.dash_c:
-                raise refuse(
-                    f"{arg} is git's global config/directory option and is not allowed here; "
-                    "the daemon runs git at the project root with its own config."
-                )
-            i = _parse_short(subcommand, arg, args, i, spec, parsed)
-        else:
-            parsed.positionals.append(arg)
-    return parsed
+# --- values and operands ----------------------------------------------------------------
 
 
-def _parse_short(
-    subcommand: str, arg: str, args: Sequence[str], i: int, spec: Spec, parsed: Parsed
-) -> int:
-    letters = arg[1:]
-    if letters.isdigit():  # `-5`: a count
-        parsed.options.append(("n", letters))
-        return i
-    for k, letter in enumerate(letters):
-        if letter in spec.refused:
-            raise refuse(f"git {subcommand} -{letter} is not allowed; remove it.")
-        rest = letters[k + 1 :]
-        if letter in spec.short_values:
-            if not rest and i < len(args):
-                rest = args[i]
-                i += 1
-            parsed.options.append((letter, rest))
-            return i
-        if letter in spec.short_optional:
-            parsed.options.append((letter, rest or None))
-            return i
-        parsed.options.append((letter, None))
-    return i
-
-
-def _check_long(subcommand: str, name: str, spec: Spec) -> None:
-    if f"--{name}" in GLOBAL_OPTIONS:
-        raise refuse(
-            f"--{name} is a global git option and is not allowed; "
-            "the daemon always runs git at the project root."
-        )
-    if name in _EXACT_OPTIONS:
-        return
-    for refused in EVERYWHERE_REFUSED | spec.refused:
-        # git accepts any unambiguous prefix of a long option: refuse those too.
-        if len(refused) > 1 and len(name) >= 2 and refused.startswith(name):
-            raise refuse(f"git {subcommand} --{refused} is not allowed; remove it.")
-
-
-def _check_url(arg: str) -> None:
-    lowered = arg.lower()
-    if "ext::" in lowered or "fd::" in lowered:
-        raise refuse("ext:: and fd:: transports run programs and are not allowed.")
-
-
-def check_paths(root: Path, parsed: Parsed, spec: Spec) -> None:
-    """Paths after `--`, file option values, and path-like positionals must stay in root."""
-    for path in parsed.paths:
-        _check_path(root, _strip_magic(path), path)
-    for name, value in parsed.options:
-        if name in spec.file_options and value is not None and value != "-":
+def check_values(root: Path, subcommand: str, parsed: Parsed) -> None:
+    """Option values that name files, remotes or merge strategies."""
+    for option, value in parsed.options:
+        if value is None:
+            continue
+        if option.kind is Kind.FILE and value != "-":
             _check_path(root, value, value)
-    for arg in parsed.positionals:
-        if arg.lower().startswith("file://"):
-            _check_path(root, arg[len("file://") :], arg)
-        elif arg.startswith("/") or ".." in arg.split("/") or os.path.lexists(root / arg):
-            _check_path(root, arg, arg)
+        elif option.kind is Kind.REMOTE:
+            check_remote(root, value)
+        elif option.kind is Kind.STRATEGY and value not in MERGE_STRATEGIES:
+            raise refuse(
+                f"Merge strategy {value!r} is not one of git's own "
+                f"({', '.join(sorted(MERGE_STRATEGIES))}); git would run a program for it.",
+                option=f"--{option.name}",
+            )
 
 
-def _strip_magic(pathspec: str) -> str:
-    """The path of a pathspec, without `:(magic)` or short magic; `top` magic is refused."""
-    if not pathspec.startswith(":"):
-        return pathspec
-    if pathspec.startswith(":("):
+def check_operands(root: Path, subcommand: str, parsed: Parsed) -> None:
+    """Paths after `--` and path-like operands stay in root; repositories are remotes."""
+    for path in parsed.paths:
+        check_pathspec(root, path)
+    operands = list(parsed.positionals)
+    if subcommand in _REMOTE_FIRST and operands:
+        many = subcommand == "fetch" and parsed.has("multiple")
+        for remote in operands if many else operands[:1]:
+            check_remote(root, remote)
+        return  # the rest are refspecs
+    if subcommand == "remote":
+        action = operands[0] if operands else ""
+        if action and action not in _REMOTE_ACTIONS:
+            raise refuse(f"git remote {action} is not allowed; use one of: "
+                         f"{', '.join(sorted(_REMOTE_ACTIONS))}.")  # fmt: skip
+        if action == "add" and len(operands) > 2:
+            check_remote(root, operands[2], url=True)
+        if action == "set-url" and len(operands) > 2 and not parsed.has("delete"):
+            check_remote(root, operands[2], url=True)
+        return
+    for arg in operands:
+        if _path_like(root, arg):
+            check_pathspec(root, arg)
+
+
+def _path_like(root: Path, arg: str) -> bool:
+    return (
+        arg.startswith((":", "/"))
+        or ".." in arg.split("/")
+        or arg.lower().startswith("file://")
+        or os.path.lexists(root / arg)
+    )
+
+
+_LONG_MAGIC_OK = frozenset({"exclude", "icase", "literal", "glob"})
+_SHORT_MAGIC = "/!^"
+
+
+def check_pathspec(root: Path, pathspec: str) -> None:
+    """A pathspec must name paths inside root: `top` magic (`:(top)`, `:/`) is refused, and
+    only the magic words that cannot widen it (exclude, icase, literal, glob) are allowed."""
+    path = pathspec
+    if pathspec.lower().startswith("file://"):
+        path = pathspec[len("file://") :]
+    elif pathspec.startswith(":("):
         magic, sep, rest = pathspec[2:].partition(")")
-        words = {w.split(":")[0].strip() for w in magic.split(",")}
-        if not sep or "top" in words:
-            raise _outside(pathspec)
-        return rest or "."
-    rest = pathspec[1:]
-    while rest and rest[0] in "!^":
-        rest = rest[1:]
-    if rest.startswith("/"):
-        raise _outside(pathspec)
-    return rest.removeprefix(":") or "."
+        if not sep:
+            raise refuse(f"Pathspec {pathspec!r} has no closing ')'; fix its magic.")
+        for word in magic.split(","):
+            name = word.split(":")[0].strip().lower()
+            if name == "top":
+                raise _outside(pathspec, root)
+            if name not in _LONG_MAGIC_OK:
+                raise refuse(
+                    f"Pathspec magic {name!r} in {pathspec!r} is not allowed; use exclude, "
+                    "icase, literal or glob, or a plain path.",
+                    magic=name,
+                )
+        path = rest
+    elif pathspec.startswith(":"):
+        k = 1
+        while k < len(pathspec) and pathspec[k] in _SHORT_MAGIC:
+            if pathspec[k] == "/":
+                raise _outside(pathspec, root)
+            k += 1
+        path = pathspec[k + 1 :] if pathspec[k : k + 1] == ":" else pathspec[k:]
+    _check_path(root, path or ".", pathspec)
+
+
+_NETWORK_URL = re.compile(r"(?:https?|ssh|git|git\+ssh|ssh\+git)://(?:[^/?#@]*@)?([^/?#]*)")
+_SCP_LIKE = re.compile(r"(?:[^@/:]+@)?([^/:]+):")
+_REMOTE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def check_remote(root: Path, value: str, *, url: bool = False) -> None:
+    """A repository operand: a configured remote's name, or a network URL (http(s), ssh,
+    git, scp-like `host:path`), never a local path, `file://`, `~` or a transport helper.
+    `url` asks for a URL only (what `remote add` stores)."""
+    network = _NETWORK_URL.match(value.lower())
+    if network is not None:
+        if network.group(1) and not network.group(1).startswith("-"):
+            return
+    elif "::" not in value and "://" not in value:
+        scp = _SCP_LIKE.match(value)
+        if scp is not None and not scp.group(1).startswith("-"):
+            return
+        if not url and _REMOTE_NAME.fullmatch(value):
+            if os.path.lexists(root / value):  # git falls back to it as a path
+                _check_path(root, value, value)
+            return
+        if value.startswith(("/", ".")):
+            _check_path(root, value, value)
+    elif value.lower().startswith("file://"):
+        _check_path(root, value[len("file://") :], value)
+    raise refuse(
+        f"{_shown(value, root)!r} is not a remote codeward lets git use: give the name of a "
+        "configured remote or a network URL (https://, ssh://, git://, host:path); local "
+        "paths, file://, ~ and transport helpers are refused.",
+    )
 
 
 def _check_path(root: Path, path: str, shown: str) -> None:
@@ -424,15 +226,23 @@ def _check_path(root: Path, path: str, shown: str) -> None:
         raise _outside(shown, root)
 
 
-def _outside(shown: str, root: Path | None = None) -> ToolError:
-    if root is not None and shown.startswith("/"):
-        try:
-            shown = Path(shown).relative_to(root).as_posix()
-        except ValueError:
-            shown = "the given path"
+def _shown(value: str, root: Path) -> str:
+    if "/" not in value:
+        return value
+    for prefix in ("file://", ""):
+        path = value.removeprefix(prefix)
+        if path.startswith("/"):
+            try:
+                return Path(path).relative_to(root).as_posix()
+            except ValueError:
+                return "the given path"
+    return value if not value.startswith("~") else "the given path"
+
+
+def _outside(shown: str, root: Path) -> ToolError:
     return ToolError(
         ErrorKind.PATH_OUTSIDE_PROJECT,
-        f"{shown!r} is outside the project; give paths inside the root.",
+        f"{_shown(shown, root)!r} is outside the project; give paths inside the root.",
     )
 
 
@@ -447,19 +257,45 @@ def _default_tier(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
     return Tier.WRITE, f"git {subcommand} changes the repository"
 
 
+def _writes_local_refs(refspecs: Sequence[str]) -> tuple[bool, bool]:
+    """Whether fetch refspecs write local refs, and whether they force it (`+src:dst`,
+    `tag NAME`)."""
+    writes = forced = False
+    for k, refspec in enumerate(refspecs):
+        if refspec == "tag" or (k and refspecs[k - 1] == "tag"):
+            writes = True
+            continue
+        src, colon, dst = refspec.partition(":")
+        if colon and dst:
+            writes = True
+            forced = forced or src.startswith("+")
+    return writes, forced
+
+
 def _fetch(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
-    refspecs = parsed.positionals[1:]
-    writes_local = [r for r in refspecs if ":" in r.lstrip("+").rstrip(":")]
-    if any(r.startswith("+") for r in writes_local) or (writes_local and _force(parsed)):
+    refspecs = [] if parsed.has("multiple") else parsed.positionals[1:]
+    writes, forced = _writes_local_refs(refspecs)
+    if forced or (writes and _force(parsed)):
         return Tier.DESTRUCTIVE, "force-updates local refs from the remote"
-    if writes_local:
+    if parsed.has("prune-tags") or (parsed.has("tags") and _force(parsed)):
+        return Tier.DESTRUCTIVE, "deletes or overwrites local tags (tags have no reflog)"
+    if writes:
         return Tier.WRITE, "updates local refs named in the refspec"
+    if parsed.has("prune"):
+        return Tier.WRITE, "deletes stale remote-tracking branches"
     return Tier.READ, "fetches from a remote"
+
+
+def _pull(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
+    writes, forced = _writes_local_refs(parsed.positionals[1:])
+    if forced or (writes and _force(parsed)) or (parsed.has("tags") and _force(parsed)):
+        return Tier.DESTRUCTIVE, "force-updates local refs from the remote"
+    return Tier.WRITE, "fetches and merges into the current branch"
 
 
 def _push(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
     forced = _force(parsed) or parsed.has(
-        "force-with-lease", "force-if-includes", "mirror", "delete", "d", "prune"
+        "force-with-lease", "force-if-includes", "mirror", "delete", "prune"
     )
     refspecs = parsed.positionals[1:]
     if forced or any(r.startswith(("+", ":")) for r in refspecs):
@@ -474,25 +310,25 @@ def _reset(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
 
 
 def _clean(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
-    if parsed.has("n", "dry-run") and not _force(parsed):
+    if parsed.has("dry-run") and not _force(parsed):
         return Tier.READ, "lists what clean would remove"
     return Tier.DESTRUCTIVE, "deletes untracked files"
 
 
 def _branch(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
     o = parsed
-    if o.has("D") or (o.has("d", "delete") and _force(o)):
+    if o.has("D") or (o.has("delete") and _force(o)):
         return Tier.DESTRUCTIVE, "force-deletes a branch"
-    if o.has("M", "C") or ((o.has("m", "move", "c", "copy") or o.positionals) and _force(o)):
+    if o.has("M", "C") or ((o.has("move", "copy") or o.positionals) and _force(o)):
         return Tier.DESTRUCTIVE, "overwrites an existing branch"
-    writes = (
-        "d", "delete", "m", "move", "c", "copy", "u", "set-upstream-to", "unset-upstream",
-        "t", "track", "no-track", "edit-description",
-    )  # fmt: skip
+    writes = ("delete", "move", "copy", "set-upstream-to", "unset-upstream", "track",
+              "no-track", "edit-description", "create-reflog")  # fmt: skip
     if o.has(*writes):
         return Tier.WRITE, "changes branches"
-    lists = ("l", "list", "v", "vv", "verbose", "contains", "no-contains", "merged",
-             "no-merged", "points-at", "show-current")  # fmt: skip
+    # git lists (never creates) with no operand or with a filter; `-v`, `--column`,
+    # `--format`, `--sort` do not make it list.
+    lists = ("list", "contains", "no-contains", "merged", "no-merged", "points-at",
+             "show-current")  # fmt: skip
     if not o.positionals or o.has(*lists):
         return Tier.READ, "lists branches"
     return Tier.WRITE, "creates a branch"
@@ -500,14 +336,14 @@ def _branch(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
 
 def _tag(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
     o = parsed
-    if o.has("d", "delete"):
+    if o.has("delete"):
         return Tier.DESTRUCTIVE, "deletes a tag (tags have no reflog)"
     if _force(o):
         return Tier.DESTRUCTIVE, "replaces an existing tag"
-    if o.has("a", "annotate", "s", "sign", "m", "message", "F", "file", "u", "local-user"):
+    if o.has("annotate", "sign", "message", "file", "local-user", "edit", "create-reflog"):
         return Tier.WRITE, "creates a tag"
-    lists = ("l", "list", "n", "contains", "no-contains", "merged", "no-merged", "points-at",
-             "v", "verify")  # fmt: skip
+    lists = ("list", "n", "contains", "no-contains", "merged", "no-merged", "points-at",
+             "verify")  # fmt: skip
     if not o.positionals or o.has(*lists):
         return Tier.READ, "lists tags"
     return Tier.WRITE, "creates a tag"
@@ -520,11 +356,13 @@ def _remote(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
     return Tier.WRITE, f"remote {action} changes the repository's remotes"
 
 
-_STASH_WORKTREE = frozenset({"push", "save", "pop", "apply", "branch"})
-
-
 def _stash_action(parsed: Parsed) -> str:
-    return parsed.positionals[0] if parsed.positionals else "push"
+    """The stash action: any operand naming one counts (the stricter reading)."""
+    named = [p for p in parsed.positionals if p in _STASH_ACTIONS]
+    for action in ("clear", "drop"):
+        if action in named:
+            return action
+    return named[0] if named else "push"
 
 
 def _stash(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
@@ -538,25 +376,25 @@ def _stash(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
 
 def _checkout(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
     o = parsed
-    if _force(o) or o.has("B", "ours", "theirs", "patch", "p", "pathspec-from-file", "merge"):
+    if _force(o) or o.has("B", "ours", "theirs", "merge", "pathspec-from-file"):
         return Tier.DESTRUCTIVE, "overwrites work-tree changes"
     if o.paths or len(o.positionals) > 1:
         return Tier.DESTRUCTIVE, "checks out paths, discarding their work-tree changes"
     for arg in o.positionals:
-        if any(c in arg for c in "*?[") or os.path.lexists(root / arg):
+        if arg.startswith(":") or any(c in arg for c in "*?[") or os.path.lexists(root / arg):
             return Tier.DESTRUCTIVE, f"{arg!r} names files whose changes would be discarded"
     return Tier.WRITE, "switches branches"
 
 
 def _switch(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
-    if _force(parsed) or parsed.has("discard-changes", "force-create", "C"):
+    if _force(parsed) or parsed.has("discard-changes", "force-create"):
         return Tier.DESTRUCTIVE, "discards work-tree changes"
     return Tier.WRITE, "switches branches"
 
 
 def _restore(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
-    staged = parsed.has("S", "staged")
-    worktree = parsed.has("W", "worktree")
+    staged = parsed.has("staged")
+    worktree = parsed.has("worktree")
     if staged and not worktree:
         return Tier.WRITE, "unstages changes"
     return Tier.DESTRUCTIVE, "discards work-tree changes"
@@ -568,12 +406,20 @@ def _rm_mv(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
     return Tier.WRITE, f"git {subcommand} changes the work tree and index"
 
 
+def _sequencer(subcommand: str, parsed: Parsed, root: Path) -> TierResult:
+    """merge, rebase, cherry-pick, revert: `--abort` and `--skip` reset the work tree."""
+    if parsed.has("abort", "skip"):
+        return Tier.DESTRUCTIVE, "--abort/--skip resets the work tree, discarding changes"
+    return Tier.WRITE, f"git {subcommand} changes the repository"
+
+
 def _force(parsed: Parsed) -> bool:
-    return parsed.has("f", "force")
+    return parsed.has("force")
 
 
 _TIERS = {
     "fetch": _fetch,
+    "pull": _pull,
     "push": _push,
     "reset": _reset,
     "clean": _clean,
@@ -586,6 +432,10 @@ _TIERS = {
     "restore": _restore,
     "rm": _rm_mv,
     "mv": _rm_mv,
+    "merge": _sequencer,
+    "rebase": _sequencer,
+    "cherry-pick": _sequencer,
+    "revert": _sequencer,
 }
 
 
