@@ -112,6 +112,26 @@ def test_usage_errors_exit_2(argv: list[str], repo: Path, sock_path: Path) -> No
     assert "usage: codeward" in result.stderr
     assert result.stdout == ""
     assert not sock_path.parent.exists()  # nothing was started
+    # a command's usage error shows that command's usage, not the top level's
+    given = argv[0] if argv and argv[0] in COMMANDS else None
+    usage = result.stderr.split("\n", 1)[0]
+    assert usage.startswith(f"usage: codeward {given} " if given else "usage: codeward ["), usage
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["hover", "a.py:1:1", "extra"],
+        ["sessions", "close"],
+        ["sessions", "close", "/r", "--all"],
+        ["sessions", "/r"],
+        ["rename", "a.py:1:1", "x", "y"],
+    ],
+)
+def test_usage_errors_name_the_command(argv: list[str], repo: Path, sock_path: Path) -> None:
+    result = run(["--socket", str(sock_path), "--no-autostart", *argv])
+    assert result.code == 2
+    assert result.stderr.startswith(f"usage: codeward {argv[0]} "), result.stderr
 
 
 def test_help_and_version_exit_0(capsys: pytest.CaptureFixture[str]) -> None:

@@ -246,6 +246,67 @@ def test_git_policy_refusals(env: Env, daemon: subprocess.Popen[bytes], repo: Pa
     assert json.loads(as_json.stdout)["error"]["data"]["kind"] == "subcommand_not_allowed"
 
 
+def test_git_paths_are_relative_to_the_working_directory(
+    env: Env, daemon: subprocess.Popen[bytes], repo: Path
+) -> None:
+    sub = repo / "pkg"
+    sub.mkdir()
+    (sub / "mod.py").write_text("y = 1\n")
+    (sub / "msg.txt").write_text("add mod\n")
+    assert env.run("git", "--yes", "add", "mod.py", cwd=sub).returncode == 0
+    done = env.run("git", "commit", "-F", "msg.txt", "--yes", cwd=sub)  # a file option
+    assert done.returncode == 0, done.stderr
+    log = env.run("git", "log", "--format=%s", "--", "mod.py", cwd=sub)
+    assert log.stdout == "add mod\n", log.stderr  # a pathspec, from the subdirectory
+    assert env.run("git", "log", "--format=%s", "mod.py", cwd=sub).stdout == "add mod\n"
+    assert env.run("git", "log", "--format=%s", "--", "../a.py", cwd=sub).stdout == (
+        "first commit\n"
+    )
+    (sub / "mod.py").write_text("y = 2\n")
+    (repo / "a.py").write_text("x = 3\n")
+    here = env.json("git", "diff", "--name-only", "--", ".", cwd=sub)
+    assert here["output"] == "pkg/mod.py\n"
+    outside = env.run("git", "log", "--", "../../elsewhere", cwd=sub)
+    assert outside.returncode == 1 and "[path_outside_project]" in outside.stderr
+
+
+def test_git_flags_on_either_side_of_the_subcommand(
+    env: Env, daemon: subprocess.Popen[bytes], repo: Path
+) -> None:
+    (repo / "a.py").write_text("x = 2\n")
+    blocked = env.run("git", "reset", "--hard", "--yes", cwd=repo)
+    assert blocked.returncode == 1 and "[blocked_destructive]" in blocked.stderr
+    assert "--allow-destructive" in blocked.stderr  # the CLI's form of the hint
+    assert "allow_destructive: true" not in blocked.stderr
+    after = env.run("git", "reset", "--hard", "--allow-destructive", "--yes", cwd=repo)
+    assert after.returncode == 0, after.stderr
+    assert (repo / "a.py").read_text() == "x = 1\n"
+    (repo / "a.py").write_text("x = 2\n")
+    before = env.run("git", "--allow-destructive", "--yes", "reset", "--hard", cwd=repo)
+    assert before.returncode == 0, before.stderr
+    assert (repo / "a.py").read_text() == "x = 1\n"
+    mixed = env.run("git", "--yes", "status", "--json", cwd=repo)  # --json after, too
+    assert json.loads(mixed.stdout)["exit_code"] == 0
+
+
+def test_sessions_close(env: Env, daemon: subprocess.Popen[bytes], repo: Path) -> None:
+    other = env.base / "other"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", str(other)], check=True, timeout=30)
+    for root in (repo, other):
+        assert env.run("git", "status", cwd=root).returncode == 0
+    roots = sorted(s["root"] for s in env.json("sessions")["sessions"])
+    assert roots == sorted([str(repo), str(other.resolve())])
+    closed = env.run("sessions", "close", "repo", cwd=env.base)  # relative to the cwd
+    assert (closed.returncode, closed.stdout) == (0, f"closed {repo}\n"), closed.stderr
+    assert [s["root"] for s in env.json("sessions")["sessions"]] == [str(other.resolve())]
+    missing = env.run("sessions", "close", str(repo))
+    assert missing.returncode == 1 and "No session is open for" in missing.stderr
+    assert env.json("sessions", "close", "--all") == {"closed": [str(other.resolve())]}
+    assert env.json("sessions")["sessions"] == []
+    assert env.run("sessions", "close", "--all").stderr == "codeward: no sessions\n"
+
+
 # -- lua and call ----------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn, TextIO
 
 from codeward import __version__
-from codeward.client import autostart
+from codeward.client import autostart, gitargs
 from codeward.client.connection import (
     ConfirmHandler,
     Connection,
@@ -306,7 +306,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is not None and name != only:
             return sink
         sub = commands.add_parser(name, parents=[common], help=help, description=help)
-        sub.set_defaults(func=func)
+        sub.set_defaults(func=func, usage=sub.format_usage)
         return sub
 
     daemon = command("daemon", cmd_daemon, "run the daemon in the foreground")
@@ -314,7 +314,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     daemon.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
     command("status", cmd_status, "show the daemon's status")
     command("stop", cmd_stop, "stop the daemon (gracefully)")
-    command("sessions", cmd_sessions, "list sessions and their language servers")
+    sessions = command("sessions", cmd_sessions, "list (or close) sessions and their servers")
+    sessions.add_argument("action", metavar="close", nargs="?", choices=["close"])
+    sessions.add_argument(
+        "target", metavar="ROOT", nargs="?", help="the root whose session to close"
+    )
+    sessions.add_argument("--all", action="store_true", help="close every session")
     tools = command("tools", cmd_tools, "list the tools")
     tools.add_argument(
         "--format",
@@ -342,7 +347,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "git_args",
         metavar="ARGS",
         nargs=argparse.REMAINDER,
-        help="passed to git as they are (put codeward's options before SUBCOMMAND)",
+        help="passed to git, paths made relative to the root; --allow-destructive, --yes "
+        "and --json may come after SUBCOMMAND too (before a `--`)",
     )
     lua = command("lua", cmd_lua, "run a Lua script in the session's sandbox")
     lua.add_argument("file", metavar="FILE", help="the script ('-': read it from stdin)")
@@ -443,7 +449,42 @@ def cmd_stop(inv: Invocation) -> int:
 
 
 def cmd_sessions(inv: Invocation) -> int:
-    inv.show("sessions", inv.request("session/list"), render.sessions)
+    """`sessions`: list them; `sessions close ROOT|--all`: stop them and their servers."""
+    if inv.args.action is None:
+        if inv.args.target or inv.args.all:
+            raise UsageError("give `close` before ROOT or --all")
+        inv.show("sessions", inv.request("session/list"), render.sessions)
+        return EXIT_OK
+    if bool(inv.args.target) == bool(inv.args.all):
+        raise UsageError("give either ROOT or --all to `sessions close`")
+    wanted = None if inv.args.all else os.path.realpath(inv.cwd / inv.args.target)
+    closed: list[str] = []
+    with inv.connect(session=False) as conn:
+        listed = conn.request("session/list", timeout=inv.timeout)
+        for session in listed.get("sessions", []) if isinstance(listed, dict) else []:
+            if wanted is not None and session.get("root") != wanted:
+                continue
+            try:
+                conn.request("session/open", {"session_id": session["id"]}, timeout=inv.timeout)
+            except RemoteError as exc:
+                if exc.kind == "session_not_found":  # it stopped meanwhile
+                    continue
+                raise
+            conn.request("session/close", {"terminate": True}, timeout=inv.timeout)
+            closed.append(str(session["root"]))
+    if inv.json:
+        inv.stdout.write(render.to_json({"closed": closed}) + "\n")
+    for root in [] if inv.json else closed:
+        inv.stdout.write(f"closed {root}\n")
+    if wanted is not None and not closed:
+        _error(
+            inv,
+            inv.stderr,
+            f"No session is open for {inv.args.target}; `codeward sessions` lists them.",
+        )
+        return EXIT_TOOL_ERROR
+    if not closed:
+        inv.note("no sessions")
     return EXIT_OK
 
 
@@ -475,12 +516,18 @@ def cmd_call(inv: Invocation) -> int:
 
 def cmd_git(inv: Invocation) -> int:
     """Git's own output on stdout and stderr; exit 1 when git failed."""
+    subcommand = inv.args.subcommand
     arguments = {
-        "subcommand": inv.args.subcommand,
-        "args": list(inv.args.git_args),
+        "subcommand": subcommand,
+        "args": gitargs.root_relative(subcommand, inv.args.git_args, inv.cwd, inv.root),
         "allow_destructive": inv.args.allow_destructive,
     }
-    result = inv.tool("git_command", arguments, confirm=True)
+    try:
+        result = inv.tool("git_command", arguments, confirm=True)
+    except RemoteError as exc:  # the daemon's hint names the API's argument: give the flag
+        if exc.kind == "blocked_destructive":
+            exc.message = exc.message.replace("allow_destructive: true", "--allow-destructive")
+        raise
     if inv.json:
         inv.stdout.write(render.to_json(result) + "\n")
     else:
@@ -678,6 +725,7 @@ def main(
     stdout = _stream(stdout, sys.stdout, "w")
     stderr = _stream(stderr, sys.stderr, "w")
     inv: Invocation | None = None
+    args: argparse.Namespace | None = None
     argv = list(sys.argv[1:] if argv is None else argv)
     first = _command_index(argv, 0)
     name = argv[first] if first < len(argv) else None
@@ -685,18 +733,23 @@ def main(
     try:
         head, git_tail = _split_git(argv)
         try:
-            args = parser.parse_args(head)
-            if git_tail is not None:
-                args.git_args = git_tail
+            args, extra = parser.parse_known_args(head)
         except SystemExit as exc:  # --help and --version
             return exc.code if isinstance(exc.code, int) else EXIT_OK
         if args.command is None:
             stderr.write(parser.format_help())
             return EXIT_USAGE
+        if extra:
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)}")
+        if git_tail is not None:  # codeward's flags may follow the subcommand too
+            args.git_args, flags = gitargs.take_own_flags(git_tail)
+            for flag in flags:
+                setattr(args, flag.removeprefix("--").replace("-", "_"), True)
         inv = Invocation(args, stdin, stdout, stderr)
         return args.func(inv)
-    except UsageError as exc:
-        stderr.write(exc.usage or parser.format_usage())
+    except UsageError as exc:  # the usage of the command that was given, if any
+        usage = getattr(args, "usage", parser.format_usage)
+        stderr.write(exc.usage or str(usage()))
         stderr.write(f"codeward: error: {exc.message}\n")
         return EXIT_USAGE
     except RemoteError as exc:
