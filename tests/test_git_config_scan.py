@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from codeward.daemon.git.config_scan import (
     ConfigEntry,
+    Places,
     find_unsafe,
     implicit_force_push,
     parse_config_list,
+    reads_outside,
     unsafe_key,
 )
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -222,3 +225,194 @@ async def test_a_nested_repository_appearing_is_seen(repo: Path, canary: tuple[P
         await run(root, "status")
     assert info.value.kind is ErrorKind.UNSAFE_REPOSITORY_CONFIG
     assert not marker.exists()
+
+
+# --- issue 14: nested repositories, and keys that read files outside the project ---------
+
+
+def nest(repo: Path, name: str = "nested") -> Path:
+    """A repository with a commit inside `repo`, added to it as an embedded gitlink (what
+    `git add` of a cloned directory does): git enters it on `status`."""
+    inner = make_repo(repo / name)
+    write(inner, "n.txt", "inner\n")
+    write(inner, ".gitattributes", "*.txt filter=cw\n")
+    commit_all(inner, "inner")
+    git(repo, "add", name, check=False)
+    git(repo, "commit", "-qm", f"embed {name}")
+    return inner
+
+
+def arm_nested(inner: Path, key: str, script: Path) -> None:
+    git(inner, "config", key, str(script))
+    os.utime(inner / "n.txt", (2_000_000_000, 2_000_000_000))  # git must re-read it
+
+
+# Keys set in the nested repository's own .git/config, and whether plain git runs them on
+# the outer repository's `git status` (the canary is armed).
+NESTED_CASES = [
+    ("filter.cw.clean", True),
+    ("core.fsmonitor", True),
+    ("filter.cw.process", False),
+    ("diff.external", False),
+    ("core.sshCommand", False),
+    ("include.path", False),
+    ("core.pager", False),
+]
+
+
+@pytest.mark.parametrize(("key", "armed"), NESTED_CASES)
+async def test_nested_repository_config_is_scanned(
+    repo: Path, canary: tuple[Path, Path], key: str, armed: bool
+) -> None:
+    script, marker = canary
+    inner = nest(repo)
+    arm_nested(inner, key, script)
+    if armed:  # plain git does run the nested repository's program
+        git(repo, "status", check=False)
+        assert marker.exists()
+        marker.unlink()
+        os.utime(inner / "n.txt", (2_000_000_001, 2_000_000_001))
+    with pytest.raises(ToolError) as info:
+        await run(repo, "status")
+    assert info.value.kind is ErrorKind.UNSAFE_REPOSITORY_CONFIG
+    assert info.value.details["keys"] == [key.lower()]
+    assert key.lower() in info.value.message and "nested/" in info.value.message
+    assert str(repo) not in info.value.message
+    assert not marker.exists()
+
+
+async def test_nested_repositories_inside_nested_ones(
+    repo: Path, canary: tuple[Path, Path]
+) -> None:
+    script, marker = canary
+    middle = nest(repo, "middle")
+    inner = nest(middle, "deep")
+    git(repo, "add", "middle")
+    git(repo, "commit", "-qm", "middle moved")
+    arm_nested(inner, "filter.cw.clean", script)
+    with pytest.raises(ToolError) as info:
+        await run(repo, "status")
+    assert info.value.details["keys"] == ["filter.cw.clean"]
+    assert "middle/deep/" in info.value.message
+    assert not marker.exists()
+
+
+async def test_nested_gitfile_to_an_outside_git_dir_is_scanned(
+    repo: Path, canary: tuple[Path, Path], tmp_path: Path
+) -> None:
+    script, marker = canary
+    inner = nest(repo)
+    elsewhere = tmp_path / "elsewhere.git"
+    os.replace(inner / ".git", elsewhere)
+    (inner / ".git").write_text(f"gitdir: {elsewhere}\n")
+    git(elsewhere, "config", "core.worktree", str(inner))
+    arm_nested(inner, "filter.cw.clean", script)
+    with pytest.raises(ToolError) as info:
+        await run(repo, "status")
+    assert info.value.details["keys"] == ["filter.cw.clean"]
+    assert str(tmp_path) not in info.value.message
+    assert not marker.exists()
+
+
+async def test_a_nested_repository_added_later_is_seen(
+    repo: Path, canary: tuple[Path, Path]
+) -> None:
+    script, marker = canary
+    inner = make_repo(repo / "later")
+    write(inner, "n.txt", "inner\n")
+    write(inner, ".gitattributes", "*.txt filter=cw\n")
+    commit_all(inner, "inner")
+    arm_nested(inner, "filter.cw.clean", script)
+    # untracked, git does not enter it (plain git runs nothing either)
+    assert (await run(repo, "status"))["exit_code"] == 0
+    git(repo, "status", check=False)
+    assert not marker.exists()
+    git(repo, "add", "later", check=False)  # now a gitlink: the index changed
+    with pytest.raises(ToolError) as info:
+        await run(repo, "status")
+    assert info.value.details["keys"] == ["filter.cw.clean"]
+    assert not marker.exists()
+
+
+async def test_a_safe_nested_repository_is_fine(repo: Path) -> None:
+    inner = nest(repo)
+    git(inner, "config", "blame.ignoreRevsFile", ".git-blame-ignore-revs")
+    result = await run(repo, "status", ["--porcelain"])
+    assert result["exit_code"] == 0
+
+
+# Keys whose value is a file git reads; set in the repository's own config to a file
+# outside the project, in several spellings.
+PATH_KEYS = [
+    "core.worktree", "blame.ignoreRevsFile", "core.excludesFile", "core.attributesFile",
+    "commit.template", "mailmap.file", "diff.orderFile", "gpg.ssh.allowedSignersFile",
+    "gpg.ssh.revocationFile", "fsck.skipList", "fetch.fsck.skipList", "init.templateDir",
+    "http.sslCert", "http.sslKey", "http.sslCAInfo", "http.cookieFile",
+    "http.https://example.com.sslCert", "http.proxySSLKey",
+]  # fmt: skip
+
+
+def test_path_keys_outside_the_project(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / ".git").mkdir(parents=True)
+    places = Places(root=root, top=root, git_dir=root / ".git", worktree_limit=root)
+    outside = ["/etc/passwd", "../secret", "~/secret", "%(prefix)/etc", "sub/../../x",
+               str(tmp_path)]  # fmt: skip
+    inside = [".git-blame-ignore-revs", "sub/file", str(root / "file")]
+    for key in PATH_KEYS:
+        for value in outside:
+            if key == "core.worktree" and not value.startswith(("/", "~", "%")):
+                value = f"../{value}"  # relative to .git
+            entry = ConfigEntry("local", key, value)
+            assert reads_outside(entry, places), (key, value)
+            assert find_unsafe([entry], places) == [key]
+        for value in inside:
+            value = f"../{value}" if key == "core.worktree" and "/" not in value[:1] else value
+            assert not reads_outside(ConfigEntry("local", key, value), places), (key, value)
+    assert not reads_outside(ConfigEntry("local", "user.name", "/etc/passwd"), places)
+    assert find_unsafe([ConfigEntry("global", "core.excludesFile", "/x")], places) == []
+    # a submodule's core.worktree is relative to its own git dir
+    module = ConfigEntry("submodule", "core.worktree", "../../../sub",
+                         source=root / ".git" / "modules" / "sub" / "config")  # fmt: skip
+    assert not reads_outside(module, places)
+
+
+async def test_core_worktree_outside_is_refused(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SECRET\n")
+    git(repo, "config", "core.worktree", str(outside))
+    assert "secret.txt" in git(repo, "status", "--short", check=False)  # plain git reads it
+    with pytest.raises(ToolError) as info:
+        await run(repo, "diff")
+    assert info.value.kind is ErrorKind.UNSAFE_REPOSITORY_CONFIG
+    assert info.value.details["keys"] == ["core.worktree"]
+    assert "outside the project" in info.value.message
+    assert str(tmp_path) not in info.value.message
+
+
+@pytest.mark.parametrize("spelling", ["absolute", "relative", "home"])
+async def test_blame_ignore_revs_file_outside_is_refused(
+    repo: Path, tmp_path: Path, git_home: Path, spelling: str
+) -> None:
+    secret = git_home / "secret.txt"
+    secret.write_text("SECRET-FIRST-LINE\n")
+    value = {"absolute": str(secret), "relative": os.path.relpath(secret, repo),
+             "home": "~/secret.txt"}[spelling]  # fmt: skip
+    git(repo, "config", "blame.ignoreRevsFile", value)
+    leaked = subprocess.run(["git", "blame", "a.txt"], cwd=repo, capture_output=True, text=True)
+    assert "SECRET-FIRST-LINE" in leaked.stderr  # plain git leaks the file's first line
+    with pytest.raises(ToolError) as info:
+        await run(repo, "blame", ["a.txt"])
+    assert info.value.kind is ErrorKind.UNSAFE_REPOSITORY_CONFIG
+    assert info.value.details["keys"] == ["blame.ignorerevsfile"]
+    assert "SECRET" not in info.value.message
+
+
+async def test_path_keys_inside_the_project_are_fine(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    write(repo, ".git-blame-ignore-revs", f"{head}\n")
+    git(repo, "config", "blame.ignoreRevsFile", ".git-blame-ignore-revs")
+    git(repo, "config", "core.excludesFile", ".my-ignore")
+    result = await run(repo, "blame", ["a.txt"])
+    assert result["exit_code"] == 0

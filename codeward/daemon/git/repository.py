@@ -1,8 +1,11 @@
 """The repository behind a root: where its git directory is, and its own config, scanned.
 
-`inspect` refuses a repository whose own config would make git run a program. A safe
-result is remembered per root until anything that could change it does: the discovered
-`.git`, or the config files (local, worktree, submodules).
+`inspect` refuses a repository whose own config would make git run a program or read a
+file outside the project: its local and worktree config, its submodules' (`.git/modules`),
+and every repository nested in its work tree that git enters (a gitlink in the index whose
+directory has its own `.git`, absorbed or not), recursively. A safe result is remembered
+per root until anything that could change it does: the discovered `.git`, the index, or
+any of the config files scanned.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from codeward.protocol.errors import ErrorKind, ToolError
 PROBE_TIMEOUT = 30.0  # seconds for the daemon's own probes (rev-parse, config, ls-files)
 PROBE_BYTES = 64 * 1024 * 1024
 CACHE_SIZE = 64
+NESTED_DEPTH = 4  # levels of repositories inside repositories that are scanned
+GITLINK_MODE = b"160000"
 
 Stat = tuple[int, int, int, int] | None
 
@@ -30,6 +35,7 @@ class Repository:
     git_dir: Path
     common_dir: Path
     entries: list[config_scan.ConfigEntry]
+    watched: tuple[Path, ...] = ()  # nested `.git`s and config files seen by the scan
 
 
 _cache: dict[Path, tuple[tuple[Stat, ...], Repository]] = {}
@@ -49,22 +55,17 @@ async def inspect(git: str, root: Path) -> Repository:
     cached = _cache.get(root)
     if cached is not None and cached[0] == _signature(root, cached[1]):
         return cached[1]
-    repo = await _inspect(git, root)
-    unsafe = config_scan.find_unsafe(repo.entries)
+    repo, places = await _inspect(git, root)
+    unsafe = config_scan.find_unsafe(repo.entries, places)
     if unsafe:
-        raise ToolError(
-            ErrorKind.UNSAFE_REPOSITORY_CONFIG,
-            f"The repository's own config sets {unsafe[0]}, which makes git run a program; "
-            "remove it from .git/config (or move it to your global config) and retry.",
-            keys=unsafe,
-        )
+        raise _unsafe_error(root, places, repo.entries, unsafe)
     if len(_cache) >= CACHE_SIZE:
         _cache.pop(next(iter(_cache)))
     _cache[root] = (_signature(root, repo), repo)
     return repo
 
 
-async def _inspect(git: str, root: Path) -> Repository:
+async def _inspect(git: str, root: Path) -> tuple[Repository, config_scan.Places]:
     found: dict[str, Completed] = {}
 
     async def run(name: str, args: list[str]) -> None:
@@ -72,6 +73,7 @@ async def _inspect(git: str, root: Path) -> Repository:
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run, "dirs", ["rev-parse", "--absolute-git-dir", "--git-common-dir"])
+        nursery.start_soon(run, "top", ["rev-parse", "--show-toplevel"])
         nursery.start_soon(run, "config", ["config", "--list", "--show-scope", "-z",
                                            "--no-includes"])  # fmt: skip
     dirs = found["dirs"]
@@ -90,12 +92,125 @@ async def _inspect(git: str, root: Path) -> Repository:
     common_dir = Path(lines[1]) if len(lines) > 1 else git_dir
     if not common_dir.is_absolute():
         common_dir = Path(os.path.realpath(root / common_dir))
+    top_lines = found["top"].stdout.decode("utf-8", "surrogateescape").splitlines()
+    top = Path(top_lines[0]) if found["top"].exit_code == 0 and top_lines else None
+    natural = _natural_top(root)
+    places = config_scan.Places(
+        root=root, top=top or root, git_dir=git_dir, worktree_limit=natural or root
+    )
     entries = config_scan.parse_config_list(found["config"].stdout)
+    scanned = {Path(os.path.realpath(git_dir)), Path(os.path.realpath(common_dir))}
+    watched: list[Path] = []
     for config_file in submodule_configs(common_dir):
-        listed = await probe(git, root, ["config", "--file", str(config_file), "--list", "-z",
-                                         "--no-includes"])  # fmt: skip
-        entries += config_scan.parse_config_list(listed.stdout, scope="submodule")
-    return Repository(git_dir, common_dir, entries)
+        entries += await _read_config(git, root, config_file, "submodule", None)
+        scanned.add(Path(os.path.realpath(config_file.parent)))
+    if top is not None and not config_scan.find_unsafe(entries, places):
+        entries += await _nested(git, root, top, places, scanned, watched, NESTED_DEPTH)
+    return Repository(git_dir, common_dir, entries, tuple(watched)), places
+
+
+async def _read_config(
+    git: str, root: Path, config_file: Path, scope: str, workdir: Path | None
+) -> list[config_scan.ConfigEntry]:
+    listed = await probe(git, root, ["config", "--file", str(config_file), "--list", "-z",
+                                     "--no-includes"])  # fmt: skip
+    return config_scan.parse_config_list(
+        listed.stdout, scope=scope, source=config_file, workdir=workdir
+    )
+
+
+async def _nested(
+    git: str,
+    root: Path,
+    top: Path,
+    places: config_scan.Places,
+    scanned: set[Path],
+    watched: list[Path],
+    depth: int,
+) -> list[config_scan.ConfigEntry]:
+    """Config of the repositories git enters below `top` (its gitlinks), recursively.
+
+    A nested repository is listed (`ls-files` runs in it) only once its own config was
+    found safe, so no program of it runs while it is scanned."""
+    listed = await probe(git, top, ["ls-files", "-z", "--stage", "--full-name"])
+    entries: list[config_scan.ConfigEntry] = []
+    for record in listed.stdout.split(b"\x00") if listed.exit_code == 0 else []:
+        info, _, name = record.partition(b"\t")
+        if not info.startswith(GITLINK_MODE):
+            continue
+        workdir = top / os.fsdecode(name)
+        dot_git = workdir / ".git"
+        watched.append(dot_git)
+        nested_dir = _git_dir_of(dot_git)
+        if nested_dir is None or nested_dir in scanned:
+            continue
+        scanned.add(nested_dir)
+        found: list[config_scan.ConfigEntry] = []
+        for config_file in (nested_dir / "config", nested_dir / "config.worktree"):
+            watched.append(config_file)
+            if config_file.is_file():
+                found += await _read_config(git, root, config_file, "nested", workdir)
+        entries += found
+        if depth > 1 and not config_scan.find_unsafe(found, places):
+            entries += await _nested(git, root, workdir, places, scanned, watched, depth - 1)
+    return entries
+
+
+def _git_dir_of(dot_git: Path) -> Path | None:
+    """The git directory behind a work tree's `.git`: the directory, or a gitfile's target."""
+    try:
+        if dot_git.is_dir():
+            return Path(os.path.realpath(dot_git))
+        text = dot_git.read_text("utf-8", "replace")
+    except OSError:
+        return None
+    target = text.strip().removeprefix("gitdir:").strip() if text.startswith("gitdir:") else ""
+    return Path(os.path.realpath(dot_git.parent / target)) if target else None
+
+
+def _natural_top(root: Path) -> Path | None:
+    """The work tree git finds by itself: the nearest directory at or above root with a
+    `.git`, whatever the config says."""
+    for directory in (root, *root.parents):
+        if os.path.lexists(directory / ".git"):
+            return directory
+    return None
+
+
+def _unsafe_error(
+    root: Path,
+    places: config_scan.Places,
+    entries: list[config_scan.ConfigEntry],
+    unsafe: list[str],
+) -> ToolError:
+    key = unsafe[0]
+    entry = next(e for e in entries if e.key == key and e.scope in config_scan.REPOSITORY_SCOPES)
+    where, config = "The repository's own config", ".git/config"
+    if entry.source is not None:
+        shown = _relative(entry.source, root, places.top)
+        where, config = f"The config of the repository in {shown}", shown
+        if entry.scope == "nested" and entry.workdir is not None:
+            where = f"The nested repository {_relative(entry.workdir, root, places.top)}/"
+    if config_scan.reads_outside(entry, places):
+        effect = "which makes git read a file outside the project"
+    else:
+        effect = "which makes git run a program"
+    return ToolError(
+        ErrorKind.UNSAFE_REPOSITORY_CONFIG,
+        f"{where} sets {key}, {effect}; remove it from {config} (or move it to your global "
+        "config) and retry.",
+        keys=unsafe,
+    )
+
+
+def _relative(path: Path, root: Path, top: Path) -> str:
+    """`path` for a message: relative to the root, else to the work tree's top."""
+    for base in (root, top):
+        try:
+            return path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return "a repository outside the project"
 
 
 def submodule_configs(common_dir: Path) -> list[Path]:
@@ -129,7 +244,7 @@ def _signature(root: Path, repo: Repository) -> tuple[Stat, ...]:
             break
     files = [
         repo.git_dir / "config", repo.git_dir / "config.worktree",
-        repo.common_dir / "config", repo.common_dir / "modules",
-        *submodule_configs(repo.common_dir),
+        repo.common_dir / "config", repo.common_dir / "modules", repo.git_dir / "index",
+        *submodule_configs(repo.common_dir), *repo.watched,
     ]  # fmt: skip
     return (*found, *(_stat(f) for f in files))
