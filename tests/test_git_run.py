@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import threading
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import trio
 
 from codeward.daemon.config import GitConfig, PolicyConfig
 from codeward.daemon.git import run_git, runner
+from codeward.daemon.git.messages import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.git_repos import (
     Approver,
@@ -322,12 +324,34 @@ async def test_handles_git_errors(repo: Path) -> None:
     assert info.value.kind is ErrorKind.GIT_FAILED
 
 
-async def test_error_messages_hide_paths_outside_the_project(repo: Path, tmp_path: Path) -> None:
-    git(repo, "remote", "add", "gone", str(tmp_path / "nowhere.git"))
+@pytest.mark.parametrize("name", ["nowhere.git", "with space/nowhere.git", "it's.git"])
+async def test_error_messages_hide_paths_outside_the_project(
+    repo: Path, tmp_path: Path, name: str
+) -> None:
+    git(repo, "remote", "add", "gone", str(tmp_path / name))
+    plain = subprocess.run(["git", "fetch", "gone"], cwd=repo, capture_output=True, text=True)
+    assert str(tmp_path) in plain.stderr  # what git itself says
     with pytest.raises(ToolError) as info:
         await run(repo, "fetch", ["gone"])
     assert info.value.kind is ErrorKind.GIT_FAILED
-    assert str(tmp_path) not in info.value.message
+    shown = [info.value.message, info.value.details["stderr"], info.value.details["output"]]
+    for text in shown:
+        assert str(tmp_path) not in text and "nowhere" not in text
+    assert "<outside the project>" in info.value.details["stderr"]
+
+
+def test_scrub_keeps_the_project_and_hides_the_rest(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    text = (
+        f"fatal: '{tmp_path}/a b/c' is not here\n"
+        f"error: {root}/src/x.py: bad; also {root}, {tmp_path}/x.\n"
+        f'hint: "{tmp_path}/q q" and file://{tmp_path}/r and a/b/../c and ~/x\n'
+    )
+    assert scrub(text, root) == (
+        "fatal: '<outside the project>' is not here\n"
+        "error: src/x.py: bad; also ., <outside the project>.\n"
+        'hint: "<outside the project>" and file:<outside the project> and a/b/../c and ~/x\n'
+    )
 
 
 async def test_not_a_git_repository(tmp_path: Path) -> None:

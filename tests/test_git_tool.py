@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +153,111 @@ async def test_session_policy_narrowing_applies(repo: Path, open_client: OpenCli
 async def test_not_a_repository(project: Path, open_client: OpenClient) -> None:
     client = await open_client(project)
     assert (await tool_error(client, subcommand="status")).kind == "not_a_git_repository"
+
+
+# --- issue 14, through the socket: one test per attack class ------------------------------
+
+
+async def test_optional_value_never_hides_output(repo: Path, open_client: OpenClient) -> None:
+    client = await open_client(repo)
+    for lead in (["--relative"], ["--pretty"], ["--branches"], ["--stat"], ["-M"]):
+        args = ["-1", "--format=%H", *lead, "--output=owned.txt"]
+        error = await tool_error(client, subcommand="log", args=args)
+        assert error.kind == "argument_not_allowed" and error.data["option"] == "--output"
+    assert not (repo / "owned.txt").exists()
+
+
+async def test_abbreviations_refused(repo: Path, open_client: OpenClient) -> None:
+    client = await open_client(repo)
+    write(repo, "a.txt", "work in progress\n")
+    attempts = [("reset", ["--ha"]), ("checkout", ["--forc", "main"]),
+                ("restore", ["--work", "a.txt"]), ("rm", ["--forc", "a.txt"])]  # fmt: skip
+    for subcommand, args in attempts:
+        error = await tool_error(client, subcommand=subcommand, args=args)
+        assert error.kind == "argument_not_allowed"
+        assert error.data["option"] == args[0] and args[0] in error.message
+    assert (repo / "a.txt").read_text() == "work in progress\n"
+
+
+async def test_options_that_turn_a_read_into_a_write(repo: Path, open_client: OpenClient) -> None:
+    client = await open_client(repo)
+    git(repo, "branch", "keep")
+    error = await tool_error(client, subcommand="branch", args=["--column", "-D", "keep"])
+    assert error.kind == "blocked_destructive"
+    created = await tool_error(client, subcommand="branch", args=["--column", "NEW"])
+    assert created.kind == "confirmation_required"
+    assert git(repo, "branch", "--list", "keep", "NEW").split() == ["keep"]
+    prune = await tool_error(client, subcommand="fetch", args=["--prune", "--prune-tags", "o"])
+    assert prune.kind == "blocked_destructive"
+    refmap = ["--refmap=+refs/heads/*:refs/heads/*", "origin", "main"]
+    assert (await tool_error(client, subcommand="fetch", args=refmap)).kind == (
+        "argument_not_allowed"
+    )
+
+
+async def test_magic_pathspecs_and_local_remotes(
+    repo: Path, open_client: OpenClient, tmp_path: Path
+) -> None:
+    root = repo / "ü dir"  # a root below the repository's top
+    client = await open_client(root)
+    for args in (["--", ":(top)a.txt"], [":/a.txt"], [":(attr:x)a"], [":!/a.txt"]):
+        error = await tool_error(client, subcommand="ls-files", args=args)
+        assert error.kind in ("path_outside_project", "argument_not_allowed")
+    other = make_repo(tmp_path / "other")
+    for subcommand, args in (("fetch", [str(other)]), ("fetch", ["~/other-repo"]),
+                             ("fetch", [f"file://{other}"]), ("push", [f"--repo={other}"]),
+                             ("pull", ["../.."])):  # fmt: skip
+        error = await tool_error(client, subcommand=subcommand, args=args)
+        assert error.kind in ("path_outside_project", "argument_not_allowed")
+        assert str(tmp_path) not in error.message
+
+
+async def test_nested_repository_canary(
+    repo: Path, open_client: OpenClient, tmp_path: Path
+) -> None:
+    marker = tmp_path / "canary-ran"
+    script = tmp_path / "canary.sh"
+    script.write_text(f"#!/bin/sh\necho ran >> '{marker}'\ncat\n")
+    script.chmod(0o755)
+    inner = make_repo(repo / "nested")
+    write(inner, "n.txt", "inner\n")
+    write(inner, ".gitattributes", "*.txt filter=cw\n")
+    commit_all(inner, "inner")
+    git(repo, "add", "nested", check=False)
+    git(repo, "commit", "-qm", "embed")
+    git(inner, "config", "filter.cw.clean", str(script))
+    os.utime(inner / "n.txt", (2_000_000_000, 2_000_000_000))
+    git(repo, "status", check=False)
+    assert marker.exists()  # plain git runs the nested repository's filter
+    marker.unlink()
+    os.utime(inner / "n.txt", (2_000_000_001, 2_000_000_001))
+    client = await open_client(repo)
+    error = await tool_error(client, subcommand="status")
+    assert error.kind == "unsafe_repository_config"
+    assert error.data["keys"] == ["filter.cw.clean"] and "filter.cw.clean" in error.message
+    assert not marker.exists()
+
+
+async def test_config_reading_outside_files_refused(
+    repo: Path, open_client: OpenClient, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-LINE\n")
+    git(repo, "config", "blame.ignoreRevsFile", str(secret))
+    client = await open_client(repo)
+    error = await tool_error(client, subcommand="blame", args=["a.txt"])
+    assert error.kind == "unsafe_repository_config"
+    assert error.data["keys"] == ["blame.ignorerevsfile"]
+    assert "SECRET" not in str(error.data) and str(tmp_path) not in error.message
+
+
+async def test_git_failed_stderr_is_scrubbed(
+    repo: Path, open_client: OpenClient, tmp_path: Path
+) -> None:
+    git(repo, "remote", "add", "gone", str(tmp_path / "no where.git"))
+    client = await open_client(repo)
+    error = await tool_error(client, subcommand="fetch", args=["gone"])
+    assert error.kind == "git_failed"
+    for text in (error.message, error.data["stderr"], error.data["output"]):
+        assert str(tmp_path) not in text and "no where" not in text
+    assert "<outside the project>" in error.data["stderr"]

@@ -11,7 +11,7 @@ import trio
 
 from codeward.daemon.config import GitConfig, PolicyConfig
 from codeward.daemon.git import changes, config_scan, parse
-from codeward.daemon.git.messages import failure_message
+from codeward.daemon.git.messages import failure_message, scrub
 from codeward.daemon.git.policy import Decision, Tier, classify
 from codeward.daemon.git.repository import Repository, inspect, probe
 from codeward.daemon.git.runner import Completed, find_git, git_argv, git_env, run_process
@@ -92,7 +92,8 @@ async def run_git(
         raise ToolError(
             ErrorKind.GIT_FAILED,
             failure_message(decision.subcommand, done.exit_code, stderr, root),
-            exit_code=done.exit_code, stderr=stderr, output=output, truncated=done.truncated,
+            exit_code=done.exit_code, stderr=scrub(stderr, root), output=scrub(output, root),
+            truncated=done.truncated,
         )  # fmt: skip
     parsed = None
     if plan is not None:
