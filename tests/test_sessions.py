@@ -11,9 +11,10 @@ import pytest
 import trio
 
 from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.lsp import LspManager
 from codeward.daemon.server import Daemon
 from tests.conftest import OpenClient
-from tests.rpc import RpcFailure
+from tests.rpc import RpcClient, RpcFailure
 
 
 async def test_open_attach_by_root_and_by_id(open_client: OpenClient, project: Path) -> None:
@@ -236,3 +237,98 @@ async def test_project_may_choose_among_configured_servers(
     assert session.policy.git_write == "deny"
     assert session.lsp.languages["python"].servers == ["ruff"]
     assert session.lsp.languages["go"].servers == ["gopls"]
+
+
+class TestIdleHandover:
+    """session/open at the moment a session stops for being idle: the client gets a live
+    session (the old one if it had not decided to stop, else a new one), never the dying one."""
+
+    @pytest.fixture
+    def daemon_config(self) -> Config:
+        return Config(daemon=DaemonConfig(idle_timeout=30.0))
+
+    @pytest.fixture
+    def slow_stop(self, monkeypatch: pytest.MonkeyPatch) -> trio.Event:
+        """Sessions whose language servers take until the event is set (or 10 min) to stop."""
+        release = trio.Event()
+        real_run = LspManager.run
+
+        async def run(self: LspManager, *args: Any, **kwargs: Any) -> None:
+            try:
+                await real_run(self, *args, **kwargs)
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(600):
+                    await release.wait()
+
+        monkeypatch.setattr(LspManager, "run", run)
+        return release
+
+    async def test_open_while_the_idle_session_stops(
+        self,
+        open_client: OpenClient,
+        project: Path,
+        daemon: Daemon,
+        autojump_clock: Any,
+        slow_stop: trio.Event,
+    ) -> None:
+        first = await open_client()
+        old_id = (await first.call("session/open", {"root": str(project)}))["session_id"]
+        old = daemon.sessions.sessions[old_id]
+        await first.call("session/close")
+        await old.closing.wait()  # the idle timeout ran out: it is stopping its servers
+        assert not old.stopped.is_set()
+        b, c = await open_client(), await open_client()
+        opened: list[dict[str, Any]] = []
+
+        async def open_(client: RpcClient) -> None:
+            opened.append(await client.call("session/open", {"root": str(project)}))
+
+        async with trio.open_nursery() as nursery:  # two clients at once: one new session
+            nursery.start_soon(open_, b)
+            nursery.start_soon(open_, c)
+        assert {o["session_id"] for o in opened} == {opened[0]["session_id"]} != {old_id}
+        assert sorted(o["created"] for o in opened) == [False, True]
+        new = daemon.sessions.sessions[opened[0]["session_id"]]
+        assert new.alive and len(new.clients) == 2 and not old.stopped.is_set()
+        assert (await b.call("lua/eval", {"source": "return 7"}))["result"] == 7
+        with pytest.raises(RpcFailure) as info:  # the dying one cannot be attached by id
+            await first.call("session/open", {"session_id": old_id})
+        assert info.value.kind == "session_not_found"
+        slow_stop.set()
+        await old.stopped.wait()
+        listed = (await b.call("session/list"))["sessions"]
+        assert [s["id"] for s in listed] == [new.id]
+        await trio.sleep(100)  # attached: the new one lives on, and answers
+        assert (await c.call("lua/eval", {"source": "return 8"}))["result"] == 8
+        again = await first.call("session/open", {"root": str(project)})
+        assert again["session_id"] == new.id and again["created"] is False
+
+    @pytest.mark.parametrize("offset", [-1.0, -0.001, 0.0, 0.001, 1.0])
+    async def test_open_around_the_idle_deadline(
+        self,
+        open_client: OpenClient,
+        project: Path,
+        daemon: Daemon,
+        autojump_clock: Any,
+        slow_stop: trio.Event,
+        offset: float,
+    ) -> None:
+        first = await open_client()
+        old_id = (await first.call("session/open", {"root": str(project)}))["session_id"]
+        await first.call("session/close")
+        await trio.sleep(30.0 + offset)
+        second = await open_client()
+        got = await second.call("session/open", {"root": str(project)})
+        session = daemon.sessions.sessions[got["session_id"]]
+        assert session.alive and len(session.clients) == 1
+        assert got["created"] is (got["session_id"] != old_id)
+        if offset < 0:
+            assert got["session_id"] == old_id
+        if offset > 0:
+            assert got["session_id"] != old_id
+        slow_stop.set()
+        await trio.sleep(100)
+        assert session.alive
+        assert (await second.call("lua/eval", {"source": "return 1"}))["result"] == 1
+        listed = (await second.call("session/list"))["sessions"]
+        assert [s["id"] for s in listed] == [session.id]

@@ -418,7 +418,7 @@ def _duplicate_id(msg_id: Id | None) -> Response:
 
 
 def require_session(conn: Connection) -> Session:
-    if conn.session is None or conn.session.stopped.is_set():
+    if conn.session is None or not conn.session.alive:
         raise ToolError(
             ErrorKind.NO_SESSION, "This connection has no session; call session/open first."
         )

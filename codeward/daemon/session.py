@@ -95,6 +95,7 @@ class Session:
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}
         self.started = trio.Event()
+        self.closing = trio.Event()  # set when it decided to stop: nobody may attach any more
         self.stopped = trio.Event()
         self._last_active = trio.current_time()
         self._clients_changed = trio.Event()
@@ -117,6 +118,7 @@ class Session:
                     log.info("session %s idle for %.0f s: stopping", self.id, idle_timeout)
                     nursery.cancel_scope.cancel()
         finally:
+            self.closing.set()
             self.stopped.set()
 
     async def _wait_until_idle(self, idle_timeout: float) -> None:
@@ -128,9 +130,18 @@ class Session:
                 await self._clients_changed.wait()
                 continue
             if not self.clients:
+                # Decided in the same step as the check: a session/open from here on gets
+                # a new session, never this dying one.
+                self.closing.set()
                 return
 
+    @property
+    def alive(self) -> bool:
+        """Started and not stopping: a client may attach."""
+        return self.started.is_set() and not self.closing.is_set()
+
     def stop(self) -> None:
+        self.closing.set()
         self._cancel_scope.cancel()
 
     # ---- clients -------------------------------------------------------------------------
@@ -255,12 +266,13 @@ class SessionManager:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS, "The root is not a directory; give a directory."
             )
-        existing = self._by_root.get(path)
-        if existing is not None and not existing.stopped.is_set():
+        while (existing := self._by_root.get(path)) is not None and not existing.closing.is_set():
             await existing.started.wait()
-            if not existing.stopped.is_set():
+            if existing.alive:  # nothing is awaited between this check and the caller's attach
                 existing.lsp.restart_failed()
                 return existing, False
+        # No session, or one stopping (idle, terminated): a new session takes the root at
+        # once, while the old one stops its servers.
         assert self._nursery is not None, "the session manager is not running"
         try:
             config = effective_config(self.config, path)
@@ -273,7 +285,7 @@ class SessionManager:
         self._by_root[path] = session
         self._nursery.start_soon(self._run_session, session)
         await session.started.wait()
-        if session.stopped.is_set():
+        if not session.alive:
             raise ToolError(ErrorKind.LSP_ERROR, "The session failed to start; see the daemon log.")
         log.info("session %s opened for %s", session.id, path)
         return session, True
@@ -291,7 +303,7 @@ class SessionManager:
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
-        if session is None or session.stopped.is_set():
+        if session is None or session.closing.is_set() or session.stopped.is_set():
             raise ToolError(
                 ErrorKind.SESSION_NOT_FOUND,
                 "No live session has that id; call session/open with a root.",
