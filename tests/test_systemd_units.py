@@ -29,6 +29,10 @@ def test_units_describe_socket_activation_and_notify() -> None:
     assert service["Service"]["Type"] == "notify"
     assert service["Service"]["ExecStart"] == "@EXEC@ daemon"
     assert "WatchdogSec" in service["Service"]
+    # SIGTERM to the daemon alone (it stops its servers, git writes finish), then SIGKILL to
+    # whatever is left in the unit's cgroup.
+    assert service["Service"]["KillMode"] == "mixed"
+    assert service["Service"]["SendSIGKILL"] == "yes"
     assert service["Unit"]["Requires"] == "codeward.socket"
 
 

@@ -15,6 +15,7 @@ from codeward import __version__
 from codeward.daemon import systemd
 from codeward.daemon.config import Config, ConfigError, load_config
 from codeward.daemon.connection import Connection
+from codeward.daemon.guardian import Guardian, record_path
 from codeward.daemon.listener import acquire_start_lock, open_listener, peer_uid, prepare_directory
 from codeward.daemon.session import SessionManager
 
@@ -42,7 +43,9 @@ class Daemon:
         if not activated:
             prepare_directory(self.socket_path.parent)
             lock_fd = acquire_start_lock(self.socket_path)
+        guard = Guardian(record_path(self.socket_path))
         try:
+            await guard.start()  # first reaps what a killed predecessor left, by its record
             listener, self._bound = open_listener(self.socket_path)
             async with listener, trio.open_nursery() as nursery:
                 await nursery.start(self.sessions.run)
@@ -66,6 +69,7 @@ class Daemon:
                 await self._flush_connections()
                 nursery.cancel_scope.cancel()
         finally:
+            await guard.stop()
             if self._bound:
                 with contextlib.suppress(FileNotFoundError):
                     self.socket_path.unlink()
@@ -100,6 +104,7 @@ class Daemon:
             return
         self.config = config
         self.sessions.config = config
+        self.sessions.budget.limits = config.daemon
         log.info("config reloaded")
 
     async def _accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import trio
 
+from codeward.daemon import guardian
 from codeward.protocol.errors import ErrorKind, ToolError
 
 # Later `-c` wins over the repository's config, and reaches child git processes too.
@@ -151,6 +152,7 @@ async def run_process(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    guardian.register(proc.pid)  # killed with the daemon, however it dies
     out, err = _Capped(output_bytes), _Capped(STDERR_BYTES)
     clean = False
     try:
@@ -178,6 +180,7 @@ async def run_process(
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     await stream.aclose()
+            guardian.unregister(proc.pid)
     timed_out = deadline.cancelled_caught
     code = proc.returncode if proc.returncode is not None else -1
     return Completed(code, out.value(), err.value(), out.truncated, timed_out)

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import trio
 
+from codeward.daemon import guardian
+from codeward.daemon.reaper import stat_fields
+
 log = logging.getLogger("codeward.lsp")
 
 STDERR_LINES = 200
@@ -45,6 +48,7 @@ class ServerProcess:
             env={**os.environ, **env},
             start_new_session=True,
         )
+        guardian.register(process.pid)
         return cls(name, process)
 
     @property
@@ -99,6 +103,8 @@ class ServerProcess:
             await wait_group_gone(self.pid)
         if scope.cancelled_caught:
             log.warning("%s: members of its process group outlive SIGKILL", self.name)
+        else:
+            guardian.unregister(self.pid)
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 await stream.aclose()
@@ -115,17 +121,6 @@ def group_members(pgid: int) -> list[int]:
         if name.isdigit() and _group_of(int(name)) == pgid:
             found.append(int(name))
     return found
-
-
-def stat_fields(pid: int) -> list[bytes]:
-    """The fields of /proc/PID/stat after the command name (state first); [] when gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return []
-    # the command name may hold spaces and parentheses: split after the last ')'
-    return stat.rsplit(b")", 1)[-1].split()
 
 
 def _group_of(pid: int) -> int | None:
