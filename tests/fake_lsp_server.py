@@ -181,6 +181,8 @@ def main() -> None:
                 "hoverProvider": True,
                 "positionEncoding": "utf-16",
             }
+            if MODE == "empty-rename":  # renames answered with an edit that changes nothing
+                capabilities["renameProvider"] = True
             if MODE.startswith("workspace-"):
                 workspace.root = params["rootPath"]
                 capabilities["diagnosticProvider"] = {
@@ -225,6 +227,8 @@ def main() -> None:
             texts[doc["uri"]] = params["contentChanges"][-1]["text"]
             if MODE != "unready-silent":
                 publish(doc["uri"], doc["version"], texts[doc["uri"]])
+        elif method == "textDocument/rename":
+            send({"id": msg_id, "result": {"changes": {}}})
         elif method == "textDocument/hover":
             if MODE.startswith("grow"):
                 hoard.append(bytearray(b"x" * (64 << 20)))  # touched: resident

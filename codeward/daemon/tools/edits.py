@@ -9,6 +9,7 @@ import msgspec
 
 from codeward.daemon.edits import Basis, EditResult, apply_workspace_edit, capture_basis
 from codeward.daemon.edits.actions import Action, collect, in_lines, server_diagnostics
+from codeward.daemon.edits.identifiers import invalid_reason
 from codeward.daemon.edits.server_edits import accepting_edits
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
 from codeward.daemon.lsp.manager import DocumentContext, LspManager
@@ -291,6 +292,9 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     manager = ctx.session.lsp
     source = source_file(manager, args.path)
     check_position(source, args.line, args.character)
+    invalid = invalid_reason(source.language, name)
+    if invalid is not None:
+        raise ToolError(ErrorKind.INVALID_ARGUMENTS, f"{invalid}; give a valid name.")
     where = f"line {args.line}, character {args.character} of {source.shown!r}"
     server = await manager.route(source.language, "textDocument/rename")
 
@@ -331,6 +335,18 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
         bases.get(answer.server, Basis()),
         apply=args.apply,
     )
+    if not result.files_changed:  # nothing written: say why, never "0 files changed"
+        if result.edits:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"The symbol at {where} is already named {name!r}; give a different name.",
+            )
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"The {answer.server} language server renames nothing at {where} to {name!r} "
+            "(it may not accept that name there); give a valid name, or another position.",
+            server=answer.server,
+        )
     shown = _edit_result(result)
     if answer.partial:
         shown["partial"] = True
