@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from codeward.daemon.git.grammar import Arity, Option
-from codeward.daemon.git.tables import DIFF, SPECS
+from codeward.daemon.git.tables import DIFF, REVISION, SPECS
 from tests.git_repos import commit_all, git, make_repo, write
 
 # Where git prints the options of a subcommand; several listings for commands with actions.
@@ -95,8 +95,9 @@ def test_parse_options_commands_match_git_help(repo: Path, subcommand: str) -> N
     wrong = {}
     for spelled, option in SPECS[subcommand].options.items():
         got = listed_arity(spelled, listings)
-        if subcommand == "stash" and not got and spelled in DIFF:  # `stash show`'s diff options
-            got = {DIFF[spelled].arity}
+        log = {**DIFF, **REVISION}  # `stash show` and `stash list` pass them to diff and log
+        if subcommand == "stash" and not got and spelled in log:
+            got = {expected(log[spelled])}
         if got != {expected(option)}:
             wrong[spelled] = (expected(option).value, sorted(a.value for a in got))
     assert not wrong, wrong

@@ -324,6 +324,22 @@ async def test_handles_git_errors(repo: Path) -> None:
     assert info.value.kind is ErrorKind.GIT_FAILED
 
 
+async def test_parse_runs_pass_the_policy_too(repo: Path) -> None:
+    """The runs behind `parsed` drop display options; a dropped option's value must not
+    become an option of its own there (`--src-prefix --output=F` wrote F)."""
+    for subcommand in ("log", "show", "diff"):
+        for option in ("--src-prefix", "--dst-prefix", "--line-prefix", "--stat-width",
+                       "--stat-name-width", "--stat-count", "--stat-graph-width"):  # fmt: skip
+            out = repo / f"owned{option}.txt"
+            try:
+                result = await run(repo, subcommand, [option, f"--output={out.name}"])
+            except ToolError as error:
+                assert error.kind is ErrorKind.GIT_FAILED
+            else:
+                assert result["parsed"] is None
+            assert not out.exists(), (subcommand, option)
+
+
 @pytest.mark.parametrize("name", ["nowhere.git", "with space/nowhere.git", "it's.git"])
 async def test_error_messages_hide_paths_outside_the_project(
     repo: Path, tmp_path: Path, name: str

@@ -56,7 +56,7 @@ async def run_git(
     if decision.changes_worktree:
         listed = await probe(git, root, ls_files)
         before = changes.snapshot(root, changes.parse_ls_files(listed.stdout))
-    plan = _parse_plan(decision)
+    plan = _checked_plan(root, decision, _parse_plan(decision))
     reuse = plan is not None and len(plan) == 1 and sorted(plan[0].args) == sorted(decision.args)
     results: dict[int, Completed] = {}
 
@@ -257,6 +257,20 @@ def _parse_plan(decision: Decision) -> list[ParseRun] | None:
         fmt = f"--format={parse.STASH_FORMAT}"
         return [ParseRun(["list", "-z", fmt, *_filters(args[1:])], parse.parse_stash_list)]
     return None
+
+
+def _checked_plan(
+    root: Path, decision: Decision, plan: list[ParseRun] | None
+) -> list[ParseRun] | None:
+    """The parse runs, if each passes the policy as a read (dropping a display option can
+    leave its value behind as an option of its own: `--src-prefix --output=x`)."""
+    for run in plan or []:
+        try:
+            if classify(root, decision.subcommand, run.args).tier is not Tier.READ:
+                return None
+        except ToolError:
+            return None
+    return plan
 
 
 def _combine(subcommand: str, plan: list[ParseRun], outputs: list[Completed]) -> Any:

@@ -213,7 +213,8 @@ SPECS: dict[str, Spec] = {
     "stash": Spec({**_PATHSPEC_FILE, **options(
         "k keep-index", "no-keep-index", "S staged", "p patch", "q quiet",
         "u include-untracked", "no-include-untracked", "only-untracked", "a all",
-        "m message =", "index", "stat =?", "name-only", "name-status", "numstat",
+        "m message =", "index", "stat =?", "name-only", "name-status", "numstat", "z",
+        "format =!",
     )}),
     "branch": Spec({**_QUIET, **_REF_FILTERS, **options(
         "t track =?", "no-track", "u set-upstream-to =", "unset-upstream", "r remotes",
