@@ -92,7 +92,13 @@ class Daemon:
 
 
 class RpcFailed(Exception):
-    pass
+    """A JSON-RPC error reply; `kind` is its `data.kind` (a tool error), else its code."""
+
+    def __init__(self, message: str, error: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        data = (error or {}).get("data")
+        kind = data.get("kind") if isinstance(data, dict) else None
+        self.kind = str(kind if kind is not None else (error or {}).get("code", "error"))
 
 
 class DaemonClient:
@@ -109,7 +115,7 @@ class DaemonClient:
         self.sock.sendall(msgspec.json.encode(message) + b"\n")
         reply = msgspec.json.decode(self.reader.readline())
         if "error" in reply:
-            raise RpcFailed(f"{method}: {reply['error']}")
+            raise RpcFailed(f"{method}: {reply['error']}", reply["error"])
         return reply["result"]
 
     def tool(self, name: str, arguments: dict[str, Any]) -> Any:
