@@ -230,6 +230,22 @@ def main() -> None:
         elif method == "textDocument/rename":
             send({"id": msg_id, "result": {"changes": {}}})
         elif method == "textDocument/hover":
+            if MODE == "late-register":  # registers pull diagnostics only when asked this
+                ask(
+                    "client/registerCapability",
+                    {
+                        "registrations": [
+                            {
+                                "id": "pull",
+                                "method": "textDocument/diagnostic",
+                                "registerOptions": {
+                                    "interFileDependencies": True,
+                                    "workspaceDiagnostics": True,
+                                },
+                            }
+                        ]
+                    },
+                )
             if MODE.startswith("grow"):
                 hoard.append(bytearray(b"x" * (64 << 20)))  # touched: resident
                 if MODE == "grow-silent":

@@ -449,3 +449,30 @@ async def test_a_default_server_installed_beside_the_daemon_is_found(
         mock_clock.jump(1.0)
         answer = await hover(manager, doc)
         assert answer.server == "ruff" and answer.result["contents"]["value"] == "hover"
+
+
+@pytest.mark.parametrize("expected", [True, False])
+async def test_a_registration_the_config_expects_is_awaited_past_the_short_grace(
+    tmp_path: Path, doc: Path, mock_clock: trio.testing.MockClock, expected: bool
+) -> None:
+    """basedpyright registers pull diagnostics only after a settings round trip, which a
+    loaded machine stretches past the short grace: a server whose config names the
+    method is waited for (up to `lsp.ready_timeout`), any other gets the short grace."""
+    late = fake_server("late-register")
+    late.registers = ["textDocument/diagnostic"] if expected else []
+    async with running(tmp_path, fake_config({"fake": late})) as (manager, _):
+        server = manager.server_for("fake")
+        await server.connection()
+        answers: list[bool] = []
+        async with trio.open_nursery() as nursery:
+
+            async def ask() -> None:
+                answers.append(await server.offers("workspace/diagnostic"))
+
+            nursery.start_soon(ask)
+            await trio.testing.wait_all_tasks_blocked()
+            mock_clock.jump(server_module.REGISTRATION_GRACE + 1)
+            await trio.testing.wait_all_tasks_blocked()
+            await hover(manager, doc)  # the fake registers before it answers
+        assert answers == [expected]
+        assert server.capabilities.supports("workspace/diagnostic")

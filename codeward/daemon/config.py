@@ -80,6 +80,9 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # Text of an error answer that means its state is broken: it is restarted, the request
     # retried once.
     broken_when: list[str] = field(default_factory=list)
+    # Methods it registers dynamically once it has read its settings: `offers` waits for
+    # them up to `lsp.ready_timeout` instead of a short grace.
+    registers: list[str] = field(default_factory=list)
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -138,6 +138,11 @@ class ServerCapabilities:
         """Options of the live dynamic registrations of `method`."""
         return [opts for m, opts in self.registrations.values() if m == method]
 
+    @staticmethod
+    def registered_as(method: str) -> str:
+        """The method a dynamic registration names for `method`."""
+        return _REGISTERED_AS.get(method, method)
+
     def supports(self, method: str) -> bool:
         """Whether the server offers `method` (statically or by a dynamic registration)."""
         provider = _PROVIDERS.get(method)
@@ -146,8 +151,7 @@ class ServerCapabilities:
         key, sub = provider
         options: list[Any] = [self.static.get(key)]
         options += [
-            True if opts is None else opts
-            for opts in self.registered(_REGISTERED_AS.get(method, method))
+            True if opts is None else opts for opts in self.registered(self.registered_as(method))
         ]
         for option in options:
             if option is None or option is False:

@@ -67,6 +67,8 @@ def default_servers() -> dict[str, ServerConfig]:
                 "workspace/executeCommand",
             ],
             broken_when=["_token.cancel is not a function"],
+            # Pull diagnostics are registered, never static, after its settings are read.
+            registers=["textDocument/diagnostic"],
         ),
         "ruff": ServerConfig(
             command=_ruff_command(),

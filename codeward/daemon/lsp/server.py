@@ -795,8 +795,12 @@ class LanguageServer:
 
     async def offers(self, method: str) -> bool:
         """Whether the running server offers `method`; a server that started moments ago
-        gets `REGISTRATION_GRACE` seconds to register it dynamically."""
-        grace = self._running_since + REGISTRATION_GRACE - trio.current_time()
+        gets `REGISTRATION_GRACE` seconds to register it dynamically, or `lsp.ready_timeout`
+        for a method its config says it registers (its registration follows a settings
+        round trip, which a loaded machine can stretch past any short grace)."""
+        expected = self.capabilities.registered_as(method) in self.config.registers
+        wait = self.lsp.ready_timeout if expected else REGISTRATION_GRACE
+        grace = self._running_since + wait - trio.current_time()
         return await self.wait_for(lambda: self.capabilities.supports(method), max(grace, 0))
 
     async def wait_idle(self, timeout: float) -> bool:
