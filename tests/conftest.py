@@ -31,6 +31,15 @@ def no_leaked_processes() -> Iterator[None]:
     assert not leaked, f"processes left behind: {leaked}"
 
 
+@pytest.fixture(autouse=True)
+def private_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any) -> Path:
+    """`$XDG_CONFIG_HOME` of the test's own (the daemon's trusted.toml lives there): no
+    test reads or changes the user's trusted roots, and every root starts untrusted."""
+    home = tmp_path_factory.mktemp("config-home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def socket_dir() -> Iterator[Path]:
     """A short private directory (AF_UNIX paths are limited to 108 bytes)."""

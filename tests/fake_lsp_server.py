@@ -11,7 +11,8 @@ reports the rest and ends it. Later pulls report every file in one round, withou
 Files named `skip*` are never reported; `workspace-stale-token` also creates a progress
 token at start that it never begins; `workspace-hold` (`... workspace-hold LOG FIFO`) writes
 the start of its first pull in one piece, then reads nothing more until a byte comes
-through FIFO.
+through FIFO. `env` behaves as `ok` once it has logged how it was started:
+`{"started": {"env": ..., "argv": ..., "cwd": ...}}`.
 
 Fault modes for supervision: `grow` takes 64 MiB more memory at each hover before it answers
 (`grow-silent` never answers); `silent-hover` never answers hovers and ignores
@@ -156,6 +157,10 @@ class Workspace:
 
 
 def main() -> None:
+    if MODE == "env" and LOG:  # otherwise as "ok": how it was started goes to LOG first
+        with open(LOG, "a") as f:
+            started = {"env": dict(os.environ), "argv": sys.argv, "cwd": os.getcwd()}
+            f.write(json.dumps({"started": started}) + "\n")
     if MODE == "crash-at-start":
         sys.stderr.write("fake: cannot start: /etc/fake/settings.toml is missing\n")
         sys.exit(3)

@@ -25,7 +25,8 @@ FAKE = str(Path(__file__).with_name("fake_lsp_server.py"))
 
 def fake_server(mode: str, log: Path | None = None) -> ServerConfig:
     command = [sys.executable, FAKE, mode] + ([str(log)] if log else [])
-    return ServerConfig(command=command, settings={"fake": {"answer": 42}})
+    # untrusted = "run": the fake runs nothing, so it may start in an untrusted root
+    return ServerConfig(command=command, settings={"fake": {"answer": 42}}, untrusted="run")
 
 
 def fake_config(

@@ -43,7 +43,7 @@ async def test_format_with_ruff(client: RpcClient, project: Path) -> None:
     assert (project / "ugly.py").read_text() == PRETTY
     # Formatted already: nothing to do.
     result = await client.tool("format_code", path="pretty.py")
-    assert result == {"changed": False, "diff": "", "applied": False}
+    assert result == {"changed": False, "diff": "", "applied": False, "restricted": True}
     # Bad ranges.
     err = await failure(client, "format_code", path="ugly.py", start_line=5, end_line=2)
     assert err.kind == "invalid_arguments" and "before" in err.message

@@ -142,7 +142,7 @@ async def test_definitions_and_output_paths(
     ]
     # Anything else outside the root is dropped without a trace.
     result = await call(client, "go_to_definition", project, "app.py", "plain_func")
-    assert result == {"status": "not_found", "count": 0, "partial": False}
+    assert result == {"status": "not_found", "count": 0, "partial": False, "restricted": True}
     hover = await call(client, "get_hover_info", project, "app.py", "plain_func")
     assert hover["status"] == "found" and "plain_func" in hover["signature"]
     # Type definition of a variable.
@@ -199,7 +199,13 @@ async def test_references_and_implementations(
     assert all(i["preview"] == "def area(self) -> float:" for i in result["implementations"])
     # A symbol used nowhere.
     result = await call(client, "find_references", project, "app.py", "main")
-    assert result == {"status": "not_found", "references": [], "count": 0, "partial": False}
+    assert result == {
+        "status": "not_found",
+        "references": [],
+        "count": 0,
+        "partial": False,
+        "restricted": True,
+    }
 
 
 async def test_hover_symbols_and_calls(

@@ -156,7 +156,7 @@ def test_daemon_views() -> None:
     assert render.status({"uptime": "x"})[0].endswith("up ?")
     sessions = {
         "sessions": [
-            {"id": "ab12", "root": "/p", "clients": 1, "idle_seconds": 4.2,
+            {"id": "ab12", "root": "/p", "trusted": True, "clients": 1, "idle_seconds": 4.2,
              "servers": [{"name": "basedpyright", "language": "python", "state": "ready",
                           "pid": 99, "restarts": 0},
                          {"name": "ruff", "language": "python", "state": "stopped",
@@ -164,7 +164,7 @@ def test_daemon_views() -> None:
         ]
     }  # fmt: skip
     assert render.sessions(sessions) == [
-        "ab12  /p  clients: 1  idle: 4s",
+        "ab12  /p  trusted  clients: 1  idle: 4s",
         "  basedpyright (python): ready, pid 99, restarts 0",
         "  ruff (python): stopped, restarts 2",
     ]

@@ -284,7 +284,7 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
 COMMANDS = (
     "daemon", "status", "stop", "sessions", "tools", "call", "git", "lua", "diagnostics",
     "hover", "definition", "references", "implementations", "type-definition", "symbols",
-    "calls", "format", "actions", "rename", "mcp",
+    "calls", "format", "actions", "rename", "mcp", "trust",
 )  # fmt: skip
 
 
@@ -403,6 +403,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     rename.add_argument("new_name", metavar="NEW")
     rename.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
     command("mcp", cmd_mcp, "serve MCP on stdio, bridged to the daemon")
+    trust = command(
+        "trust",
+        cmd_trust,
+        "trust a root, so that its language servers may run project code (list, revoke)",
+    )
+    trust.add_argument("target", metavar="ROOT", nargs="?", help="default: the --root")
+    which = trust.add_mutually_exclusive_group()
+    which.add_argument("--list", action="store_true", help="list the trusted roots")
+    which.add_argument("--revoke", action="store_true", help="stop trusting ROOT")
     return parser
 
 
@@ -691,6 +700,21 @@ def cmd_rename(inv: Invocation) -> int:
         "apply": not inv.args.dry_run,
     }
     inv.show("rename", inv.tool("rename_symbol", arguments), render.edit)
+    return EXIT_OK
+
+
+def cmd_trust(inv: Invocation) -> int:
+    if inv.args.list:
+        if inv.args.target:
+            raise UsageError("--list takes no ROOT")
+        inv.show("trust", inv.request("trust/list"), render.trust_list)
+        return EXIT_OK
+    if inv.args.target:
+        root = os.path.abspath(inv.cwd / Path(inv.args.target).expanduser())
+    else:
+        root = str(inv.root)
+    result = inv.request("trust/set", {"root": root, "trusted": not inv.args.revoke})
+    inv.show("trust", result, render.trust_set)
     return EXIT_OK
 
 

@@ -14,6 +14,7 @@ import msgspec
 from msgspec import Struct, field
 
 Approval = Literal["allow", "confirm", "deny"]
+Untrusted = Literal["default", "off", "run"]
 _STRICTNESS: dict[str, int] = {"allow": 0, "confirm": 1, "deny": 2}
 
 
@@ -83,6 +84,9 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # Methods it registers dynamically once it has read its settings: `offers` waits for
     # them up to `lsp.ready_timeout` instead of a short grace.
     registers: list[str] = field(default_factory=list)
+    # In an untrusted root: "default" (codeward's restricted configuration of a server it
+    # knows, else not started), "off" (never started there), "run" (started as configured)
+    untrusted: Untrusted = "default"
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

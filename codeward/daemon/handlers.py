@@ -28,6 +28,9 @@ from codeward.protocol.methods import (
     ToolsCallParams,
     ToolsListParams,
     ToolsListResult,
+    TrustListResult,
+    TrustSetParams,
+    TrustSetResult,
 )
 from codeward.protocol.tools import ToolFormat, render_tool
 
@@ -98,6 +101,7 @@ async def session_open(conn: Connection, item: Incoming) -> SessionOpenResult:
         root=str(session.root),
         created=created,
         languages=detect_languages(session.root, session.lsp.languages),
+        trusted=session.trusted,
     )
 
 
@@ -115,6 +119,28 @@ async def session_close(conn: Connection, item: Incoming) -> dict[str, Any]:
 @method("session/list")
 async def session_list(conn: Connection, item: Incoming) -> dict[str, Any]:
     return {"sessions": [s.info() for s in conn.daemon.sessions.sessions.values()]}
+
+
+@method("trust/list")
+async def trust_list(conn: Connection, item: Incoming) -> TrustListResult:
+    return TrustListResult(roots=[str(r) for r in conn.daemon.sessions.trust.listed()])
+
+
+@method("trust/set")
+async def trust_set(conn: Connection, item: Incoming) -> TrustSetResult:
+    """Trust or revoke a root; live sessions at or below it restart their servers at once."""
+    params = params_of(item, TrustSetParams)
+    manager = conn.daemon.sessions
+    root, changed = manager.trust.change(params.root, params.trusted)
+    restarted = await manager.apply_trust()
+    by = manager.trust.trusted_by(root)
+    return TrustSetResult(
+        root=str(root),
+        trusted=by is not None,
+        changed=changed,
+        restarted=restarted,
+        inherited=by is not None and by != root,
+    )
 
 
 @method("daemon/status")
@@ -143,7 +169,7 @@ async def tools_call(conn: Connection, item: Incoming) -> Any:
     arguments = REGISTRY.validate(tool, params.arguments)
     # A tool that writes shields the write itself (run_git, the edit layer): everything
     # before it stays cancellable, so $/cancelRequest reaches the language server.
-    return await tool.handler(ToolContext(session, conn, conn.policy), arguments)
+    return await tool.run(ToolContext(session, conn, conn.policy), arguments)
 
 
 @method("lua/eval")

@@ -24,6 +24,7 @@ from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import effective_languages, language_of
 from codeward.daemon.lua import LuaActor
 from codeward.daemon.tools.registry import REGISTRY, Caller, ToolContext
+from codeward.daemon.trust import TrustStore
 from codeward.protocol.errors import ErrorKind, ToolError
 
 log = logging.getLogger(__name__)
@@ -83,14 +84,21 @@ def detect_languages(root: Path, languages: dict[str, Any], budget: int = 5000) 
 
 class Session:
     def __init__(
-        self, session_id: str, root: Path, config: Config, budget: ServerBudget | None = None
+        self,
+        session_id: str,
+        root: Path,
+        config: Config,
+        budget: ServerBudget | None = None,
+        *,
+        trusted: bool,
     ) -> None:
         self.id = session_id
         self.root = root
         self.config = config
+        self.trusted = trusted
         self.policy: PolicyConfig = config.policy
         self.lua = LuaActor(config.lua)
-        self.lsp = LspManager(root, config, self.publish_progress, budget)
+        self.lsp = LspManager(root, config, self.publish_progress, budget, restricted=not trusted)
         self.writer = RootWriter(root, self.files_changed)
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}
@@ -144,6 +152,21 @@ class Session:
         self.closing.set()
         self._cancel_scope.cancel()
 
+    @property
+    def restricted(self) -> bool:
+        """An untrusted root: its language servers run in their restricted configuration."""
+        return not self.trusted
+
+    async def set_trusted(self, trusted: bool) -> bool:
+        """Apply a change of the root's trust: the servers restart in their new
+        configuration. Whether anything changed."""
+        if trusted == self.trusted:
+            return False
+        self.trusted = trusted
+        log.info("session %s %s: restarting its servers", self.id, _trust_word(trusted))
+        await self.lsp.set_restricted(not trusted)
+        return True
+
     # ---- clients -------------------------------------------------------------------------
 
     def attach(self, client_id: int, progress: ProgressListener | None = None) -> None:
@@ -184,10 +207,15 @@ class Session:
         return {
             "id": self.id,
             "root": str(self.root),
+            "trusted": self.trusted,
             "clients": len(self.clients),
             "idle_seconds": round(self.idle_seconds(), 1),
             "servers": self.lsp.status(),
         }
+
+
+def _trust_word(trusted: bool) -> str:
+    return "trusted" if trusted else "no longer trusted"
 
 
 class SessionHost:
@@ -242,8 +270,9 @@ class SessionHost:
 class SessionManager:
     """Owns the nursery every session runs in; finds a session by id or by canonical root."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, trust: TrustStore | None = None) -> None:
         self.config = config
+        self.trust = trust or TrustStore()
         self.sessions: dict[str, Session] = {}
         self._by_root: dict[Path, Session] = {}
         self.budget = ServerBudget(config.daemon)  # caps live servers across sessions
@@ -268,6 +297,9 @@ class SessionManager:
             )
         while (existing := self._by_root.get(path)) is not None and not existing.closing.is_set():
             await existing.started.wait()
+            if existing.alive and existing.trusted != self.trust.is_trusted(path):
+                await existing.set_trusted(not existing.trusted)  # the file was edited
+                continue  # and check again: nothing may be awaited before the attach
             if existing.alive:  # nothing is awaited between this check and the caller's attach
                 existing.lsp.restart_failed()
                 return existing, False
@@ -280,7 +312,8 @@ class SessionManager:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS, f"The project's .codeward.toml cannot be used: {exc}"
             ) from None
-        session = Session(secrets.token_hex(8), path, config, self.budget)
+        trusted = self.trust.is_trusted(path)
+        session = Session(secrets.token_hex(8), path, config, self.budget, trusted=trusted)
         self.sessions[session.id] = session
         self._by_root[path] = session
         self._nursery.start_soon(self._run_session, session)
@@ -309,6 +342,21 @@ class SessionManager:
                 "No live session has that id; call session/open with a root.",
             )
         return session
+
+    async def apply_trust(self) -> list[str]:
+        """Give every live session the trust the store says it has now (its servers
+        restart where it changed, concurrently); the ids of the sessions that changed."""
+        changed: list[str] = []
+
+        async def one(session: Session) -> None:
+            if await session.set_trusted(self.trust.is_trusted(session.root)):
+                changed.append(session.id)
+
+        async with trio.open_nursery() as nursery:
+            for session in list(self.sessions.values()):
+                if not session.stopped.is_set():
+                    nursery.start_soon(one, session)
+        return sorted(changed)
 
     async def terminate(self, session: Session) -> None:
         session.stop()

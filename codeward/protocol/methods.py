@@ -54,6 +54,24 @@ class SessionOpenResult(Struct):
     root: str
     created: bool
     languages: list[str]
+    trusted: bool = False
+
+
+class TrustSetParams(Struct, forbid_unknown_fields=True):
+    root: str
+    trusted: bool = True
+
+
+class TrustSetResult(Struct):
+    root: str
+    trusted: bool  # the root's trust now (itself or through a trusted parent)
+    changed: bool  # whether the trusted roots changed
+    restarted: list[str]  # the sessions whose servers restarted
+    inherited: bool = False  # trusted through a trusted directory above it
+
+
+class TrustListResult(Struct):
+    roots: list[str]
 
 
 class SessionCloseParams(Struct, forbid_unknown_fields=True):

@@ -95,8 +95,9 @@ def sessions(result: dict[str, Any]) -> list[str]:
         return ["no sessions"]
     lines: list[str] = []
     for session in items:
+        trust = "trusted" if session.get("trusted") else "restricted"
         lines.append(
-            f"{session.get('id', '?')}  {session.get('root', '?')}  "
+            f"{session.get('id', '?')}  {session.get('root', '?')}  {trust}  "
             f"clients: {session.get('clients', 0)}  idle: {_duration(session.get('idle_seconds'))}"
         )
         for server in session.get("servers") or []:
@@ -110,6 +111,25 @@ def sessions(result: dict[str, Any]) -> list[str]:
                 + f", restarts {server.get('restarts', 0)}"
             )
     return lines
+
+
+def trust_list(result: dict[str, Any]) -> list[str]:
+    roots = [str(r) for r in result.get("roots") or []]
+    return roots or ["no trusted roots"]
+
+
+def trust_set(result: dict[str, Any]) -> list[str]:
+    root, trusted = result.get("root", "?"), bool(result.get("trusted"))
+    if trusted and result.get("inherited"):
+        line = f"{root} is trusted through a trusted directory above it"
+    elif trusted:
+        line = f"{root} is trusted" + ("" if result.get("changed") else " (it already was)")
+    else:
+        line = f"{root} is not trusted" + ("" if result.get("changed") else " (it was not)")
+    restarted = len(result.get("restarted") or [])
+    if restarted:
+        line += f"; the servers of {restarted} session{'s' if restarted != 1 else ''} restarted"
+    return [line]
 
 
 def tools(result: dict[str, Any]) -> list[str]:
@@ -255,6 +275,11 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
         out.append("partial result: a language server was still loading; try again shortly")
     if result.get("truncated"):
         out.append("output truncated")
+    if result.get("restricted"):
+        out.append(
+            "restricted: the root is not trusted (codeward trust), so its servers run "
+            "without project code"
+        )
     if command == "diagnostics":
         count = _count(result.get("count"))
         if count is None:

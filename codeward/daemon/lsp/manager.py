@@ -43,6 +43,7 @@ language in routing order; or no server offers the method),
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
@@ -54,7 +55,7 @@ from typing import Any
 
 import trio
 
-from codeward.daemon.config import Config
+from codeward.daemon.config import Config, ServerConfig
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.connection import CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED
 from codeward.daemon.lsp.defaults import (
@@ -65,6 +66,8 @@ from codeward.daemon.lsp.defaults import (
 )
 from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat, content_hash, stat_key
 from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.lsp.restricted import NotInRestrictedMode
+from codeward.daemon.lsp.restricted import restricted as restricted_config
 from codeward.daemon.lsp.server import LanguageServer, ServerState
 from codeward.daemon.lsp.types import Diagnostic, Position, Range
 from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
@@ -162,10 +165,13 @@ class LspManager:
         config: Config,
         on_progress: Callable[[dict[str, Any]], None],
         budget: ServerBudget | None = None,
+        *,
+        restricted: bool = False,
     ) -> None:
         self.root = root
         self.config = config
         self.on_progress = on_progress
+        self.restricted = restricted  # an untrusted root: servers start restricted
         self.server_configs = effective_servers(config)
         self.languages = effective_languages(config)
         self.servers: dict[str, LanguageServer] = {}
@@ -238,6 +244,7 @@ class LspManager:
             raise ToolError(
                 ErrorKind.LSP_ERROR, "The session's language servers are stopped; open it again."
             )
+        config = self._as_trusted(name, config)
         server = LanguageServer(
             name,
             config,
@@ -252,6 +259,22 @@ class LspManager:
         self.servers[name] = server
         self._nursery.start_soon(server.run)
         return server
+
+    def _as_trusted(self, name: str, config: ServerConfig) -> ServerConfig:
+        """`config` as the root's trust allows: unchanged, or restricted (an untrusted root;
+        `lsp_unavailable` for a server that does not start there)."""
+        if not self.restricted:
+            return config
+        try:
+            return restricted_config(name, config, self.root)
+        except NotInRestrictedMode as exc:
+            raise ToolError(
+                ErrorKind.LSP_UNAVAILABLE,
+                f"The {name} language server does not start in an untrusted root: {exc}; "
+                "trust the root (codeward trust) to use it.",
+                server=name,
+                restricted=True,
+            ) from None
 
     async def started(self, name: str, language: str = "") -> LanguageServer:
         """The actor of server `name`, running (started on first need).
@@ -278,8 +301,11 @@ class LspManager:
             raise error
         importlib.invalidate_caches()  # a package installed since: importable now
         fresh = effective_servers(self.config).get(server.name)
-        if fresh is not None and fresh.command != server.config.command:
-            self.server_configs[server.name] = server.config = fresh
+        if fresh is not None:
+            self.server_configs[server.name] = fresh
+            fresh = self._as_trusted(server.name, fresh)
+            if fresh.command != server.config.command:
+                server.config = fresh
 
     def missing(self, errors: Sequence[ToolError], names: Sequence[str]) -> ToolError:
         """The error to raise when every server of `names` failed: the first in routing
@@ -297,6 +323,25 @@ class LspManager:
             server=absent[0],
             servers=absent,
         )
+
+    async def set_restricted(self, restricted: bool) -> None:
+        """The root's trust changed: every server stops, and those that were running start
+        again in the configuration of the new trust (restricted or normal)."""
+        self.restricted = restricted
+        old, self.servers = self.servers, {}
+        active = [
+            (name, server.language)
+            for name, server in old.items()
+            if server.state in (ServerState.STARTING, ServerState.RUNNING, ServerState.RESTARTING)
+        ]
+        for server in old.values():
+            server.stop()
+        for server in old.values():
+            await server.stopped.wait()
+        for name, language in active:
+            # one that does not start in this configuration: its tools say why
+            with contextlib.suppress(ToolError):
+                self.server_for(name, language).start()
 
     # -- file events --------------------------------------------------------------------
 

@@ -160,6 +160,8 @@ class LanguageServer:
         self._halted: tuple[str, bool, bool] | None = None  # (reason, park, graceful)
         self.on_start: Callable[[LanguageServer], None] | None = None  # the daemon's budget
         self.last_used = 0.0
+        self._scope = trio.CancelScope()
+        self.stopped = trio.Event()
 
     # -- state ------------------------------------------------------------------------
 
@@ -250,41 +252,53 @@ class LanguageServer:
     # -- supervision ------------------------------------------------------------------
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Supervise the server until cancelled; then stop it (shutdown, exit, TERM, KILL)."""
+        """Supervise the server until cancelled or `stop()`; then stop it (shutdown, exit,
+        TERM, KILL)."""
         task_status.started()
         try:
-            while True:
-                await self._wanted.wait()
-                crash = await self._run_once()
-                halted, self._halted = self._halted, None
-                if halted is not None:
-                    if halted[1]:  # parked: it starts again on its next need
+            with self._scope:
+                while True:
+                    await self._wanted.wait()
+                    crash = await self._run_once()
+                    halted, self._halted = self._halted, None
+                    if halted is not None:
+                        if halted[1]:  # parked: it starts again on its next need
+                            self._wanted = trio.Event()
+                            self._set_state(ServerState.IDLE)
+                        else:
+                            self.restarts += 1
+                        continue
+                    if crash is None:  # not installed
                         self._wanted = trio.Event()
-                        self._set_state(ServerState.IDLE)
-                    else:
-                        self.restarts += 1
-                    continue
-                if crash is None:  # not installed
-                    self._wanted = trio.Event()
-                    self._set_state(ServerState.UNAVAILABLE)
-                    continue
-                self._failed_attempt = self._attempts
-                self.last_error = crash
-                now = trio.current_time()
-                self._crashes.append(now)
-                while self._crashes and self._crashes[0] < now - CRASH_WINDOW:
-                    self._crashes.popleft()
-                log.warning("%s crashed: %s", self.name, crash)
-                if len(self._crashes) >= self.lsp.crash_limit:
-                    self._failed_at = now
-                    self._wanted = trio.Event()
-                    self._set_state(ServerState.FAILED)
-                    continue
-                self._set_state(ServerState.RESTARTING)
-                self.restarts += 1
-                await trio.sleep(min(BACKOFF_START * 2 ** (len(self._crashes) - 1), BACKOFF_MAX))
+                        self._set_state(ServerState.UNAVAILABLE)
+                        continue
+                    self._failed_attempt = self._attempts
+                    self.last_error = crash
+                    now = trio.current_time()
+                    self._crashes.append(now)
+                    while self._crashes and self._crashes[0] < now - CRASH_WINDOW:
+                        self._crashes.popleft()
+                    log.warning("%s crashed: %s", self.name, crash)
+                    if len(self._crashes) >= self.lsp.crash_limit:
+                        self._failed_at = now
+                        self._wanted = trio.Event()
+                        self._set_state(ServerState.FAILED)
+                        continue
+                    self._set_state(ServerState.RESTARTING)
+                    self.restarts += 1
+                    backoff = BACKOFF_START * 2 ** (len(self._crashes) - 1)
+                    await trio.sleep(min(backoff, BACKOFF_MAX))
         finally:
             self._set_state(ServerState.STOPPED)
+            self.stopped.set()
+
+    def stop(self) -> None:
+        """Stop the server for good (`stopped` is set once its process is gone)."""
+        self._scope.cancel()
+
+    def start(self) -> None:
+        """Start the server now rather than on its first need."""
+        self._want()
 
     async def _run_once(self) -> str | None:
         """Run one process until it dies: the reason, or None when it is not installed."""

@@ -27,6 +27,7 @@ class GitArgs(msgspec.Struct, forbid_unknown_fields=True):
     "Returns exit_code, output, stderr, truncated, and parsed data for status, diff, show, "
     "log, branch, tag, remote and stash list.",
     GitArgs,
+    servers=False,
 )
 async def git_command(ctx: ToolContext, args: GitArgs) -> dict[str, Any]:
     opts = {"allow_destructive": args.allow_destructive}

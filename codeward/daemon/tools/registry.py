@@ -58,6 +58,15 @@ class Tool:
     description: str
     arguments: type[msgspec.Struct]
     handler: Handler
+    servers: bool = False  # it asks language servers: its result says `restricted`
+
+    async def run(self, ctx: ToolContext, arguments: msgspec.Struct) -> dict[str, Any]:
+        """The handler's result; `restricted: true` beside it when its servers run in
+        their restricted configuration (an untrusted root)."""
+        result = await self.handler(ctx, arguments)
+        if self.servers and ctx.session.restricted:
+            result["restricted"] = True
+        return result
 
     def spec(self) -> ToolSpec:
         output = OUTPUT_SCHEMAS.get(self.name)
@@ -144,19 +153,20 @@ class ToolRegistry:
 
     async def call(self, name: str, arguments: Any, ctx: ToolContext) -> dict[str, Any]:
         tool = self.get(name)
-        return await tool.handler(ctx, self.validate(tool, arguments))
+        return await tool.run(ctx, self.validate(tool, arguments))
 
 
 REGISTRY = ToolRegistry()
 
 
 def tool(
-    name: str, description: str, arguments: type[msgspec.Struct]
+    name: str, description: str, arguments: type[msgspec.Struct], *, servers: bool = True
 ) -> Callable[[Handler], Handler]:
-    """Declare a tool in the registry: `@tool("name", "what it does", ArgsStruct)`."""
+    """Declare a tool in the registry: `@tool("name", "what it does", ArgsStruct)`;
+    `servers=False` for a tool that never asks a language server."""
 
     def register(handler: Handler) -> Handler:
-        REGISTRY.register(Tool(name, description, arguments, handler))
+        REGISTRY.register(Tool(name, description, arguments, handler, servers))
         return handler
 
     return register

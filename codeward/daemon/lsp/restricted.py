@@ -1,0 +1,268 @@
+"""The configuration each language server starts with in an untrusted root (restricted mode).
+
+In an untrusted root no program from the repository may run, through any server. Each
+default server was reviewed:
+
+- basedpyright runs a Python interpreter to find its search paths: the project's
+  `.venv/bin/python` when no interpreter is set. Restricted, it gets `python.pythonPath`
+  (the language-server setting that overrides every config file) naming the base
+  interpreter of the daemon's own Python, and no `python.venvPath`. A config file's
+  `venvPath`/`venv` are then only scanned for `site-packages`, never executed.
+- ruff runs nothing: unchanged.
+- gopls runs `go`: `GOTOOLCHAIN=local` (a go.mod `toolchain` line never fetches or runs a
+  toolchain), `CGO_ENABLED=0` (no pkg-config or C compiler with `#cgo` flags), `GOFLAGS`
+  from the daemon's environment only, code lenses that run commands off.
+- clangd runs a compiler only when `--query-driver` allows it: that option is dropped.
+- typescript-language-server loads the workspace's `node_modules/typescript` and tsserver
+  plugins: it gets the installed typescript's tsserver, no plugins and no automatic type
+  acquisition (which runs npm); without an installed typescript it does not start.
+- rust-analyzer runs build scripts, proc macros, `cargo check` and cargo's configured
+  wrappers: all off, `cargo metadata` without dependencies (it then runs no rustc), cargo's
+  wrappers and compiler overridden from the environment, the toolchain pinned to the
+  user's rustup default (a `rust-toolchain.toml` cannot name one), offline. A root with a
+  `rust-project.json` (which may name a sysroot whose programs it would run) does not
+  start it.
+- ElixirLS and Lexical compile the project with mix: they do not start.
+- A server codeward does not know does not start, unless the user's config says
+  `untrusted = "run"` for it; `untrusted = "off"` keeps any server off.
+
+Every restricted server is started by absolute path (never one inside the root), with a
+PATH from which relative entries and entries inside the root are removed.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from codeward.daemon.config import ServerConfig
+from codeward.daemon.paths import is_inside
+
+
+class NotInRestrictedMode(Exception):
+    """The server does not start in an untrusted root; the message says why."""
+
+
+def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `over` merged in, key by key (a None value removes the key)."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def codeward_python() -> str:
+    """The interpreter basedpyright may run in an untrusted root: the base installation of
+    the daemon's own Python (without the packages of the daemon's virtualenv)."""
+    for candidate in (getattr(sys, "_base_executable", ""), sys.executable):
+        if candidate and os.path.isabs(candidate) and os.access(candidate, os.X_OK):
+            return os.path.realpath(candidate)
+    return os.path.realpath(sys.executable)
+
+
+def rustup_default() -> str:
+    """The user's rustup default toolchain (rustup's settings.toml), else `stable`."""
+    home = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
+    try:
+        with open(os.path.join(home, "settings.toml"), "rb") as f:
+            value = tomllib.load(f).get("default_toolchain")
+    except (OSError, tomllib.TOMLDecodeError):
+        value = None
+    return value if isinstance(value, str) and value else "stable"
+
+
+def safe_path(root: Path, path: str | None = None) -> str:
+    """PATH without empty or relative entries, and without entries inside `root`."""
+    entries = (os.environ.get("PATH", "") if path is None else path).split(os.pathsep)
+    kept = [
+        e for e in entries if os.path.isabs(e) and not is_inside(Path(os.path.realpath(e)), root)
+    ]
+    return os.pathsep.join(dict.fromkeys(kept))
+
+
+def _basedpyright(config: ServerConfig, root: Path) -> ServerConfig:
+    settings = merged(
+        config.settings, {"python": {"pythonPath": codeward_python(), "venvPath": None}}
+    )
+    return msgspec.structs.replace(config, settings=settings)
+
+
+def _unchanged(config: ServerConfig, root: Path) -> ServerConfig:
+    return config
+
+
+GO_ENV = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0"}
+GO_LENSES = {
+    name: False
+    for name in ("generate", "regenerate_cgo", "test", "run_govulncheck", "vulncheck", "tidy")
+}
+
+
+def _gopls(config: ServerConfig, root: Path) -> ServerConfig:
+    env = {**config.env, **GO_ENV, "GOFLAGS": os.environ.get("GOFLAGS", "")}
+    settings = merged(config.settings, {"gopls": {"env": env, "codelenses": GO_LENSES}})
+    return msgspec.structs.replace(config, env=env, settings=settings)
+
+
+def _clangd(config: ServerConfig, root: Path) -> ServerConfig:
+    command: list[str] = []
+    skip = False
+    for arg in config.command:
+        if skip:
+            skip = False
+        elif arg == "--query-driver":
+            skip = True
+        elif not arg.startswith("--query-driver="):
+            command.append(arg)
+    return msgspec.structs.replace(config, command=command)
+
+
+def installed_tsserver(program: str, root: Path) -> str | None:
+    """The tsserver.js of a typescript installed outside `root` (beside the language server,
+    or the one `tsserver` on PATH belongs to)."""
+    candidates: list[Path] = []
+    for name in (program, "tsserver"):
+        found = shutil.which(name, path=safe_path(root))
+        if found is None:
+            continue
+        real = Path(os.path.realpath(found))
+        for parent in real.parents:
+            if parent.name == "node_modules":
+                candidates.append(parent / "typescript" / "lib" / "tsserver.js")
+            if parent.name == "typescript":
+                candidates.append(parent / "lib" / "tsserver.js")
+        candidates.append(real.parent.parent / "lib" / "tsserver.js")
+    for candidate in candidates:
+        real = Path(os.path.realpath(candidate))
+        if real.is_file() and not is_inside(real, root):
+            return str(real)
+    return None
+
+
+def _typescript(config: ServerConfig, root: Path) -> ServerConfig:
+    tsserver = installed_tsserver(config.command[0], root) if config.command else None
+    if tsserver is None:
+        raise NotInRestrictedMode(
+            "it would load the project's own typescript, and no typescript is installed "
+            "outside the root (npm install -g typescript)"
+        )
+    options = merged(
+        config.init_options or {},
+        {
+            "tsserver": {"path": tsserver},
+            "plugins": [],
+            "disableAutomaticTypingAcquisition": True,
+        },
+    )
+    return msgspec.structs.replace(config, init_options=options)
+
+
+RUST_SETTINGS: dict[str, Any] = {
+    "cargo": {
+        "buildScripts": {"enable": False, "overrideCommand": None},
+        "noDeps": True,
+        "extraEnv": {},
+    },
+    "procMacro": {"enable": False, "server": None},
+    "checkOnSave": False,
+    "check": {"overrideCommand": None},
+    "rustfmt": {"overrideCommand": None},
+    "runnables": {"command": None},
+    "server": {"extraEnv": None},
+    "workspace": {"discoverConfig": None},
+}
+
+
+def rust_env() -> dict[str, str]:
+    """Environment that beats `.cargo/config.toml` and `rust-toolchain.toml`."""
+    return {
+        "RUSTC_WRAPPER": "",
+        "RUSTC_WORKSPACE_WRAPPER": "",
+        "CARGO_BUILD_RUSTC_WRAPPER": "",
+        "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER": "",
+        "RUSTC": "rustc",
+        "RUSTDOC": "rustdoc",
+        "CARGO_NET_OFFLINE": "true",
+        "RUSTUP_TOOLCHAIN": rustup_default(),
+        "RUSTUP_AUTO_INSTALL": "0",
+    }
+
+
+def _rust_analyzer(config: ServerConfig, root: Path) -> ServerConfig:
+    for folder in (root, *(p for p in _children(root))):
+        for name in ("rust-project.json", ".rust-project.json"):
+            if (folder / name).exists():
+                raise NotInRestrictedMode(
+                    f"the project has a {name}, which may name programs it would run"
+                )
+    settings = merged(config.settings, {"rust-analyzer": RUST_SETTINGS})
+    options = merged(config.init_options or {}, RUST_SETTINGS)
+    env = {**config.env, **rust_env()}
+    return msgspec.structs.replace(config, settings=settings, init_options=options, env=env)
+
+
+def _children(root: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(root) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _compiles(what: str) -> Callable[[ServerConfig, Path], ServerConfig]:
+    def refuse(config: ServerConfig, root: Path) -> ServerConfig:
+        raise NotInRestrictedMode(f"it compiles the project with {what}")
+
+    return refuse
+
+
+PROFILES: dict[str, Callable[[ServerConfig, Path], ServerConfig]] = {
+    "basedpyright": _basedpyright,
+    "ruff": _unchanged,
+    "gopls": _gopls,
+    "clangd": _clangd,
+    "typescript-language-server": _typescript,
+    "rust-analyzer": _rust_analyzer,
+    "elixir-ls": _compiles("mix"),
+    "lexical": _compiles("mix"),
+}
+
+
+def restricted(name: str, config: ServerConfig, root: Path) -> ServerConfig:
+    """`config` as server `name` starts in the untrusted `root`; raises NotInRestrictedMode
+    when it does not start there."""
+    if config.untrusted == "off":
+        raise NotInRestrictedMode('the config says untrusted = "off" for it')
+    profile = PROFILES.get(name)
+    if profile is None and config.untrusted != "run":
+        raise NotInRestrictedMode(
+            'codeward does not know whether it runs project code (say untrusted = "run" '
+            "under its [servers] entry if it does not)"
+        )
+    config = (profile or _unchanged)(config, root)
+    return _confined(config, root)
+
+
+def _confined(config: ServerConfig, root: Path) -> ServerConfig:
+    """Started by absolute path, never one inside the root, with a PATH of absolute
+    entries outside the root."""
+    path = safe_path(root, config.env.get("PATH"))
+    program = shutil.which(config.command[0], path=path) if config.command else None
+    if program is None:
+        return msgspec.structs.replace(config, env={**config.env, "PATH": path})
+    if is_inside(Path(os.path.realpath(program)), root):
+        raise NotInRestrictedMode("its program lies inside the root")
+    command = [os.path.abspath(program), *config.command[1:]]
+    return msgspec.structs.replace(config, command=command, env={**config.env, "PATH": path})
