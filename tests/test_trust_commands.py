@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from codeward.client.cli import main
 from codeward.daemon.server import Daemon
@@ -208,6 +209,22 @@ async def test_a_hand_edited_file_applies_on_the_next_open(
     again = await open_client()
     assert (await again.call("session/open", {"root": str(project)}))["trusted"] is True
     assert (await client.call("session/list"))["sessions"][0]["trusted"] is True
+
+
+async def test_sighup_applies_a_hand_edited_file_to_live_sessions(
+    open_client: OpenClient, project: Path, private_config_home: Path, daemon: Daemon
+) -> None:
+    client = await open_client(project)
+    path = trust_file(private_config_home)
+    path.parent.mkdir(parents=True)
+    path.write_text(render([project]))
+    daemon.reload_config()
+    await trio.testing.wait_all_tasks_blocked()
+    assert (await client.call("session/list"))["sessions"][0]["trusted"] is True
+    path.write_text(render([]))
+    daemon.reload_config()
+    await trio.testing.wait_all_tasks_blocked()
+    assert (await client.call("session/list"))["sessions"][0]["trusted"] is False
 
 
 # -- the CLI ----------------------------------------------------------------------------

@@ -96,7 +96,9 @@ class Daemon:
                     self.request_stop()
 
     def reload_config(self) -> None:
-        """SIGHUP: read the config again; new sessions use it, live ones keep theirs."""
+        """SIGHUP: read the config again; new sessions use it, live ones keep theirs. The
+        trusted roots are read again too, and live sessions follow them at once."""
+        self.sessions.reapply_trust()
         try:
             config = load_config(self.config_path)
         except ConfigError as exc:

@@ -343,6 +343,11 @@ class SessionManager:
             )
         return session
 
+    def reapply_trust(self) -> None:
+        """`apply_trust` in the background (SIGHUP: the file may have been edited)."""
+        if self._nursery is not None:
+            self._nursery.start_soon(self.apply_trust)
+
     async def apply_trust(self) -> list[str]:
         """Give every live session the trust the store says it has now (its servers
         restart where it changed, concurrently); the ids of the sessions that changed."""

@@ -57,8 +57,8 @@ def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     for key, value in over.items():
         if value is None:
             out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merged(out[key], value)
+        elif isinstance(value, dict):
+            out[key] = merged(out[key] if isinstance(out.get(key), dict) else {}, value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -201,24 +201,48 @@ def rust_env() -> dict[str, str]:
     }
 
 
+RUST_PROJECT = frozenset({"rust-project.json", ".rust-project.json"})
+WALK_LIMIT = 20000  # entries looked at for a rust-project.json
+
+
 def _rust_analyzer(config: ServerConfig, root: Path) -> ServerConfig:
-    for folder in (root, *(p for p in _children(root))):
-        for name in ("rust-project.json", ".rust-project.json"):
-            if (folder / name).exists():
-                raise NotInRestrictedMode(
-                    f"the project has a {name}, which may name programs it would run"
-                )
+    found = _find(root, RUST_PROJECT, WALK_LIMIT)
+    if found is None:
+        raise NotInRestrictedMode(
+            "the project is too large to check that it has no rust-project.json (which may "
+            "name programs it would run)"
+        )
+    if found:
+        raise NotInRestrictedMode(
+            f"the project has a {found}, which may name programs it would run"
+        )
     settings = merged(config.settings, {"rust-analyzer": RUST_SETTINGS})
     options = merged(config.init_options or {}, RUST_SETTINGS)
     env = {**config.env, **rust_env()}
     return msgspec.structs.replace(config, settings=settings, init_options=options, env=env)
 
 
-def _children(root: Path) -> list[Path]:
-    try:
-        return [Path(e.path) for e in os.scandir(root) if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
+def _find(root: Path, names: frozenset[str], limit: int) -> str | None:
+    """The name of a file of `names` under `root` ("" when there is none), or None when
+    the walk gave up after `limit` entries. Build and dependency folders are skipped."""
+    stack = [root]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            limit -= 1
+            if limit < 0:
+                return None
+            if entry.name in names:
+                return entry.name
+            if entry.is_dir(follow_symlinks=False) and entry.name not in SKIPPED:
+                stack.append(Path(entry.path))
+    return ""
+
+
+SKIPPED = frozenset({".git", "target", "node_modules", ".venv", "__pycache__"})
 
 
 def _compiles(what: str) -> Callable[[ServerConfig, Path], ServerConfig]:
