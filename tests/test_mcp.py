@@ -71,9 +71,12 @@ def daemon_config(tmp_path: Path) -> Config:
         daemon=DaemonConfig(idle_timeout=600.0),
         lsp=LspConfig(initialize_timeout=10.0, settle_timeout=10.0),
         servers={
-            "fake": ServerConfig(command=[*fake, "workspace-stream", str(tmp_path / "fake.log")]),
+            "fake": ServerConfig(
+                command=[*fake, "workspace-stream", str(tmp_path / "fake.log")], untrusted="run"
+            ),
             "hold": ServerConfig(
-                command=[*fake, "workspace-hold", str(tmp_path / "hold.log"), str(fifo)]
+                command=[*fake, "workspace-hold", str(tmp_path / "hold.log"), str(fifo)],
+                untrusted="run",
             ),
         },
         languages={
