@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from codeward.client.connection import Connection, connect_socket
+from codeward.daemon.config import Config
+from codeward.daemon.guardian import record_path
 from codeward.daemon.reaper import read_record, start_time
+from codeward.daemon.server import Daemon
+from tests.conftest import OpenClient
 from tests.leaks import reap_zombies
-from tests.lsp_support import needs
+from tests.lsp_support import fake_config, fake_server, needs
 from tests.test_cli_e2e import CODEWARD, Env, kill_group, wait_ready
 
 GONE_WITHIN = 2.0  # seconds after the SIGKILL
@@ -178,7 +183,7 @@ def test_sigkill_of_the_daemon_leaves_no_process_behind(env: Env) -> None:
 
 
 def record_of(env: Env) -> Path:
-    return env.socket.with_name(env.socket.name + ".procs")
+    return record_path(env.socket)
 
 
 @needs("ruff")
@@ -244,3 +249,52 @@ def test_a_record_never_kills_a_pid_used_again(tmp_path: Path) -> None:
         if other.poll() is None:
             other.kill()
             other.wait()
+
+
+class TestGuardianInProcess:
+    """The daemon's side of the guardian, with an in-process daemon and the fake server."""
+
+    @pytest.fixture
+    def daemon_config(self) -> Config:
+        return fake_config({"fake": fake_server("ok")})
+
+    async def test_a_dead_guardian_is_replaced_and_told_every_live_group(
+        self, open_client: OpenClient, project: Path, daemon: Daemon
+    ) -> None:
+        (project / "a.fake").write_text("good\n")
+        client = await open_client(project)
+        await client.call(
+            "tools/call", {"name": "get_diagnostics", "arguments": {"path": "a.fake"}}
+        )
+        (session,) = daemon.sessions.sessions.values()
+        server = session.lsp.servers["fake"].pid
+        assert server is not None
+        guard = daemon.guardian
+        record = record_path(daemon.socket_path)
+        with trio.fail_after(10):
+            while read_record(record) != {server: start_time(server)}:
+                await trio.sleep(0.02)  # written by another process: polled, with a deadline
+            first = guard.pid
+            assert first is not None and guard.generation == 1
+            record.unlink()  # only the next guardian can write it again
+            os.kill(first, signal.SIGKILL)
+            while guard.generation < 2:
+                await trio.sleep(0.02)
+            assert guard.pid != first
+            while read_record(record) != {server: start_time(server)}:
+                await trio.sleep(0.02)
+
+    async def test_a_guardian_that_does_not_read_never_stalls_the_daemon(
+        self, open_client: OpenClient, project: Path, daemon: Daemon
+    ) -> None:
+        guard = daemon.guardian
+        assert guard.pid is not None
+        os.kill(guard.pid, signal.SIGSTOP)
+        try:
+            with trio.fail_after(10):
+                for _ in range(5000):  # more than a pipe holds
+                    guard.send("# filler line for the pipe\n")
+                client = await open_client(project)  # the daemon still answers
+                assert (await client.call("daemon/status"))["pid"] == os.getpid()
+        finally:
+            os.kill(guard.pid, signal.SIGCONT)

@@ -36,12 +36,14 @@ _active: Guardian | None = None
 def register(pgid: int) -> None:
     """Put process group `pgid` (just started by this daemon) under the guardian's watch."""
     if _active is not None:
-        _active.send(f"+{pgid} {start_time(pgid)}\n")
+        started = start_time(pgid)
+        _active.groups[pgid] = started
+        _active.send(f"+{pgid} {started}\n")
 
 
 def unregister(pgid: int) -> None:
     """Group `pgid` is gone (reaped, every member killed): no longer watched."""
-    if _active is not None:
+    if _active is not None and _active.groups.pop(pgid, None) is not None:
         _active.send(f"-{pgid}\n")
 
 
@@ -50,19 +52,32 @@ def record_path(socket_path: Path) -> Path:
 
 
 class Guardian:
-    """The daemon's end: starts the guardian process and writes registrations to it."""
+    """The daemon's end: starts the guardian process, writes registrations to it, and
+    starts a new one (told every live group) should it die while the daemon runs."""
 
     def __init__(self, record: Path) -> None:
         self.record = record
+        self.groups: dict[int, int] = {}  # registered: pgid -> leader start time
+        self.generation = 0  # guardian processes started so far
         self._fd = -1
         self._process: trio.Process | None = None
+        self._stopping = False
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
 
     async def start(self) -> None:
         """Reap what a previous daemon left (by its record), then start the guardian."""
         reaped = reap_record(self.record)
         if reaped:
             log.warning("killed %d process groups a previous daemon left behind", reaped)
-        read, self._fd = os.pipe()
+        global _active
+        _active = self
+        await self._spawn()
+
+    async def _spawn(self) -> None:
+        read, write = os.pipe()
         try:
             self._process = await trio.lowlevel.open_process(
                 [sys.executable, "-I", "-S", reaper.__file__, str(self.record)],
@@ -72,32 +87,56 @@ class Guardian:
             )
         except OSError as exc:
             log.error("no guardian process (%s): servers may outlive a crash", exc)
-            os.close(self._fd)
-            self._fd = -1
+            os.close(write)
             return
         finally:
             os.close(read)
-        global _active
-        _active = self
+        os.set_blocking(write, False)  # a guardian that does not read never stalls the daemon
+        self._fd = write
+        self.generation += 1
+        for pgid, started in self.groups.items():
+            self.send(f"+{pgid} {started}\n")
+
+    async def watch(self) -> None:
+        """Start a new guardian whenever the running one dies (until cancelled)."""
+        while self._process is not None:
+            await self._process.wait()
+            if self._stopping:
+                return
+            log.error(
+                "the guardian process died (code %s): starting another", self._process.returncode
+            )
+            self._close()
+            await trio.sleep(1.0)  # never a busy loop, whatever kills it
+            await self._spawn()
 
     def send(self, line: str) -> None:
         if self._fd < 0:
             return
         try:
             os.write(self._fd, line.encode())  # small writes to a pipe are atomic
-        except OSError as exc:  # the guardian is gone: say so once, carry on without it
-            log.error("the guardian process is gone (%s): servers may outlive a crash", exc)
+        except BlockingIOError:
+            log.error("the guardian process does not read its pipe: %s is not registered", line)
+        except OSError:
+            self._close()  # it died: `watch` starts another and registers every group
+
+    def _close(self) -> None:
+        if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 5.0) -> None:
         """Close the pipe (the guardian kills what is still registered) and reap it."""
         global _active
         if _active is self:
             _active = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        if self._process is not None:
+        self._stopping = True
+        self._close()
+        process = self._process
+        if process is not None:
             with trio.CancelScope(shield=True):
-                await self._process.wait()
+                with trio.move_on_after(grace):
+                    await process.wait()
+                if process.returncode is None:  # stopped, or stuck: not left behind
+                    process.kill()
+                    await process.wait()

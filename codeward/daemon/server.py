@@ -28,6 +28,7 @@ class Daemon:
         self.config_path = config_path
         self.socket_path = socket_path
         self.sessions = SessionManager(config)
+        self.guardian = Guardian(record_path(socket_path))  # kills our processes if we die
         self.connections: dict[int, Connection] = {}
         self.started_at = 0.0  # set by run(): trio.current_time() needs the trio run
         self.ready = trio.Event()
@@ -43,12 +44,13 @@ class Daemon:
         if not activated:
             prepare_directory(self.socket_path.parent)
             lock_fd = acquire_start_lock(self.socket_path)
-        guard = Guardian(record_path(self.socket_path))
+        guard = self.guardian
         try:
             await guard.start()  # first reaps what a killed predecessor left, by its record
             listener, self._bound = open_listener(self.socket_path)
             async with listener, trio.open_nursery() as nursery:
                 await nursery.start(self.sessions.run)
+                nursery.start_soon(guard.watch)
                 nursery.start_soon(self._accept_loop, listener, nursery)
                 nursery.start_soon(self._signals)
                 interval = systemd.watchdog_interval()
