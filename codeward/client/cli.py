@@ -327,6 +327,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         default="native",
         help="tool schema format (non-native print as JSON)",
     )
+    tools.add_argument(
+        "--strict", action="store_true", help="openai: schemas for strict function calling"
+    )
     call = command("call", cmd_call, "call a tool with JSON arguments")
     call.add_argument("name", metavar="TOOL")
     call.add_argument(
@@ -498,7 +501,10 @@ def cmd_sessions(inv: Invocation) -> int:
 
 
 def cmd_tools(inv: Invocation) -> int:
-    result = inv.request("tools/list", {"format": inv.args.format})
+    params: dict[str, Any] = {"format": inv.args.format}
+    if inv.args.strict:
+        params["strict"] = True
+    result = inv.request("tools/list", params)
     if inv.args.format != "native" and not inv.json:
         inv.stdout.write(render.to_json(result) + "\n")
         return EXIT_OK

@@ -158,7 +158,9 @@ async def daemon_shutdown(conn: Connection, item: Incoming) -> dict[str, Any]:
 async def tools_list(conn: Connection, item: Incoming) -> ToolsListResult:
     params = params_of(item, ToolsListParams)
     fmt = ToolFormat(params.format)
-    return ToolsListResult(tools=[render_tool(t.spec(), fmt) for t in REGISTRY])
+    return ToolsListResult(
+        tools=[render_tool(t.spec(), fmt, strict=params.strict) for t in REGISTRY]
+    )
 
 
 @method("tools/call")

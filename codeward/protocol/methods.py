@@ -110,6 +110,7 @@ class DaemonStatusResult(Struct):
 
 class ToolsListParams(Struct, forbid_unknown_fields=True):
     format: Literal["native", "openai", "anthropic", "mcp"] = "native"
+    strict: bool = False  # openai: schemas for strict function calling
 
 
 class ToolsListResult(Struct):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -11,16 +11,26 @@ from codeward.daemon.lsp.manager import Found
 from codeward.daemon.lsp.types import SEVERITY_NAMES, SEVERITY_RANKS
 from codeward.daemon.paths import relative, resolve_input_path
 from codeward.daemon.tools.registry import ToolContext, tool
-from codeward.protocol.errors import ErrorKind, ToolError
 
 Severity = Literal["error", "warning", "information", "hint"]
 DEFAULT_LIMIT = 500
 
 
 class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
-    path: str | None = None
-    severity: Severity | None = None
-    limit: int = DEFAULT_LIMIT
+    path: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="A file or a folder, relative to the project root or absolute inside "
+            "it; none: the whole project."
+        ),
+    ] = None
+    severity: Annotated[
+        Severity | None,
+        msgspec.Meta(description="Keep this level and the more severe ones."),
+    ] = None
+    limit: Annotated[int, msgspec.Meta(ge=1, description="The most diagnostics to return.")] = (
+        DEFAULT_LIMIT
+    )
 
 
 @tool(
@@ -33,8 +43,6 @@ class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
     DiagnosticsArgs,
 )
 async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, Any]:
-    if args.limit < 1:
-        raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `limit` as a positive number.")
     session = ctx.session
     root = session.root
     result: dict[str, Any] = {}

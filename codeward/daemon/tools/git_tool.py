@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -13,9 +13,23 @@ SOURCE = "local a = ...\nreturn codeward.git(a[1], a[2], a[3])\n"
 
 
 class GitArgs(msgspec.Struct, forbid_unknown_fields=True):
-    subcommand: str
-    args: list[str] = msgspec.field(default_factory=list)
-    allow_destructive: bool = False
+    subcommand: Annotated[
+        str, msgspec.Meta(description="The git subcommand, such as `status`, `log` or `commit`.")
+    ]
+    args: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="Its arguments, one per item, as on git's command line; paths are "
+            "relative to the project root, after `--` where git wants one."
+        ),
+    ] = msgspec.field(default_factory=list)
+    allow_destructive: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Allow a destructive command (force push, reset --hard...); it still "
+            "needs the user's approval."
+        ),
+    ] = False
 
 
 @tool(

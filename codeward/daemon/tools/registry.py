@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ import msgspec
 
 from codeward.protocol.errors import ErrorKind, ToolError
 from codeward.protocol.outputs import OUTPUT_SCHEMAS
-from codeward.protocol.tools import ToolSpec
+from codeward.protocol.tools import ToolSpec, tidy_schema
 
 if TYPE_CHECKING:
     from codeward.daemon.config import PolicyConfig
@@ -68,6 +69,13 @@ class Tool:
             result["restricted"] = True
         return result
 
+    @functools.cached_property
+    def optional_fields(self) -> frozenset[str]:
+        """The arguments that have a default."""
+        return frozenset(
+            f.encode_name for f in msgspec.structs.fields(self.arguments) if not f.required
+        )
+
     def spec(self) -> ToolSpec:
         output = OUTPUT_SCHEMAS.get(self.name)
         return ToolSpec(self.name, self.description, argument_schema(self.arguments), output)
@@ -86,7 +94,7 @@ def argument_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     schema.setdefault("properties", {})
     schema.setdefault("required", [])
     schema["additionalProperties"] = False
-    return schema
+    return tidy_schema(schema)
 
 
 class ToolsWatcher(Protocol):
@@ -143,6 +151,9 @@ class ToolRegistry:
                 ErrorKind.INVALID_ARGUMENTS,
                 f"The arguments of {tool.name} must be a JSON object.",
             )
+        # null for an optional argument means "not given" (strict schemas send every one)
+        optional = tool.optional_fields
+        arguments = {k: v for k, v in arguments.items() if v is not None or k not in optional}
         try:
             return msgspec.convert(arguments, type=tool.arguments)
         except msgspec.ValidationError as exc:
