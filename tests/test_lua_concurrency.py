@@ -194,3 +194,54 @@ async def test_nested_git_command_keeps_the_callers_policy(
         done = (await plain.call("lua/eval", {"source": source}))["result"]
     assert done["exit_code"] == 0
     assert git(repo, "diff", "--cached", "--name-only") == "notes.txt\n"
+
+
+ALLOW_WRITES = Config(
+    daemon=DaemonConfig(idle_timeout=600.0),
+    policy=PolicyConfig(git_write="allow", git_destructive="deny"),
+)
+
+
+@pytest.mark.parametrize("daemon_config", [ALLOW_WRITES])
+async def test_git_writes_of_one_root_run_one_at_a_time(
+    repo: Path, open_client: OpenClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes from many clients at once take turns (they would meet on .git/index.lock),
+    while reads of the same moment still run beside them."""
+    count = 6
+    real = git_command_module.run_process
+    writing = 0
+    most = 0
+
+    async def watched(argv: list[str], **kwargs: Any) -> Any:
+        nonlocal writing, most
+        is_write = "add" in argv
+        writing += is_write
+        most = max(most, writing)
+        try:
+            await trio.sleep(0)  # let any other write that could start now start
+            return await real(argv, **kwargs)
+        finally:
+            writing -= is_write
+
+    monkeypatch.setattr(git_command_module, "run_process", watched)
+    clients = [await open_client(repo) for _ in range(count)]
+    for i in range(count):
+        write(repo, f"new{i}.txt", f"{i}\n")
+    results: list[Any] = []
+
+    async def add(client: RpcClient, i: int) -> None:
+        results.append(await client.tool("git_command", subcommand="add", args=[f"new{i}.txt"]))
+
+    async def status(client: RpcClient) -> None:
+        results.append(await client.tool("git_command", subcommand="status"))
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for i, client in enumerate(clients):
+                nursery.start_soon(add, client, i)
+                nursery.start_soon(status, client)
+    assert [r["exit_code"] for r in results] == [0] * (2 * count)
+    assert most == 1
+    staged = git(repo, "diff", "--cached", "--name-only").split()
+    assert staged == [f"new{i}.txt" for i in range(count)]

@@ -245,6 +245,7 @@ class SessionHost:
             limits=session.config.git,
             approve=approve,
             on_files_changed=session.files_changed,
+            exclusive=session.writer.exclusive,
         )
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

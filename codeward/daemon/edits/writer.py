@@ -1,12 +1,13 @@
-"""The one task that writes a root's files: edits are prepared and committed there one at a
-time, in the order they arrive, so two edits of one file never interleave (the second is
-`stale_edit`: its file is no longer the content it was computed from)."""
+"""The one task that writes a root's files: edits and git writes run there one at a time, in
+the order they arrive, so two edits of one file never interleave (the second is
+`stale_edit`: its file is no longer the content it was computed from) and two git writes
+never meet on `.git/index.lock`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 import trio
 
@@ -16,25 +17,17 @@ from codeward.daemon.lsp.positions import Encoding
 from codeward.protocol.errors import ErrorKind, ToolError
 
 FilesChanged = Callable[[Sequence[Path]], None]
+T = TypeVar("T")
 
 
-class _Write:
-    """One edit handed to the writer; the caller waits on `done`."""
+class _Job(Generic[T]):
+    """One piece of writing handed to the writer; the caller waits on `done`."""
 
-    def __init__(self, edit: Any, encoding: Encoding, basis: Basis) -> None:
-        self.edit = edit
-        self.encoding: Encoding = encoding
-        self.basis = basis
+    def __init__(self, work: Callable[[], Awaitable[T]]) -> None:
+        self.work = work
         self.done = trio.Event()
-        self.plan: EditPlan | None = None
+        self.value: T | None = None
         self.error: BaseException | None = None
-
-
-def _prepare_and_commit(root: Path, write: _Write) -> EditPlan:
-    plan = prepare(root, write.edit, write.encoding, write.basis)
-    if plan.changes:
-        commit(plan)
-    return plan
 
 
 class RootWriter:
@@ -43,38 +36,28 @@ class RootWriter:
     def __init__(self, root: Path, on_changed: FilesChanged) -> None:
         self.root = root
         self.on_changed = on_changed
-        self._send, self._receive = trio.open_memory_channel[_Write](0)
+        self._send, self._receive = trio.open_memory_channel[_Job[Any]](0)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Write the edits handed over, one at a time, until cancelled."""
+        """Do the writing handed over, one piece at a time, until cancelled."""
         async with self._receive:
             task_status.started()
-            async for write in self._receive:
-                try:
-                    # A file edit, once begun, finishes (the thread cannot be stopped anyway).
-                    with trio.CancelScope(shield=True):
-                        await self._write(write)
-                finally:
-                    if not write.done.is_set():
-                        write.error = _stopped()
-                        write.done.set()
+            async for job in self._receive:
+                # Writing, once begun, finishes: a file is never left half-done.
+                with trio.CancelScope(shield=True):
+                    try:
+                        job.value = await job.work()
+                    except Exception as exc:  # a ToolError (stale_edit, git_failed...)
+                        job.error = exc
+                    finally:
+                        job.done.set()
 
-    async def _write(self, write: _Write) -> None:
-        try:
-            write.plan = await trio.to_thread.run_sync(_prepare_and_commit, self.root, write)
-        except Exception as exc:  # a ToolError (stale_edit...), or a bug to report as one
-            write.error = exc
-        else:
-            if write.plan.changes:
-                self.on_changed([c.path for c in write.plan.changes])
-        write.done.set()
+    async def exclusive(self, work: Callable[[], Awaitable[T]]) -> T:
+        """`await work()` in the writer's task, when no other writing of the root runs.
 
-    async def write(self, edit: Any, encoding: Encoding, basis: Basis) -> EditPlan:
-        """Prepare `edit` against the files as they are now and write it; the plan written.
-
-        Shielded: once asked, the edit is written (or refused) even if the caller goes away.
+        Shielded: once asked, the work is done even if the caller goes away.
         """
-        job = _Write(edit, encoding, basis)
+        job = _Job(work)
         with trio.CancelScope(shield=True):
             try:
                 await self._send.send(job)
@@ -83,13 +66,31 @@ class RootWriter:
             await job.done.wait()
         if job.error is not None:
             raise job.error
-        assert job.plan is not None
-        return job.plan
+        return cast(T, job.value)
+
+    async def write(self, edit: Any, encoding: Encoding, basis: Basis) -> EditPlan:
+        """Prepare `edit` against the files as they are now and write it; the plan written."""
+
+        async def work() -> EditPlan:
+            root = self.root
+            plan = await trio.to_thread.run_sync(_prepare_and_commit, root, edit, encoding, basis)
+            if plan.changes:
+                self.on_changed([c.path for c in plan.changes])
+            return plan
+
+        return await self.exclusive(work)
+
+
+def _prepare_and_commit(root: Path, edit: Any, encoding: Encoding, basis: Basis) -> EditPlan:
+    plan = prepare(root, edit, encoding, basis)
+    if plan.changes:
+        commit(plan)
+    return plan
 
 
 def _stopped() -> ToolError:
     return ToolError(
         ErrorKind.CANCELLED,
-        "The session stopped before the edit was written, so nothing was written; open the "
+        "The session stopped before the change was made, so nothing was written; open the "
         "session again and retry.",
     )

@@ -20,6 +20,7 @@ from codeward.protocol.errors import ErrorKind, ToolError
 
 Approve = Callable[[str, list[str]], Awaitable[bool | None]]
 FilesChanged = Callable[[list[Path]], None]
+Exclusive = Callable[[Callable[[], Awaitable[None]]], Awaitable[None]]
 Parser = Callable[[bytes], Any]
 
 
@@ -39,8 +40,12 @@ async def run_git(
     limits: GitConfig,
     approve: Approve,
     on_files_changed: FilesChanged,
+    exclusive: Exclusive | None = None,
 ) -> dict[str, Any]:
-    """Run `git subcommand args` at `root` under the session's policy; the tool's result."""
+    """Run `git subcommand args` at `root` under the session's policy; the tool's result.
+
+    A write (once approved) runs through `exclusive`, which runs it when no other write to
+    the root's files runs (the session's RootWriter)."""
     if not isinstance(args, list | tuple):
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `args` as a list of strings.")
     decision = classify(root, subcommand, list(args))
@@ -52,10 +57,6 @@ async def run_git(
     await _authorize(decision, tier, reason, argv, allow_destructive, policy, approve)
 
     ls_files = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    before: changes.Snapshot | None = None
-    if decision.changes_worktree:
-        listed = await probe(git, root, ls_files)
-        before = changes.snapshot(root, changes.parse_ls_files(listed.stdout))
     plan = _checked_plan(root, decision, _parse_plan(decision))
     reuse = plan is not None and len(plan) == 1 and sorted(plan[0].args) == sorted(decision.args)
     results: dict[int, Completed] = {}
@@ -66,22 +67,32 @@ async def run_git(
             cwd=root, env=env, timeout=limits.timeout, output_bytes=limits.output_bytes,
         )  # fmt: skip
 
-    try:
-        # a write is never left half-done by a cancel or a disconnect; its timeout still holds
-        with trio.CancelScope(shield=decision.tier is not Tier.READ):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(one, 0, decision.args)
-                if plan is not None and not reuse:
-                    for index, run in enumerate(plan, start=1):
-                        nursery.start_soon(one, index, run.args)
-    finally:
-        if before is not None:
-            with trio.CancelScope(shield=True):
-                listed = await probe(git, root, ls_files)
-                after = changes.snapshot(root, changes.parse_ls_files(listed.stdout))
-                changed = changes.changed(root, before, after)
-                if changed:
-                    on_files_changed(changed)
+    async def run_all() -> None:
+        before: changes.Snapshot | None = None
+        if decision.changes_worktree:
+            listed = await probe(git, root, ls_files)
+            before = changes.snapshot(root, changes.parse_ls_files(listed.stdout))
+        try:
+            # a write is never left half-done by a cancel or a disconnect; its timeout holds
+            with trio.CancelScope(shield=decision.tier is not Tier.READ):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(one, 0, decision.args)
+                    if plan is not None and not reuse:
+                        for index, run in enumerate(plan, start=1):
+                            nursery.start_soon(one, index, run.args)
+        finally:
+            if before is not None:
+                with trio.CancelScope(shield=True):
+                    listed = await probe(git, root, ls_files)
+                    after = changes.snapshot(root, changes.parse_ls_files(listed.stdout))
+                    changed = changes.changed(root, before, after)
+                    if changed:
+                        on_files_changed(changed)
+
+    if decision.tier is Tier.READ or exclusive is None:
+        await run_all()
+    else:  # writes to one root run one at a time, in the task that writes its files
+        await exclusive(run_all)
 
     done = results[0]
     if done.timed_out:
