@@ -296,3 +296,11 @@ async def test_cli_sessions_show_trust(
     await cli(daemon, "trust", str(project))
     code, out, _ = await cli(daemon, "sessions")
     assert f"{project}  trusted  clients: 1" in out
+
+
+def test_the_cli_notes_a_restricted_result() -> None:
+    from codeward.client import render
+
+    (note,) = [n for n in render.notes("hover", {"restricted": True}) if "restricted" in n]
+    assert "codeward trust" in note
+    assert not [n for n in render.notes("hover", {}) if "restricted" in n]

@@ -57,6 +57,12 @@ async def test_a_project_interpreter_runs_only_once_the_root_is_trusted(
     assert "sep" in (hover["signature"] or hover["markdown"]) and hover["restricted"] is True
     codes = {d["code"] for d in diags["diagnostics"]}
     assert "reportUndefinedVariable" in codes and diags["restricted"] is True
+    with trio.fail_after(60):
+        symbols = await client.tool("get_symbols", path="a.py")
+        formatted = await client.tool("format_code", path="a.py", apply=False)
+        source = "return codeward.call('get_hover_info', {path='a.py', line=3, character=9})"
+        lua = await client.call("lua/eval", {"source": source})
+    assert symbols["restricted"] and formatted["restricted"] and lua["result"]["restricted"]
     assert ran(marker) == []  # untrusted: the repository's interpreter never ran
     before = (await servers(client))["basedpyright"]["pid"]
     (listed,) = (await client.call("session/list"))["sessions"]

@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConfig, ServerConfig
 from codeward.daemon.lsp.defaults import default_servers
@@ -37,15 +38,16 @@ FAKES = {  # name: (language, pattern)
     "opted-in": ("optin", "*.optin"),  # one the user says runs nothing
     "opted-out": ("optout", "*.optout"),  # one the user keeps off in untrusted roots
     "local": ("local", "*.local"),  # a program found through PATH="." in the root
+    "silent": ("silent", "*.silent"),  # never answers a hover
 }
 
 
 def fake_named(name: str, log: Path) -> ServerConfig:
-    untrusted = {"opted-in": "run", "opted-out": "off", "local": "run"}.get(name, "default")
-    config = fake_server("env", log)
+    untrusted = {"opted-in": "run", "opted-out": "off", "local": "run", "silent": "run"}
+    config = fake_server("silent-hover" if name == "silent" else "env", log)
     if name == "local":
         config = msgspec.structs.replace(config, command=["cw-local-server", log.name])
-    return msgspec.structs.replace(config, untrusted=untrusted)
+    return msgspec.structs.replace(config, untrusted=untrusted.get(name, "default"))
 
 
 @pytest.fixture
@@ -386,3 +388,38 @@ def test_every_default_server_was_reviewed(project: Path) -> None:
     assert configs["gopls"].settings["gopls"]["env"]["CGO_ENABLED"] == "0"
     assert configs["ruff"].settings == servers["ruff"].settings
     assert not any("query-driver" in arg for arg in configs["clangd"].command)
+
+
+def test_every_tool_but_git_says_restricted() -> None:
+    """The README's claim: every tool that asks a language server marks its result."""
+    import codeward.daemon.tools.all  # noqa: F401
+    from codeward.daemon.tools.registry import REGISTRY
+
+    assert {t.name for t in REGISTRY if not t.servers} == {"git_command"}
+
+
+async def test_trusting_during_a_request_fails_it_cleanly(
+    open_client: OpenClient, project: Path, daemon_config: Config, logs: dict[str, Path]
+) -> None:
+    """A request in flight when the servers restart fails with lsp_error; nothing hangs."""
+    write(project, {"a.silent": "x\n"})
+    client = await open_client(project)
+    with trio.fail_after(30):
+        assert (await client.tool("get_diagnostics", path="a.silent"))["restricted"] is True
+    (session,) = (await client.call("session/list"))["sessions"]
+    failures: list[RpcFailure] = []
+
+    async def slow_hover() -> None:
+        with pytest.raises(RpcFailure) as info:
+            await client.tool("get_hover_info", path="a.silent", line=1, character=1)
+        failures.append(info.value)
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(slow_hover)
+            await trio.testing.wait_all_tasks_blocked(0.05)
+            result = await client.call("trust/set", {"root": str(project)})
+    assert result["restarted"] == [session["id"]]
+    assert len(failures) == 1 and failures[0].kind == "lsp_error"
+    with trio.fail_after(30):
+        assert "restricted" not in await client.tool("get_diagnostics", path="a.silent")

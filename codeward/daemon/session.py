@@ -96,6 +96,7 @@ class Session:
         self.root = root
         self.config = config
         self.trusted = trusted
+        self._trust_lock = trio.Lock()
         self.policy: PolicyConfig = config.policy
         self.lua = LuaActor(config.lua)
         self.lsp = LspManager(root, config, self.publish_progress, budget, restricted=not trusted)
@@ -160,12 +161,13 @@ class Session:
     async def set_trusted(self, trusted: bool) -> bool:
         """Apply a change of the root's trust: the servers restart in their new
         configuration. Whether anything changed."""
-        if trusted == self.trusted:
-            return False
-        self.trusted = trusted
-        log.info("session %s %s: restarting its servers", self.id, _trust_word(trusted))
-        await self.lsp.set_restricted(not trusted)
-        return True
+        async with self._trust_lock:  # one restart at a time, the last word wins
+            if trusted == self.trusted:
+                return False
+            self.trusted = trusted
+            log.info("session %s %s: restarting its servers", self.id, _trust_word(trusted))
+            await self.lsp.set_restricted(not trusted)
+            return True
 
     # ---- clients -------------------------------------------------------------------------
 
