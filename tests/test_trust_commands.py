@@ -299,7 +299,7 @@ async def test_cli_sessions_show_trust(
 
 
 def test_the_cli_notes_a_restricted_result() -> None:
-    from codeward.client import render
+    from codeward.protocol import render
 
     (note,) = [n for n in render.notes("hover", {"restricted": True}) if "restricted" in n]
     assert "codeward trust" in note
