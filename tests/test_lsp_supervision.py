@@ -365,3 +365,20 @@ async def test_a_busy_session_is_not_stopped_for_the_cap(tmp_path: Path) -> None
             assert budget.live() == 2
             assert first.status()[0]["state"] == "running"
             nursery.cancel_scope.cancel()
+
+
+async def test_a_workspace_pull_left_open_is_not_a_request_ignored(tmp_path: Path) -> None:
+    """Servers answer a workspace diagnostics pull only when the next one comes (as
+    basedpyright does): that pull left unanswered does not get the server restarted."""
+    (tmp_path / "a.fake").write_text("bad\n")
+    (tmp_path / "b.fake").write_text("good\n")
+    config = fast({"fake": fake_server("workspace-pull")}, cancel_grace=0.1)
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(10):
+            found, errors = await manager.workspace_diagnostics(["fake"])
+        assert [(f.file, f.message) for f in found] == [("a.fake", "bad line 1")] and not errors
+        server = manager.servers["fake"]
+        assert not server.busy and manager.status()[0]["state"] == "running"
+        with trio.fail_after(10):
+            found, _ = await manager.workspace_diagnostics(["fake"])  # answers the first pull
+        assert len(found) == 1 and server.restarts == 0 and not server.busy

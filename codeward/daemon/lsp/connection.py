@@ -153,12 +153,13 @@ class LspConnection:
         timeout: float,
         result_type: Any = Any,
         cancel: bool = True,
+        track: bool = True,
     ) -> Any:
         """Send a request and wait for its result, decoded as `result_type`.
 
         Raises ConnectionClosed, ResponseError or RequestTimeout; a timeout or the caller's
-        cancellation sends `$/cancelRequest` (unless `cancel` is false) and records the
-        request in `abandoned` until the server answers it.
+        cancellation sends `$/cancelRequest` (unless `cancel` is false) and, with `track`,
+        records the request in `abandoned` until the server answers it.
         """
         if self.closed.is_set():
             raise ConnectionClosed(self.close_reason)
@@ -172,7 +173,7 @@ class LspConnection:
         finally:
             if not pending.event.is_set():
                 self._pending.pop(request_id, None)
-                if not self.closed.is_set():
+                if track and not self.closed.is_set():
                     self.abandoned[request_id] = (method, trio.current_time())
                 if cancel:
                     self.notify("$/cancelRequest", {"id": request_id})

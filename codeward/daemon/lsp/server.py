@@ -65,6 +65,9 @@ FAILED_COOLDOWN = 30.0
 METHOD_NOT_FOUND = -32601
 REGISTRATION_GRACE = 2.0  # seconds a new server may take to register its capabilities
 QUIET = 0.3  # seconds without news before a streamed workspace pull may be over
+# Long polls a server may hold open until the next one, even when cancelled (basedpyright
+# answers a cancelled workspace pull only when the next pull comes): not expected to answer.
+LONG_POLLS = frozenset({"workspace/diagnostic"})
 BARRIER = "$/codeward/barrier"  # a request every server must refuse: its answer orders output
 _TOKENS = itertools.count(1)
 
@@ -565,7 +568,12 @@ class LanguageServer:
         timeout = self.timeout_for(method) if timeout is None else timeout
         try:
             return await conn.request(
-                method, params, timeout=timeout, result_type=result_type, cancel=cancel
+                method,
+                params,
+                timeout=timeout,
+                result_type=result_type,
+                cancel=cancel,
+                track=method not in LONG_POLLS,
             )
         except ConnectionClosed as exc:
             raise ToolError(
