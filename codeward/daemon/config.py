@@ -27,6 +27,14 @@ class DaemonConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     max_message_bytes: int = 16 * 1024 * 1024
     max_header_bytes: int = 8 * 1024
     max_connections: int = 1024
+    # a connection that sends no complete message within this many seconds is closed
+    first_message_timeout: float = 30.0
+    # backpressure: a client's requests are not read while more than this many bytes of its
+    # replies wait to be written, or while this many of its requests run
+    max_queued_reply_bytes: int = 4 * 1024 * 1024
+    max_requests_in_flight: int = 128
+    max_batch_reply_bytes: int = 4 * 1024 * 1024  # replies beyond it: output_too_large
+    stop_timeout: float = 30.0  # on SIGTERM, how long writes in flight may take to finish
     log_level: str = "info"
     # Daemon-wide caps: beyond them the least recently used idle session's servers stop
     # (they start again on that session's next request).

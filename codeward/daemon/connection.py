@@ -1,16 +1,21 @@
 """One client connection: frames in, concurrent requests, one writer, cancellation.
 
 The reader task decodes frames (framing chosen from the first byte) and starts each request
-in the connection's own nursery. Replies go through one writer task. A client that
-disconnects cancels its in-flight requests, except file-changing tools, which finish
-shielded and whose replies are dropped.
+in the connection's own nursery; it stops reading while too many of the client's requests
+run or too many of its reply bytes wait (backpressure). Replies go through the connection's
+outbox and its one writer task.
+
+When the client stops sending: if it only half-closed (`shutdown(SHUT_WR)`), every request
+runs and is answered, then the connection closes; if it is gone, its queued replies are
+dropped at once and its in-flight reads cancelled, while requests that change files (git
+writes, edits) run to completion, unanswered.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +24,8 @@ import trio
 
 from codeward.daemon.config import PolicyConfig
 from codeward.daemon.mcp import McpDialect
+from codeward.daemon.outbox import Outbox
+from codeward.daemon.peer import hung_up, wait_hung_up
 from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
 from codeward.protocol.framing import (
@@ -48,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_SIZE = 65536
+FAREWELL_SECONDS = 1.0  # how long a last error frame may take to reach a closing client
 Handler = Callable[["Connection", Incoming], Awaitable[Any]]
 # Requests that change the connection's state: they take effect before any later one starts.
 STATEFUL_METHODS = frozenset({"initialize", "session/open", "session/close"})
@@ -88,51 +96,92 @@ class Connection:
         self.mcp: McpDialect | None = None  # the MCP dialect, when the first line chose it
         self._first_frame = True
         self._decoder: FrameDecoder | None = None
-        self._inflight: dict[Id, trio.CancelScope] = {}
+        # requests in flight: their cancel scopes, and the messages (a disconnect spares
+        # the ones that change files)
+        self._inflight: dict[Id, tuple[trio.CancelScope, Incoming]] = {}
         self._barrier: list[trio.Event] = []  # the last stateful request's end, if any
         self._since_barrier: list[trio.Event] = []  # starts of the requests after it
         self._pending: dict[Id, trio.MemorySendChannel[Response]] = {}
         self._next_out_id = 0
-        self._send, self._receive = trio.open_memory_channel[bytes](math.inf)
-        self._queued = 0  # frames handed to the writer task and not yet written whole
-        # A socket can take a reply at once, without a hop through the writer task.
-        self._direct = stream.socket if isinstance(stream, trio.SocketStream) else None
-        self.closed = False
-        self.reader_done = trio.Event()  # the client went away (or broke framing)
-        self._flushed = trio.Event()  # set while nothing waits to be written
-        self._flushed.set()
+        self.outbox = Outbox(stream, self._progressed)
+        self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
+        self._tasks = 0  # request, batch and MCP call tasks not yet finished
+        self._batch_items = 0  # requests of batches in flight
+        self._batch_bytes = 0  # replies that running batches hold until they are complete
+        self._progress: trio.Event | None = None  # a task ended, replies drained, or closing
+        self._life = trio.CancelScope()  # cancelled to close the connection at once
+        self._reader = trio.CancelScope()  # its deadline: the first message's timeout
+        self.paused = False  # backpressure: the reader waits for room
+        self.gone = False  # the client closed its socket: nothing reaches it any more
+        self.stopping = False  # the daemon is stopping: requests are refused
+        self.closing = False  # close_with() was called: the connection is on its way out
+        self.last_active = trio.current_time()  # the last message read or request finished
+        self.reader_done = trio.Event()  # the client stopped sending (or broke framing)
         self.done = trio.Event()  # everything of this connection has finished
 
     # ---- life ----------------------------------------------------------------------------
 
+    @property
+    def closed(self) -> bool:
+        """Whether nothing more can be written to the client."""
+        return self.outbox.closed
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request of this connection is in flight."""
+        return self._tasks > 0
+
     async def serve(self) -> None:
         try:
-            async with trio.open_nursery() as writer_nursery:
-                writer_nursery.start_soon(self._writer)
-                try:
+            with self._life:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self.outbox.run)
                     async with trio.open_nursery() as requests:
-                        await self._read_loop(requests)
-                        self.reader_done.set()
-                        requests.cancel_scope.cancel()  # disconnect: cancel in-flight work
-                finally:
-                    self.closed = True
-                    self._send.close()
+                        await self._read(requests, nursery)
+                    await self.outbox.flush()  # the last replies, to a client that still reads
+                    nursery.cancel_scope.cancel()
         finally:
+            self.reader_done.set()
+            self.outbox.close()
             self.unbind()
             for channel in self._pending.values():
                 channel.close()
             await trio.aclose_forcefully(self.stream)
             self.done.set()
 
-    async def _read_loop(self, requests: trio.Nursery) -> None:
+    async def _read(self, requests: trio.Nursery, nursery: trio.Nursery) -> None:
+        """Read until the client stops sending; then settle what its requests in flight do."""
+        limits = self.daemon.config.daemon
+        self._reader.deadline = trio.current_time() + limits.first_message_timeout
+        end = "timeout"
+        with self._reader:
+            end = await self._read_loop(requests)
+        self.reader_done.set()
+        if end == "timeout":
+            self.close_with(
+                f"No message within {limits.first_message_timeout:g} s of connecting; "
+                "closing. Send a request right after you connect."
+            )
+        elif end == "framing":
+            self._cancel_reads()  # the error reply still goes out
+        elif end == "eof" and self._socket is not None and not hung_up(self._socket.fileno()):
+            # Half-closed: the client still reads. Answer everything, then close.
+            nursery.start_soon(self._watch_hang_up, self._socket.fileno())
+        else:
+            self._client_gone()
+
+    async def _read_loop(self, requests: trio.Nursery) -> str:
+        """Read and dispatch frames; why it stopped: "eof", "reset" or "framing"."""
         limits = self.daemon.config.daemon
         while True:
+            await self._wait_for_room()
             try:
                 data = await self.stream.receive_some(READ_SIZE)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return
+                return "reset"
             if not data:
-                return
+                return "eof"
+            self.last_active = trio.current_time()
             try:
                 if self._decoder is None:
                     data = data.lstrip()
@@ -145,9 +194,11 @@ class Connection:
                 frames = self._decoder.feed(data)
             except FrameError as exc:
                 self._fatal(str(exc))
-                return
+                return "framing"
+            if frames:
+                self._reader.deadline = math.inf  # the first message arrived
             for frame in frames:
-                self._dispatch_frame(frame, requests)
+                await self._dispatch_frame(frame, requests)
 
     def _fatal(self, reason: str) -> None:
         """A framing error: say so where possible, then close."""
@@ -157,61 +208,138 @@ class Connection:
         self._queue(encode(response))
         log.info("connection %d: %s", self.id, reason)
 
-    async def _writer(self) -> None:
-        try:
-            async for data in self._receive:
-                try:
-                    await self.stream.send_all(data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    self.closed = True
-                    return
-                self._queued -= 1
-                if self._receive.statistics().current_buffer_used == 0:
-                    self._flushed.set()
-        finally:
-            self._flushed.set()
+    def close_with(self, message: str) -> None:
+        """Close now (nothing may be in flight), with a last JSON-RPC error saying why."""
+        if self.framing is None:
+            self.framing = Framing.NDJSON
+        if not self.outbox.queued_bytes:  # else the stream may be mid-frame: just close
+            self._queue(encode(error_response(None, ErrorCode.CONNECTION_CLOSED, message)))
+        log.info("connection %d: %s", self.id, message)
+        self.closing = True
+        self._life.cancel()
+
+    async def _watch_hang_up(self, fd: int) -> None:
+        await wait_hung_up(fd)
+        self._client_gone()
+        self._progressed()
+
+    def _client_gone(self) -> None:
+        """The client closed its socket: drop its replies, cancel its reads; writes go on."""
+        self.gone = True
+        self.outbox.close()
+        for channel in self._pending.values():
+            channel.close()  # no answer to a confirmation can come any more
+        self._cancel_reads()
+
+    def _cancel_reads(self) -> None:
+        from codeward.daemon.handlers import outlives_client
+
+        for scope, item in list(self._inflight.values()):
+            if not outlives_client(item):
+                scope.cancel()
+        if self.mcp is not None:
+            self.mcp.cancel(writes=False)
+
+    async def wind_down(self, grace: float) -> None:
+        """The daemon is stopping: refuse new requests, cancel reads in flight, give writes
+        `grace` seconds to finish, and answer every request."""
+        self.stopping = True
+        self._progressed()  # a paused reader goes on, to refuse what it reads
+        self._cancel_reads()
+        with trio.move_on_after(grace):
+            await self._wait_until(lambda: self._tasks == 0)
+        for scope, _item in list(self._inflight.values()):
+            scope.cancel()  # a write's own shielded step still completes
+        if self.mcp is not None:
+            self.mcp.cancel(writes=True)
+        with trio.move_on_after(grace):
+            await self._wait_until(lambda: self._tasks == 0)
+        with trio.move_on_after(FAREWELL_SECONDS):
+            await self.outbox.flush()
 
     async def flush(self) -> None:
         """Wait until every queued reply has been written (or the client is gone)."""
-        await self._flushed.wait()
+        await self.outbox.flush()
 
     def send_body(self, body: bytes) -> None:
         """Queue one encoded message (the MCP dialect's replies and notifications)."""
         self._queue(body)
 
     def _queue(self, body: bytes) -> None:
-        if self.closed or self.framing is None:
+        if self.framing is not None:
+            self.outbox.put(encode_frame(self.framing, body))
+
+    # ---- backpressure --------------------------------------------------------------------
+
+    def _reader_load(self) -> int:
+        return self._tasks + self._batch_items
+
+    def _held_bytes(self) -> int:
+        return self.outbox.queued_bytes + self._batch_bytes
+
+    async def _wait_for_room(self) -> None:
+        """The reader takes no more requests while too many run or too many reply bytes
+        wait; it goes on when the requests are under the limit and the bytes drained to half."""
+        limits = self.daemon.config.daemon
+        most = limits.max_requests_in_flight
+        if self._reader_load() < most and self._held_bytes() <= limits.max_queued_reply_bytes:
             return
-        frame = encode_frame(self.framing, body)
-        if self._queued == 0 and self._direct is not None and self._direct.fileno() >= 0:
-            # Nothing waits to be written: write now (synchronously, so no cancellation can
-            # cut a frame); what the socket cannot take yet goes to the writer, in order.
-            try:
-                written = os.write(self._direct.fileno(), frame)
-            except BlockingIOError:
-                written = 0
-            except OSError:
-                self.closed = True
-                return
-            if written == len(frame):
-                return
-            frame = frame[written:]
+        self.paused = True
         try:
-            self._send.send_nowait(frame)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            return
-        self._queued += 1
-        if self._flushed.is_set():
-            self._flushed = trio.Event()
+            async with trio.open_nursery() as nursery:
+                if self._socket is not None:  # a client that goes away meanwhile is noticed
+                    nursery.start_soon(self._watch_hang_up, self._socket.fileno())
+                await self._wait_until(
+                    lambda: (
+                        self.closed
+                        or self.stopping
+                        or (
+                            self._reader_load() < most
+                            and self._held_bytes() <= limits.max_queued_reply_bytes // 2
+                        )
+                    )
+                )
+                nursery.cancel_scope.cancel()
+        finally:
+            self.paused = False
+
+    async def _wait_for_slot(self) -> None:
+        """A batch starts its next request only while fewer than the limit run."""
+        most = self.daemon.config.daemon.max_requests_in_flight
+        await self._wait_until(lambda: self.closed or self.stopping or len(self._inflight) < most)
+
+    async def _wait_until(self, ready: Callable[[], bool]) -> None:
+        while not ready():
+            if self._progress is None:
+                self._progress = trio.Event()
+            await self._progress.wait()
+
+    def _progressed(self) -> None:
+        if self._progress is not None:
+            self._progress.set()
+            self._progress = None
+
+    def request_started(self) -> None:
+        """A request task of this connection starts (the MCP dialect's calls)."""
+        self._tasks += 1
+
+    def request_finished(self) -> None:
+        self._task_done()
+
+    def _task_done(self) -> None:
+        self._tasks -= 1
+        self.last_active = trio.current_time()
+        self._progressed()
 
     # ---- dispatch ------------------------------------------------------------------------
 
-    def _dispatch_frame(self, frame: bytes, requests: trio.Nursery) -> None:
+    async def _dispatch_frame(self, frame: bytes, requests: trio.Nursery) -> None:
         if self._first_frame:
             self._first_frame = False
             if self.framing is Framing.NDJSON and mcp.is_opening(frame):
                 self.mcp = McpDialect(self)
         if self.mcp is not None:
+            await self._wait_for_room()
             self.mcp.receive(frame, requests)
             return
         try:
@@ -219,22 +347,29 @@ class Connection:
         except RpcError as exc:
             self._queue(encode(error_response(None, exc.code, exc.message)))
             return
-        if is_batch:  # each request takes its turn now, in arrival order
-            turns = [
+        if is_batch:
+            await self._wait_for_room()
+            turns = [  # each request takes its turn now, in arrival order
                 self._turn(i) if isinstance(i, Incoming) and i.kind == "request" else None
                 for i in items
             ]
+            self._tasks += 1
             requests.start_soon(self._run_batch, items, turns)
             return
         item = items[0]
         if isinstance(item, RpcError):
             self._queue(encode(error_response(None, item.code, item.message)))
         elif item.kind == "request":
+            await self._wait_for_room()
             if item.id in self._inflight:
                 self._queue(encode(_duplicate_id(item.id)))
                 return
+            if self.stopping:
+                self._queue(encode(_stopping(item.id)))
+                return
             scope = trio.CancelScope()
-            self._inflight[item.id] = scope  # type: ignore[index]
+            self._inflight[item.id] = (scope, item)  # type: ignore[index]
+            self._tasks += 1
             requests.start_soon(self._reply_one, item, scope, self._turn(item))
         elif item.kind == "notification":
             self._notification(item)
@@ -256,36 +391,74 @@ class Connection:
         return turn
 
     async def _reply_one(self, item: Incoming, scope: trio.CancelScope, turn: Turn) -> None:
-        response = await self._handle_request(item, scope, turn)
-        self._queue(encode(response))
+        try:
+            response = await self._handle_request(item, scope, turn)
+            self._queue(encode(response))
+        finally:
+            self._task_done()
 
     async def _run_batch(self, items: list[Incoming | RpcError], turns: list[Turn | None]) -> None:
-        responses: list[Response | None] = [None] * len(items)
+        """Run a batch's requests concurrently; answer them in one array, within its bound."""
+        from codeward.daemon.handlers import outlives_client
+
+        limit = self.daemon.config.daemon.max_batch_reply_bytes
+        bodies: list[bytes | None] = [None] * len(items)
+        held = 0
+        dropped = False  # a reply was over the bound: later requests are not run
+
+        def keep(index: int, response: Response, ran: bool = True) -> None:
+            nonlocal held, dropped
+            body = encode(response)
+            if held + len(body) > limit and response.id is not None:
+                body = encode(_too_large(response.id, limit, ran))
+                dropped = True
+            held += len(body)
+            self._batch_bytes += len(body)
+            bodies[index] = body
 
         async def run(index: int, item: Incoming, scope: trio.CancelScope, turn: Turn) -> None:
-            responses[index] = await self._handle_request(item, scope, turn)
+            self._batch_items += 1
+            try:
+                keep(index, await self._handle_request(item, scope, turn))
+            finally:
+                self._batch_items -= 1
 
-        async with trio.open_nursery() as nursery:
-            for index, item in enumerate(items):
-                if isinstance(item, RpcError):
-                    responses[index] = error_response(None, item.code, item.message)
-                elif item.kind == "request":
+        try:
+            async with trio.open_nursery() as nursery:
+                for index, item in enumerate(items):
+                    if isinstance(item, RpcError):
+                        keep(index, error_response(None, item.code, item.message))
+                        continue
+                    if item.kind == "notification":
+                        self._notification(item)
+                        continue
+                    if item.kind != "request":
+                        self._response(item)
+                        continue
                     turn = turns[index]
                     assert turn is not None
-                    if item.id in self._inflight:
-                        responses[index] = _duplicate_id(item.id)
-                        turn.release()
+                    if not dropped:
+                        await self._wait_for_slot()
+                    if dropped:
+                        keep(index, _too_large(item.id, limit, ran=False))
+                    elif item.id in self._inflight:
+                        keep(index, _duplicate_id(item.id))
+                    elif self.stopping:
+                        keep(index, _stopping(item.id))
+                    elif self.gone and not outlives_client(item):
+                        keep(index, _cancelled(item.id, "Request cancelled."))
+                    else:
+                        scope = trio.CancelScope()
+                        self._inflight[item.id] = (scope, item)  # type: ignore[index]
+                        nursery.start_soon(run, index, item, scope, turn)
                         continue
-                    scope = trio.CancelScope()
-                    self._inflight[item.id] = scope  # type: ignore[index]
-                    nursery.start_soon(run, index, item, scope, turn)
-                elif item.kind == "notification":
-                    self._notification(item)
-                else:
-                    self._response(item)
-        replies = [r for r in responses if r is not None]
-        if replies:
-            self._queue(encode(replies))
+                    turn.release()
+            replies = [body for body in bodies if body is not None]
+            if replies:
+                self._queue(b"[" + b",".join(replies) + b"]")
+        finally:
+            self._batch_bytes -= held
+            self._task_done()
 
     async def _handle_request(
         self, item: Incoming, scope: trio.CancelScope, turn: Turn
@@ -306,9 +479,7 @@ class Connection:
                     turn.started.set()
                 result = await handler(self, item)
                 return Response(id=msg_id, result=result)
-            return error_response(
-                msg_id, ErrorCode.REQUEST_CANCELLED, "Request cancelled.", {"kind": "cancelled"}
-            )
+            return _cancelled(msg_id, _STOPPING if self.stopping else "Request cancelled.")
         except ToolError as exc:
             return error_response(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
         except ExceptionGroup as group:  # a nursery's failure: its tool error, if it has one
@@ -329,6 +500,7 @@ class Connection:
         finally:
             self._inflight.pop(msg_id, None)
             turn.release()
+            self._progressed()
 
     def _notification(self, item: Incoming) -> None:
         if item.method in ("$/cancelRequest", "cancelRequest"):
@@ -336,9 +508,9 @@ class Connection:
                 target = item.decode(dict[str, Any]).get("id")
             except (msgspec.DecodeError, msgspec.ValidationError):
                 return
-            scope = self._inflight.get(target) if isinstance(target, int | str) else None
-            if scope is not None:
-                scope.cancel()
+            entry = self._inflight.get(target) if isinstance(target, int | str) else None
+            if entry is not None:
+                entry[0].cancel()
         # other notifications (e.g. "initialized", "exit") need no answer
 
     def _response(self, item: Incoming) -> None:
@@ -351,7 +523,8 @@ class Connection:
                 response = Response(id=item.id, result=msgspec.json.decode(bytes(item.payload)))
             except msgspec.DecodeError:
                 response = error_response(item.id, ErrorCode.PARSE_ERROR, "bad result")
-        channel.send_nowait(response)
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            channel.send_nowait(response)
 
     # ---- daemon-to-client ----------------------------------------------------------------
 
@@ -407,6 +580,33 @@ class Connection:
 
     def _forward_progress(self, params: dict[str, Any]) -> None:
         self.notify_client("$/progress", params)
+
+
+_STOPPING = "The daemon is stopping; send the request again once it is back."
+
+
+def _cancelled(msg_id: Id | None, message: str) -> Response:
+    return error_response(msg_id, ErrorCode.REQUEST_CANCELLED, message, {"kind": "cancelled"})
+
+
+def _stopping(msg_id: Id | None) -> Response:
+    return _cancelled(msg_id, _STOPPING)
+
+
+def _too_large(msg_id: Id | None, limit: int, ran: bool) -> Response:
+    if ran:
+        message = (
+            f"This request ran, but its reply would take the batch's replies over {limit} "
+            "bytes and was dropped; send it on its own."
+        )
+    else:
+        message = (
+            f"Not run: this batch's replies already reached {limit} bytes; send this request "
+            "on its own or in a smaller batch."
+        )
+    return error_response(
+        msg_id, ErrorCode.TOOL_ERROR, message, {"kind": ErrorKind.OUTPUT_TOO_LARGE.value}
+    )
 
 
 def _duplicate_id(msg_id: Id | None) -> Response:

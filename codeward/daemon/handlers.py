@@ -10,7 +10,7 @@ import msgspec
 
 from codeward import __version__
 from codeward.daemon.config import PolicyConfig
-from codeward.daemon.connection import require_session
+from codeward.daemon.connection import STATEFUL_METHODS, require_session
 from codeward.daemon.session import detect_languages
 from codeward.daemon.tools.registry import REGISTRY, ToolContext
 from codeward.protocol.errors import ErrorCode, RpcError, ToolError
@@ -48,6 +48,20 @@ def method(name: str) -> Callable[[Handler], Handler]:
         return handler
 
     return register
+
+
+def outlives_client(item: Incoming) -> bool:
+    """Whether a request runs to completion when its client disconnects: it may change
+    files, or it changes the connection's state that later requests wait for."""
+    if item.method in STATEFUL_METHODS:
+        return True
+    if item.method != "tools/call":
+        return False  # lua/eval included: a script's git write, once started, still finishes
+    try:
+        params = item.decode(ToolsCallParams)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return False
+    return REGISTRY.writes(params.name, params.arguments)
 
 
 def params_of(item: Incoming, type_: type[T]) -> T:

@@ -26,14 +26,17 @@ if TYPE_CHECKING:
     from codeward.daemon.session import Session
 
 log = logging.getLogger(__name__)
+STOPPING = "The daemon is stopping; call the tool again once it is back."
 
 
 class _Call:
-    """A tool call in flight: its cancel scope and, if the client asked, its progress."""
+    """A tool call in flight: its cancel scope, whether it may change files, and, if the
+    client asked, its progress."""
 
-    def __init__(self, token: int | str | None) -> None:
+    def __init__(self, token: int | str | None, writes: bool) -> None:
         self.scope = trio.CancelScope()
         self.token = token
+        self.writes = writes  # a disconnect lets it finish
         self.progress = 0
 
 
@@ -94,9 +97,21 @@ class McpDialect:
                 event.id, ErrorCode.INVALID_REQUEST, "This id is already in flight; use a new id."
             ))  # fmt: skip
             return
-        call = _Call(event.progress_token)
+        if self.conn.stopping:
+            self.conn.send_body(self.machine.error_message(
+                event.id, ErrorCode.REQUEST_CANCELLED, STOPPING
+            ))  # fmt: skip
+            return
+        call = _Call(event.progress_token, REGISTRY.writes(event.name, event.arguments))
         self._calls[event.id] = call
+        self.conn.request_started()
         requests.start_soon(self._call, event, call)
+
+    def cancel(self, *, writes: bool) -> None:
+        """Cancel the calls in flight that change no files (`writes`: every call)."""
+        for call in self._calls.values():
+            if writes or not call.writes:
+                call.scope.cancel()
 
     # -- the session ------------------------------------------------------------------------
 
@@ -146,8 +161,13 @@ class McpDialect:
                     )
                 self.conn.send_body(body)
             # cancelled by notifications/cancelled or a disconnect: MCP sends no reply
+            if call.scope.cancelled_caught and self.conn.stopping:
+                self.conn.send_body(self.machine.error_message(
+                    event.id, ErrorCode.REQUEST_CANCELLED, STOPPING
+                ))  # fmt: skip
         finally:
             self._calls.pop(event.id, None)
+            self.conn.request_finished()
 
     async def _run(self, event: mcp.CallTool) -> bytes:
         try:

@@ -18,6 +18,9 @@ from codeward.daemon.connection import Connection
 from codeward.daemon.guardian import Guardian, record_path
 from codeward.daemon.listener import acquire_start_lock, open_listener, peer_uid, prepare_directory
 from codeward.daemon.session import SessionManager
+from codeward.protocol.errors import ErrorCode
+from codeward.protocol.framing import Framing, encode_frame
+from codeward.protocol.messages import encode, error_response
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,7 @@ class Daemon:
         self.ready = trio.Event()
         self._next_conn_id = 0
         self._stop = trio.Event()
+        self.stopping = False
         self._bound = False
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -68,7 +72,7 @@ class Daemon:
                 await self._stop.wait()
                 log.info("stopping")
                 systemd.notify("STOPPING=1")
-                await self._flush_connections()
+                await self._wind_down_connections()
                 nursery.cancel_scope.cancel()
         finally:
             await guard.stop()
@@ -79,11 +83,13 @@ class Daemon:
                 os.close(lock_fd)
             log.info("stopped")
 
-    async def _flush_connections(self, timeout: float = 2.0) -> None:
-        """Let queued replies (the reply to daemon/shutdown among them) reach their clients."""
-        with trio.move_on_after(timeout):
+    async def _wind_down_connections(self) -> None:
+        """Answer every request in flight (reads with an error, writes when they are done)
+        and let the replies, the one to daemon/shutdown among them, reach their clients."""
+        self.stopping = True
+        async with trio.open_nursery() as nursery:
             for conn in list(self.connections.values()):
-                await conn.flush()
+                nursery.start_soon(conn.wind_down, self.config.daemon.stop_timeout)
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -130,9 +136,16 @@ class Daemon:
             log.warning("refused a connection from uid %d", uid)
             await trio.aclose_forcefully(stream)
             return
-        if len(self.connections) >= self.config.daemon.max_connections:
-            log.warning("refused a connection: %d open", len(self.connections))
-            await trio.aclose_forcefully(stream)
+        if self.stopping:
+            await _refuse(stream, "The daemon is stopping; connect again once it is back.")
+            return
+        if not self._make_room():
+            log.warning("refused a connection: %d open, all busy", len(self.connections))
+            await _refuse(
+                stream,
+                f"The daemon has {len(self.connections)} connections open, all busy "
+                "(daemon.max_connections); close one, or try again.",
+            )
             return
         self._next_conn_id += 1
         conn = Connection(self, stream, self._next_conn_id)
@@ -141,6 +154,23 @@ class Daemon:
             await conn.serve()
         finally:
             del self.connections[conn.id]
+
+    def _make_room(self) -> bool:
+        """Whether a new connection fits, closing the longest-idle one with nothing in
+        flight when the daemon is at its limit."""
+        limit = self.config.daemon.max_connections
+        live = [c for c in self.connections.values() if not c.closing]
+        if len(live) < limit:
+            return True
+        idle = [c for c in live if not c.busy]
+        if not idle:
+            return False
+        victim = min(idle, key=lambda c: c.last_active)
+        victim.close_with(
+            "The daemon is at its connection limit (daemon.max_connections) and this "
+            "connection was the longest idle; closing it. Connect again when needed."
+        )
+        return True
 
     def status(self) -> dict[str, Any]:
         return {
@@ -151,3 +181,12 @@ class Daemon:
             "connections": len(self.connections),
             "socket": str(self.socket_path),
         }
+
+
+async def _refuse(stream: trio.SocketStream, message: str) -> None:
+    """Tell a connection the daemon will not serve it (a JSON-RPC error line), then close."""
+    reply = error_response(None, ErrorCode.CONNECTION_CLOSED, message)
+    frame = encode_frame(Framing.NDJSON, encode(reply))
+    with trio.move_on_after(1.0), contextlib.suppress(trio.BrokenResourceError, OSError):
+        await stream.send_all(frame)
+    await trio.aclose_forcefully(stream)

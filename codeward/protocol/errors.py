@@ -15,6 +15,7 @@ class ErrorCode(IntEnum):
     INVALID_PARAMS = -32602
     INTERNAL_ERROR = -32603
     TOOL_ERROR = -32000
+    CONNECTION_CLOSED = -32001  # the daemon closes this connection; the message says why
     REQUEST_CANCELLED = -32800
 
 

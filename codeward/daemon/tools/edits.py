@@ -102,6 +102,7 @@ def _errors(errors: list[ToolError]) -> dict[str, Any]:
     "`apply` (the default) the file is written, atomically and only if it did not change "
     "meanwhile. `changed` is false when the file is already formatted.",
     FormatArgs,
+    writes=lambda args: args.apply,
 )
 async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
     manager = ctx.session.lsp
@@ -152,6 +153,7 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
     "exact title) to apply one: its edit is written atomically and the result has "
     "`files_changed` and `diff`.",
     CodeActionArgs,
+    writes=lambda args: args.apply is not None,
 )
 async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, Any]:
     manager = ctx.session.lsp
@@ -281,6 +283,7 @@ async def _execute(
     "with `apply` (the default) every file is written atomically, and only if none changed "
     "since the server computed the rename.",
     RenameArgs,
+    writes=lambda args: args.apply,
 )
 async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     name = args.new_name

@@ -12,6 +12,14 @@ from codeward.daemon.tools.registry import ToolContext, tool
 SOURCE = "local a = ...\nreturn codeward.git(a[1], a[2], a[3])\n"
 
 
+# subcommands that never change anything, whatever their arguments; any other call may
+# write, so it runs to completion when its client disconnects
+PURE_READS = frozenset(
+    {"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "describe", "shortlog",
+     "grep"}
+)  # fmt: skip
+
+
 class GitArgs(msgspec.Struct, forbid_unknown_fields=True):
     subcommand: Annotated[
         str, msgspec.Meta(description="The git subcommand, such as `status`, `log` or `commit`.")
@@ -42,6 +50,7 @@ class GitArgs(msgspec.Struct, forbid_unknown_fields=True):
     "log, branch, tag, remote and stash list.",
     GitArgs,
     servers=False,
+    writes=lambda args: args.subcommand not in PURE_READS,
 )
 async def git_command(ctx: ToolContext, args: GitArgs) -> dict[str, Any]:
     opts = {"allow_destructive": args.allow_destructive}

@@ -60,6 +60,9 @@ class Tool:
     arguments: type[msgspec.Struct]
     handler: Handler
     servers: bool = False  # it asks language servers: its result says `restricted`
+    # whether a call with these (validated) arguments may change files: such a call runs to
+    # completion when its client disconnects (its write itself is shielded where it happens)
+    writes: Callable[[Any], bool] | None = None
 
     async def run(self, ctx: ToolContext, arguments: msgspec.Struct) -> dict[str, Any]:
         """The handler's result; `restricted: true` beside it when its servers run in
@@ -162,6 +165,16 @@ class ToolRegistry:
                 f"Invalid arguments for {tool.name}: {exc}; see tools/list for its schema.",
             ) from None
 
+    def writes(self, name: str, arguments: Any) -> bool:
+        """Whether `name` called with `arguments` may change files (False if invalid)."""
+        tool = self._tools.get(name)
+        if tool is None or tool.writes is None:
+            return False
+        try:
+            return tool.writes(self.validate(tool, arguments))
+        except ToolError:
+            return False
+
     async def call(self, name: str, arguments: Any, ctx: ToolContext) -> dict[str, Any]:
         tool = self.get(name)
         return await tool.run(ctx, self.validate(tool, arguments))
@@ -171,13 +184,19 @@ REGISTRY = ToolRegistry()
 
 
 def tool(
-    name: str, description: str, arguments: type[msgspec.Struct], *, servers: bool = True
+    name: str,
+    description: str,
+    arguments: type[msgspec.Struct],
+    *,
+    servers: bool = True,
+    writes: Callable[[Any], bool] | None = None,
 ) -> Callable[[Handler], Handler]:
     """Declare a tool in the registry: `@tool("name", "what it does", ArgsStruct)`;
-    `servers=False` for a tool that never asks a language server."""
+    `servers=False` for a tool that never asks a language server; `writes` tells from a
+    call's arguments whether it may change files."""
 
     def register(handler: Handler) -> Handler:
-        REGISTRY.register(Tool(name, description, arguments, handler, servers))
+        REGISTRY.register(Tool(name, description, arguments, handler, servers, writes))
         return handler
 
     return register

@@ -1,0 +1,93 @@
+"""A connection's outgoing frames: written at once when the socket takes them, else queued in
+order for one writer task. The queued bytes are counted (the connection's backpressure reads
+them) and dropped all at once when the client is gone."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable
+
+import trio
+
+
+class Outbox:
+    """Frames on their way to one client, in order."""
+
+    def __init__(self, stream: trio.abc.SendStream, on_written: Callable[[], None]) -> None:
+        self._stream = stream
+        # A socket can take a frame at once, without a hop through the writer task.
+        self._direct = stream.socket if isinstance(stream, trio.SocketStream) else None
+        self._on_written = on_written  # a queued frame went out whole
+        self._frames: deque[bytes] = deque()
+        self._wake: trio.Event | None = None  # the writer waits on it for frames
+        self._flushed: trio.Event | None = None  # flush() waits on it for an empty queue
+        self.queued_bytes = 0  # bytes handed to the writer task and not yet written
+        self.peak_bytes = 0  # the most `queued_bytes` has been
+        self.closed = False  # nothing more will be written: the client is gone
+
+    def put(self, frame: bytes) -> None:
+        """Send `frame` after every frame before it; dropped once the outbox is closed."""
+        if self.closed:
+            return
+        if not self._frames and self._direct is not None and self._direct.fileno() >= 0:
+            # Nothing waits to be written: write now (synchronously, so no cancellation can
+            # cut a frame); what the socket cannot take yet goes to the writer, in order.
+            try:
+                written = os.write(self._direct.fileno(), frame)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                self.close()
+                return
+            if written == len(frame):
+                return
+            frame = frame[written:]
+        self._frames.append(frame)
+        self.queued_bytes += len(frame)
+        self.peak_bytes = max(self.peak_bytes, self.queued_bytes)
+        if self._wake is not None:
+            self._wake.set()
+
+    def close(self) -> None:
+        """The client is gone: drop every queued frame now, and write nothing more."""
+        self.closed = True
+        self._frames.clear()
+        self.queued_bytes = 0
+        self._wakeup()
+        self._on_written()
+
+    async def run(self) -> None:
+        """The writer task: write queued frames in order until the outbox is closed."""
+        while not self.closed:
+            if not self._frames:
+                self._wakeup()
+                self._wake = trio.Event()
+                await self._wake.wait()
+                continue
+            frame = self._frames[0]  # stays queued while it is written: put() keeps order
+            try:
+                await self._stream.send_all(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.close()
+                return
+            if self.closed:
+                return
+            self._frames.popleft()
+            self.queued_bytes -= len(frame)
+            self._on_written()
+
+    async def flush(self) -> None:
+        """Wait until every queued frame has been written (or the client is gone)."""
+        while self._frames and not self.closed:
+            if self._flushed is None:
+                self._flushed = trio.Event()
+            await self._flushed.wait()
+
+    def _wakeup(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+            self._wake = None
+        if self._flushed is not None and not self._frames:
+            self._flushed.set()
+            self._flushed = None
