@@ -20,6 +20,13 @@ PURE_READS = frozenset(
 )  # fmt: skip
 
 
+def may_write(args: GitArgs) -> bool:
+    """Whether this call may change the repository (then a disconnect does not cancel it)."""
+    if args.subcommand == "fetch":  # a read, unless a refspec or pruning changes local refs
+        return any(":" in a or a.startswith(("--refmap", "--prune")) for a in args.args)
+    return args.subcommand not in PURE_READS
+
+
 class GitArgs(msgspec.Struct, forbid_unknown_fields=True):
     subcommand: Annotated[
         str, msgspec.Meta(description="The git subcommand, such as `status`, `log` or `commit`.")
@@ -50,7 +57,7 @@ class GitArgs(msgspec.Struct, forbid_unknown_fields=True):
     "log, branch, tag, remote and stash list.",
     GitArgs,
     servers=False,
-    writes=lambda args: args.subcommand not in PURE_READS,
+    writes=lambda args: may_write(args),
 )
 async def git_command(ctx: ToolContext, args: GitArgs) -> dict[str, Any]:
     opts = {"allow_destructive": args.allow_destructive}
