@@ -1,7 +1,9 @@
 """Round trip of `daemon/status` over the socket, and `codeward status` start-up.
 
 Prints median and p99 over 10,000 calls with one client and with 32 concurrent clients,
-and the wall time of `codeward status` against `python -c pass`, as a ratio.
+the throughput of one client that keeps 64 requests in flight (the path where replies queue
+and the connection's backpressure counts them), the round trip of a 100-request batch, and
+the wall time of `codeward status` against `python -c pass`, as a ratio.
 Run: .venv/bin/python bench/rpc.py [--calls N]
 """
 
@@ -22,6 +24,12 @@ from pathlib import Path
 from common import Daemon  # bench/
 
 REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"daemon/status"}\n'
+
+
+def status(msg_id: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"daemon/status"}' % msg_id
+
+
 BIN = Path(sys.executable).parent
 
 
@@ -32,6 +40,32 @@ def round_trips(sock: Path, calls: int, out: list[float]) -> None:
         for _ in range(calls):
             t0 = time.perf_counter()
             s.sendall(REQUEST)
+            reader.readline()
+            out.append(time.perf_counter() - t0)
+
+
+def pipelined(sock: Path, calls: int, window: int) -> float:
+    """Calls per second of one client that keeps `window` requests in flight."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(sock))
+        reader = s.makefile("rb")
+        t0 = time.perf_counter()
+        s.sendall(b"".join(status(i) + b"\n" for i in range(window)))
+        for done in range(calls):
+            reader.readline()
+            if done + window < calls:
+                s.sendall(status(done + window) + b"\n")
+        return calls / (time.perf_counter() - t0)
+
+
+def batches(sock: Path, runs: int, size: int, out: list[float]) -> None:
+    batch = b"[" + b",".join(status(i) for i in range(size)) + b"]\n"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(sock))
+        reader = s.makefile("rb")
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            s.sendall(batch)
             reader.readline()
             out.append(time.perf_counter() - t0)
 
@@ -87,6 +121,12 @@ def main() -> None:
         merged = [x for xs in many for x in xs]
         report(f"{args.clients} concurrent clients", merged)
         print(f"{'':<28} throughput {len(merged) / elapsed:8.0f} calls/s")
+
+        rate = pipelined(sock, args.calls, 64)
+        print(f"{'1 client, 64 in flight':<28} throughput {rate:8.0f} calls/s")
+        batch: list[float] = []
+        batches(sock, max(10, args.calls // 100), 100, batch)
+        report("batch of 100", batch)
 
         env = {**os.environ, "CODEWARD_SOCKET": str(sock)}
         codeward = [str(BIN / "codeward"), "--no-autostart", "status"]
