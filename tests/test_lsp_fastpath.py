@@ -266,14 +266,15 @@ async def test_replies_go_straight_to_the_socket_and_keep_their_order() -> None:
     conn = Connection(SimpleNamespace(), trio.SocketStream(trio.socket.from_stdlib_socket(mine)), 1)  # type: ignore[arg-type]
     conn.framing = Framing.NDJSON
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(conn._writer)
+        nursery.start_soon(conn.outbox.run)
         conn._queue(b'{"n":1}')  # idle: on the socket before any checkpoint
         theirs.setblocking(False)
         assert theirs.recv(100) == b'{"n":1}\n'
         big = b'{"big":"' + b"x" * (4 << 20) + b'"}'  # more than the socket buffer
         conn._queue(big)
         conn._queue(b'{"n":2}')
-        assert conn._queued == 2 and not conn._flushed.is_set()
+        queued = conn.outbox.queued_bytes
+        assert len(b'{"n":2}\n') < queued <= len(big) + len(b'\n{"n":2}\n')
 
         def drain() -> bytes:
             theirs.setblocking(True)
@@ -286,13 +287,12 @@ async def test_replies_go_straight_to_the_socket_and_keep_their_order() -> None:
         assert data == big + b'\n{"n":2}\n'
         with trio.fail_after(5):
             await conn.flush()
-        assert conn._queued == 0
+        assert conn.outbox.queued_bytes == 0 and conn.outbox.peak_bytes == queued
         theirs.close()  # the client goes away: a write fails and the connection is closed
         for _ in range(3):
             conn._queue(b'{"n":3}')
-        assert conn.closed
+        assert conn.closed and conn.outbox.queued_bytes == 0
         nursery.cancel_scope.cancel()
-    conn._send.close()
     mine.close()
 
 
