@@ -423,3 +423,14 @@ async def test_trusting_during_a_request_fails_it_cleanly(
     assert len(failures) == 1 and failures[0].kind == "lsp_error"
     with trio.fail_after(30):
         assert "restricted" not in await client.tool("get_diagnostics", path="a.silent")
+
+
+def test_the_daemons_own_installation_may_lie_in_the_root() -> None:
+    """codeward's own repository, with the daemon's virtualenv inside it, as a root: the
+    servers of that virtualenv are the daemon's own, not the project's."""
+    prefix = Path(os.path.realpath(sys.prefix))
+    root = prefix.parent
+    config = restricted("ruff", default_servers()["ruff"], root)
+    assert os.path.isabs(config.command[0])
+    entries = config.env["PATH"].split(os.pathsep)
+    assert all(not e.startswith(str(root)) or e.startswith(str(prefix)) for e in entries)

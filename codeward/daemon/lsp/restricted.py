@@ -84,12 +84,17 @@ def rustup_default() -> str:
     return value if isinstance(value, str) and value else "stable"
 
 
+def from_root(path: str, root: Path) -> bool:
+    """Whether `path` (resolved) lies inside `root` and not inside the daemon's own
+    installation (a root may hold the daemon's virtualenv: codeward's own repository)."""
+    real = Path(os.path.realpath(path))
+    return is_inside(real, root) and not is_inside(real, Path(os.path.realpath(sys.prefix)))
+
+
 def safe_path(root: Path, path: str | None = None) -> str:
     """PATH without empty or relative entries, and without entries inside `root`."""
     entries = (os.environ.get("PATH", "") if path is None else path).split(os.pathsep)
-    kept = [
-        e for e in entries if os.path.isabs(e) and not is_inside(Path(os.path.realpath(e)), root)
-    ]
+    kept = [e for e in entries if os.path.isabs(e) and not from_root(e, root)]
     return os.pathsep.join(dict.fromkeys(kept))
 
 
@@ -140,14 +145,15 @@ def installed_tsserver(program: str, root: Path) -> str | None:
             continue
         real = Path(os.path.realpath(found))
         for parent in real.parents:
-            if parent.name == "node_modules":
+            if parent.parent.name == "node_modules":  # the package's own dependency
+                candidates.append(parent / "node_modules" / "typescript" / "lib" / "tsserver.js")
+            if parent.name == "node_modules":  # installed beside it
                 candidates.append(parent / "typescript" / "lib" / "tsserver.js")
             if parent.name == "typescript":
                 candidates.append(parent / "lib" / "tsserver.js")
-        candidates.append(real.parent.parent / "lib" / "tsserver.js")
     for candidate in candidates:
         real = Path(os.path.realpath(candidate))
-        if real.is_file() and not is_inside(real, root):
+        if real.is_file() and not from_root(str(real), root):
             return str(real)
     return None
 
@@ -286,7 +292,7 @@ def _confined(config: ServerConfig, root: Path) -> ServerConfig:
     program = shutil.which(config.command[0], path=path) if config.command else None
     if program is None:
         return msgspec.structs.replace(config, env={**config.env, "PATH": path})
-    if is_inside(Path(os.path.realpath(program)), root):
+    if from_root(program, root):
         raise NotInRestrictedMode("its program lies inside the root")
     command = [os.path.abspath(program), *config.command[1:]]
     return msgspec.structs.replace(config, command=command, env={**config.env, "PATH": path})
