@@ -10,7 +10,7 @@ from typing import Any
 import trio
 
 from codeward.daemon.config import GitConfig, PolicyConfig
-from codeward.daemon.git import changes, config_scan, parse
+from codeward.daemon.git import changes, config_scan, parse, status
 from codeward.daemon.git.messages import failure_message, scrub
 from codeward.daemon.git.policy import Decision, Tier, classify
 from codeward.daemon.git.repository import Repository, inspect, probe
@@ -59,6 +59,12 @@ async def run_git(
     ls_files = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     plan = _checked_plan(root, decision, _parse_plan(decision))
     reuse = plan is not None and len(plan) == 1 and sorted(plan[0].args) == sorted(decision.args)
+    # status: one run of porcelain v2, the long format rendered from it, when that is exact
+    one_run = (
+        plan is not None
+        and decision.subcommand == "status"
+        and status.plain(decision.args, repo.entries, repo.git_dir)
+    )
     results: dict[int, Completed] = {}
 
     async def one(index: int, cmd_args: Sequence[str]) -> None:
@@ -76,7 +82,8 @@ async def run_git(
             # a write is never left half-done by a cancel or a disconnect; its timeout holds
             with trio.CancelScope(shield=decision.tier is not Tier.READ):
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(one, 0, decision.args)
+                    if not one_run:
+                        nursery.start_soon(one, 0, decision.args)
                     if plan is not None and not reuse:
                         for index, run in enumerate(plan, start=1):
                             nursery.start_soon(one, index, run.args)
@@ -94,6 +101,12 @@ async def run_git(
     else:  # writes to one root run one at a time, in the task that writes its files
         await exclusive(run_all)
 
+    if one_run:
+        rendered = _long_status(results[1], decision.args)
+        if rendered is None:  # something only git itself words: ask it
+            await one(0, decision.args)
+        else:
+            results[0] = replace(results[1], stdout=rendered)
     done = results[0]
     if done.timed_out:
         raise _timeout_error(decision, repo, root, limits.timeout)
@@ -304,6 +317,15 @@ def _combine(subcommand: str, plan: list[ParseRun], outputs: list[Completed]) ->
     if subcommand == "tag":
         return None if values[0] is None else {"tags": values[0]}
     return values[0]
+
+
+def _long_status(porcelain: Completed, args: Sequence[str]) -> bytes | None:
+    """git's long status output from the porcelain v2 run, or None to run git status."""
+    mode = status.untracked_mode(args)
+    if porcelain.exit_code != 0 or porcelain.timed_out or porcelain.truncated or mode is None:
+        return None
+    text = status.long_format(porcelain.stdout, mode)
+    return None if text is None else text.encode("utf-8", "surrogateescape")
 
 
 # --- failures ---------------------------------------------------------------------------

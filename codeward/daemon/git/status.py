@@ -1,0 +1,207 @@
+"""`git status` in one run: the long format rendered from `--porcelain=v2 -z --branch`.
+
+Porcelain v2 with branch headers holds everything the long format shows for an ordinary
+repository: the branch, its upstream and how far ahead or behind, staged, unstaged and
+untracked files. What it cannot tell apart (a detached HEAD "at" or "from", conflicts
+in a merge or rebase in progress, submodules, configuration that changes the long
+format) makes `plain` or `long_format` say no, and the caller runs `git status` itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from codeward.daemon.git.config_scan import ConfigEntry
+
+# What git's long format calls each change, padded to the widest label ("typechange:").
+_LABELS = {
+    "A": "new file:",
+    "C": "copied:",
+    "D": "deleted:",
+    "M": "modified:",
+    "R": "renamed:",
+    "T": "typechange:",
+}
+_WIDTH = max(len(label) for label in _LABELS.values()) + 1
+# Operations in progress that the long format describes and porcelain v2 does not.
+_STATE_FILES = ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD", "REVERT_HEAD",
+                "BISECT_LOG", "sequencer", "info/sparse-checkout")  # fmt: skip
+_UNTRACKED_MODES = {"no": "no", "normal": "normal", "all": "all", "": "all"}
+_C_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
+
+
+def untracked_mode(args: Sequence[str]) -> str | None:
+    """`no`, `normal` or `all` from `-u[MODE]`/`--untracked-files[=MODE]` (the last wins);
+    None when some argument is not a pathspec or one of those options."""
+    mode = "normal"
+    for i, arg in enumerate(args):
+        if "--" in args[:i] or arg == "--" or not arg.startswith("-"):
+            continue  # a pathspec: porcelain v2 filters the same way
+        if arg.startswith("--untracked-files"):
+            value = arg.removeprefix("--untracked-files").removeprefix("=")
+            if arg != "--untracked-files" and not arg.startswith("--untracked-files="):
+                return None
+        elif arg.startswith("-u"):
+            value = arg[2:]
+        else:
+            return None
+        if value not in _UNTRACKED_MODES:
+            return None
+        mode = _UNTRACKED_MODES[value]
+    return mode
+
+
+def _config_changes_format(entries: Sequence[ConfigEntry]) -> bool:
+    for entry in entries:
+        key, value = entry.key.lower(), (entry.value or "true").lower()
+        if key.startswith(("status.", "advice.status")) or key == "core.quotepath":
+            return True
+        if key in ("color.ui", "color.status", "column.ui", "column.status") and (
+            "always" in value
+        ):
+            return True
+    return False
+
+
+def plain(args: Sequence[str], entries: Sequence[ConfigEntry], git_dir: Path) -> bool:
+    """Whether `git status ARGS` prints what `long_format` renders from porcelain v2."""
+    if untracked_mode(args) is None or _config_changes_format(entries):
+        return False
+    return not any(os.path.lexists(git_dir / name) for name in _STATE_FILES)
+
+
+def quote(path: str) -> str:
+    """A path as the long format shows it (core.quotePath: C quotes, octal non-ASCII)."""
+    raw = path.encode("utf-8", "surrogateescape")
+    if all(0x20 <= b < 0x7F and b not in (34, 92) for b in raw):
+        return path
+    out = []
+    for b in raw:
+        if b in _C_ESCAPES:
+            out.append("\\" + _C_ESCAPES[b])
+        elif 0x20 <= b < 0x7F:
+            out.append(chr(b))
+        else:
+            out.append(f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _plural(count: int) -> str:
+    return "commit" if count == 1 else "commits"
+
+
+def _tracking(upstream: str, ab: tuple[int, int] | None) -> list[str]:
+    if ab is None:
+        return [f"Your branch is based on '{upstream}', but the upstream is gone.",
+                '  (use "git branch --unset-upstream" to fixup)']  # fmt: skip
+    ahead, behind = ab
+    if not ahead and not behind:
+        return [f"Your branch is up to date with '{upstream}'."]
+    if not behind:
+        return [f"Your branch is ahead of '{upstream}' by {ahead} {_plural(ahead)}.",
+                '  (use "git push" to publish your local commits)']  # fmt: skip
+    if not ahead:
+        return [f"Your branch is behind '{upstream}' by {behind} {_plural(behind)}, "
+                "and can be fast-forwarded.",
+                '  (use "git pull" to update your local branch)']  # fmt: skip
+    return [f"Your branch and '{upstream}' have diverged,",
+            f"and have {ahead} and {behind} different commits each, respectively.",
+            '  (use "git pull" to merge the remote branch into yours)']  # fmt: skip
+
+
+def _change(letter: str, path: str, orig: str | None) -> str:
+    label = _LABELS[letter]
+    shown = f"{quote(orig)} -> {quote(path)}" if orig is not None else quote(path)
+    return f"\t{label:<{_WIDTH}}{shown}"
+
+
+def long_format(data: bytes, mode: str) -> str | None:
+    """git's long status output from `git status --porcelain=v2 -z --branch` output; None
+    for what only git itself can say (detached HEAD, conflicts, submodules)."""
+    parts = data.decode("utf-8", "surrogateescape").split("\x00")
+    if parts and parts[-1] == "":
+        parts.pop()
+    head: str | None = None
+    initial = False
+    upstream: str | None = None
+    ab: tuple[int, int] | None = None
+    staged: list[str] = []
+    unstaged: list[str] = []
+    untracked: list[str] = []
+    deleted = False
+    i = 0
+    while i < len(parts):
+        record = parts[i]
+        i += 1
+        kind = record[:1]
+        if kind == "#":
+            key, _, value = record[2:].partition(" ")
+            if key == "branch.oid":
+                initial = value == "(initial)"
+            elif key == "branch.head":
+                if value == "(detached)":
+                    return None  # "detached at" or "from": only the reflog knows
+                head = value
+            elif key == "branch.upstream":
+                upstream = value
+            elif key == "branch.ab":
+                ahead, _, behind = value.partition(" ")
+                ab = (int(ahead.lstrip("+")), int(behind.lstrip("-")))
+        elif kind in ("1", "2"):
+            fields = record.split(" ", 8 if kind == "1" else 9)
+            xy, sub = fields[1], fields[2]
+            if sub != "N..." or any(c not in _LABELS and c != "." for c in xy):
+                return None  # a submodule, or a state the long format words otherwise
+            orig = None
+            if kind == "2":
+                orig = parts[i] if i < len(parts) else ""
+                i += 1
+            path = fields[-1]
+            if xy[0] != ".":
+                staged.append(_change(xy[0], path, orig))
+            if xy[1] != ".":
+                unstaged.append(_change(xy[1], path, orig if xy[1] in "RC" else None))
+                deleted = deleted or xy[1] == "D"
+        elif kind == "?":
+            untracked.append("\t" + quote(record[2:]))
+        else:
+            return None  # conflicts ("u") or ignored files ("!")
+    if head is None:
+        return None
+    lines = [f"On branch {head}"]
+    if upstream is not None and not initial:
+        lines += [*_tracking(upstream, ab), ""]
+    if initial:
+        lines += ["", "No commits yet", ""]
+    if staged:
+        unstage = "git rm --cached" if initial else "git restore --staged"
+        lines += ["Changes to be committed:", f'  (use "{unstage} <file>..." to unstage)',
+                  *staged, ""]  # fmt: skip
+    if unstaged:
+        lines += ["Changes not staged for commit:",
+                  f'  (use "git {"add/rm" if deleted else "add"} <file>..." to update what will '
+                  "be committed)",
+                  '  (use "git restore <file>..." to discard changes in working directory)',
+                  *unstaged, ""]  # fmt: skip
+    if mode != "no" and untracked:
+        lines += ["Untracked files:",
+                  '  (use "git add <file>..." to include in what will be committed)',
+                  *untracked, ""]  # fmt: skip
+    elif mode == "no" and staged:
+        lines.append("Untracked files not listed (use -u option to show untracked files)")
+    if not staged:
+        if unstaged:
+            lines.append('no changes added to commit (use "git add" and/or "git commit -a")')
+        elif untracked and mode != "no":
+            lines.append(
+                'nothing added to commit but untracked files present (use "git add" to track)'
+            )
+        elif initial:
+            lines.append('nothing to commit (create/copy files and use "git add" to track)')
+        elif mode == "no":
+            lines.append("nothing to commit (use -u to show untracked files)")
+        else:
+            lines.append("nothing to commit, working tree clean")
+    return "\n".join(lines) + "\n"

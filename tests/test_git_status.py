@@ -1,0 +1,218 @@
+"""`git status` in one run: the long format rendered from porcelain v2 is git's own, byte for
+byte, in every state it claims; everything else falls back to running git status."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeward.daemon.git import command, status
+from codeward.daemon.git.config_scan import ConfigEntry
+from tests.git_repos import commit_all, git, git_home, make_repo, run, write
+
+__all__ = ["git_home"]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = make_repo(tmp_path / "repo")
+    write(root, "a.txt", "one\n")
+    write(root, "dir/b c.txt", "two\n")
+    write(root, "caf\u00e9.txt", "three\n")
+    commit_all(root, "first")
+    return root
+
+
+@pytest.fixture
+def status_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The argv of every `git status` process run_git starts."""
+    runs: list[list[str]] = []
+    original = command.run_process
+
+    async def counting(argv: list[str], **kwargs: Any) -> Any:
+        if "status" in argv:
+            runs.append(argv)
+        return await original(argv, **kwargs)
+
+    monkeypatch.setattr(command, "run_process", counting)
+    return runs
+
+
+def with_remote(repo: Path, ahead: int, behind: int) -> None:
+    bare = repo.parent / "remote.git"
+    git(repo.parent, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    git(repo, "push", "-q", "-u", "origin", "main")
+    for n in range(behind):
+        write(repo, "a.txt", f"remote {n}\n")
+        commit_all(repo, f"remote {n}")
+    if behind:
+        git(repo, "push", "-q", "origin", "main")
+        git(repo, "reset", "-q", "--hard", f"HEAD~{behind}")
+    for n in range(ahead):
+        write(repo, f"local{n}.txt", "l\n")
+        commit_all(repo, f"local {n}")
+
+
+def dirty(repo: Path) -> None:
+    write(repo, "a.txt", "changed\n")
+    (repo / "caf\u00e9.txt").unlink()
+    write(repo, "new\tfile.txt", "n\n")
+    git(repo, "add", "new\tfile.txt")
+    git(repo, "mv", "dir/b c.txt", "dir/renamed.txt")
+    write(repo, "dir/renamed.txt", "two\nand more\n")
+    write(repo, "untracked/x.txt", "u\n")
+    write(repo, 'q"uote.txt', "u\n")
+
+
+def typechange(repo: Path) -> None:
+    (repo / "a.txt").unlink()
+    (repo / "a.txt").symlink_to("dir")
+
+
+def only_staged(repo: Path) -> None:
+    write(repo, "a.txt", "staged\n")
+    git(repo, "add", "a.txt")
+
+
+def only_untracked(repo: Path) -> None:
+    write(repo, "z.txt", "z\n")
+
+
+def gone_upstream(repo: Path) -> None:
+    with_remote(repo, 0, 0)
+    git(repo, "update-ref", "-d", "refs/remotes/origin/main")
+
+
+def initial(repo: Path) -> None:
+    git(repo, "update-ref", "-d", "HEAD")  # back to an unborn branch; the index stays
+
+
+def initial_untracked(repo: Path) -> None:
+    git(repo, "update-ref", "-d", "HEAD")
+    git(repo, "rm", "-q", "-r", "--cached", ".")
+
+
+STATES: dict[str, Callable[[Path], None]] = {
+    "clean": lambda repo: None,
+    "dirty": dirty,
+    "typechange": typechange,
+    "only staged": only_staged,
+    "only untracked": only_untracked,
+    "up to date": lambda repo: with_remote(repo, 0, 0),
+    "ahead 1": lambda repo: with_remote(repo, 1, 0),
+    "ahead 2, dirty": lambda repo: (with_remote(repo, 2, 0), dirty(repo)),
+    "behind 2": lambda repo: with_remote(repo, 0, 2),
+    "behind 1": lambda repo: with_remote(repo, 0, 1),
+    "diverged": lambda repo: with_remote(repo, 1, 2),
+    "upstream gone": gone_upstream,
+    "no commits yet, staged": initial,
+    "no commits yet, untracked": initial_untracked,
+}
+CASES = [
+    *((name, state, []) for name, state in STATES.items()),
+    *((f"{name}, -uno", state, ["-uno"]) for name, state in STATES.items()),
+    ("dirty, -uall", dirty, ["-uall"]),
+    ("dirty, --untracked-files=normal", dirty, ["--untracked-files=normal"]),
+    ("dirty, pathspec", dirty, ["--", "dir"]),
+    ("only untracked, pathspec", only_untracked, ["a.txt"]),
+]
+
+
+@pytest.mark.parametrize(("state", "args"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+async def test_one_run_prints_what_git_prints(
+    repo: Path, state: Callable[[Path], None], args: list[str], status_runs: list[list[str]]
+) -> None:
+    state(repo)
+    result = await run(repo, "status", args)
+    assert result["output"] == git(repo, "status", *args)
+    assert len(status_runs) == 1 and "--porcelain=v2" in status_runs[0]
+    assert result["parsed"]["branch"]["head"] == "main"
+
+
+def detached(repo: Path) -> None:
+    write(repo, "a.txt", "two\n")
+    commit_all(repo, "second")
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+
+
+def conflicted(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, "a.txt", "theirs\n")
+    commit_all(repo, "theirs")
+    git(repo, "checkout", "-q", "main")
+    write(repo, "a.txt", "ours\n")
+    commit_all(repo, "ours")
+    git(repo, "merge", "-q", "other", check=False)
+
+
+def submodule(repo: Path) -> None:
+    inner = make_repo(repo.parent / "inner")
+    write(inner, "i.txt", "i\n")
+    commit_all(inner, "inner")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "sub")
+    write(repo, "sub/i.txt", "changed\n")
+
+
+FALLBACKS: dict[str, tuple[Callable[[Path], None], list[str]]] = {
+    "detached HEAD": (detached, []),
+    "merge conflict": (conflicted, []),
+    "submodule": (submodule, []),
+    "short format": (dirty, ["--short"]),
+    "branch and verbose": (dirty, ["-b", "-v"]),
+    "ignored": (dirty, ["--ignored"]),
+    "status.short config": (lambda repo: git(repo, "config", "status.short", "true"), []),
+    "advice off": (lambda repo: git(repo, "config", "advice.statusHints", "false"), []),
+}
+
+
+@pytest.mark.parametrize(("state", "args"), FALLBACKS.values(), ids=list(FALLBACKS))
+async def test_what_porcelain_cannot_say_runs_git_status(
+    repo: Path, state: Callable[[Path], None], args: list[str], status_runs: list[list[str]]
+) -> None:
+    state(repo)
+    result = await run(repo, "status", args)
+    assert result["output"] == git(repo, "status", *args)
+    assert [argv[argv.index("status") + 1 :] for argv in status_runs if "--porcelain=v2" not in
+            argv] == [args]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "mode"),
+    [
+        ([], "normal"),
+        (["-u"], "all"),
+        (["-uno", "--untracked-files=all"], "all"),
+        (["--untracked-files"], "all"),
+        (["--", "-uno"], "normal"),  # a pathspec after --
+        (["src", "-unormal"], "normal"),
+        (["-ufoo"], None),
+        (["--untracked-filesx"], None),
+        (["--porcelain"], None),
+        (["-s"], None),
+    ],
+)
+def test_untracked_mode(args: list[str], mode: str | None) -> None:
+    assert status.untracked_mode(args) == mode
+
+
+def test_config_that_changes_the_long_format(tmp_path: Path) -> None:
+    def entries(*pairs: tuple[str, str | None]) -> list[ConfigEntry]:
+        return [ConfigEntry("global", key, value) for key, value in pairs]
+
+    assert status.plain([], entries(("color.ui", "auto"), ("advice.detachedhead", "false")),
+                        tmp_path)  # fmt: skip
+    for pairs in [("color.status", "always"), ("column.ui", "always,dense"),
+                  ("core.quotepath", "false"), ("status.showstash", None)]:  # fmt: skip
+        assert not status.plain([], entries(pairs), tmp_path)
+    (tmp_path / "rebase-merge").mkdir()
+    assert not status.plain([], [], tmp_path)
+
+
+def test_quote() -> None:
+    assert status.quote("dir/b c.txt") == "dir/b c.txt"
+    assert status.quote("caf\u00e9") == '"caf\\303\\251"'
+    assert status.quote('a"b\\c\td\x01') == '"a\\"b\\\\c\\td\\001"'
