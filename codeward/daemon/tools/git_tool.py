@@ -2,14 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
 from codeward.daemon.tools.registry import ToolContext, tool
 
+if TYPE_CHECKING:
+    from codeward.daemon.lua import LuaActor, LuaHost
+
 # The chunk receives the tool's arguments as its one vararg: {subcommand, args, opts}.
 SOURCE = "local a = ...\nreturn codeward.git(a[1], a[2], a[3])\n"
+REF = "git_result"
+
+
+class ByReference:
+    """The session's host, except that `codeward.git` hands the chunk a reference to its
+    result rather than a copy: the chunk only returns it, so the result (thousands of
+    status entries, a long diff) is not converted into Lua tables and back to JSON."""
+
+    def __init__(self, host: LuaHost) -> None:
+        self.host = host
+        self.results: list[dict[str, Any]] = []
+
+    async def git(self, subcommand: str, args: list[str], opts: dict[str, Any]) -> dict[str, Any]:
+        self.results.append(await self.host.git(subcommand, args, opts))
+        return {REF: len(self.results)}
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self.host.call(tool, arguments)
+
+    def log(self, message: str) -> None:
+        self.host.log(message)
+
+
+async def run_chunk(lua: LuaActor, host: LuaHost, arguments: list[Any]) -> dict[str, Any]:
+    """Evaluate the git_command chunk in the sandbox; the git result it returned."""
+    by_reference = ByReference(host)
+    value = await lua.eval(SOURCE, arguments, by_reference)
+    ref = value.get(REF) if isinstance(value, dict) else None
+    if not isinstance(ref, int) or not 1 <= ref <= len(by_reference.results):
+        raise AssertionError(f"the git_command chunk returned {value!r}")
+    return by_reference.results[ref - 1]
 
 
 # subcommands that never change anything, whatever their arguments; any other call may
@@ -63,4 +97,4 @@ async def git_command(ctx: ToolContext, args: GitArgs) -> dict[str, Any]:
     opts = {"allow_destructive": args.allow_destructive}
     # writes shield themselves in run_git; reads stay cancellable
     host = ctx.session.host_for(ctx.caller, ctx.policy)
-    return await ctx.session.lua.eval(SOURCE, [args.subcommand, args.args, opts], host)
+    return await run_chunk(ctx.session.lua, host, [args.subcommand, args.args, opts])
