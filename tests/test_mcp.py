@@ -172,8 +172,8 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
         "app.py:20:23: return compute(3)+compute(4)",
     ]
     outline = texts["get_symbols"].splitlines()
-    assert outline[:4] == ["app.py", "  4 class Base", "    6 method run", "  9 class Impl"]
-    assert "  23 constant LIMIT" in outline
+    assert outline[:5] == ["app.py", "4 class Base", "  6 fn run", "9 class Impl", "  10 fn run"]
+    assert outline[-4:] == ["14 fn compute", "  14 var value", "19 fn caller", "23 const LIMIT"]
     assert "app.py:10:9: def run(self) -> int:" in texts["find_implementations"]
     assert "app.py:20:12: caller: return compute(3)+compute(4)" in texts["call_hierarchy"]
     assert "+    return compute(3) + compute(4)" in texts["format_code"]

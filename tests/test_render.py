@@ -180,3 +180,59 @@ def test_lua_results() -> None:
     assert render.lua({"result": None}) == []
     assert render.lua({"result": {"a": [1, 2]}}) == render.to_json({"a": [1, 2]}).splitlines()
     assert render.lua({"result": 4}) == ["4"]
+
+
+# -- MCP content text -------------------------------------------------------------------------
+
+
+def test_outline_is_an_indented_list_under_the_path() -> None:
+    result = {
+        "scope": "document",
+        "path": "lib.py",
+        "symbols": [
+            {"name": "Shape", "kind": "class", "line": 3, "character": 7, "children": [
+                {"name": "area", "kind": "method", "line": 4, "character": 9, "children": []},
+                {"name": "SIDES", "kind": "constant", "range": {"line": 6, "character": 5}},
+            ]},
+            {"name": "odd", "kind": "enumMember"},
+            "junk",
+        ],
+    }  # fmt: skip
+    assert render.outline(result) == [
+        "lib.py", "3 class Shape", "  4 fn area", "  6 const SIDES", "member odd",
+    ]  # fmt: skip
+    workspace = {"scope": "workspace", "symbols": [
+        {"name": "area", "kind": "method", "container": "Shape", **loc("lib.py", 4, 9)}]}
+    assert render.outline(workspace) == ["lib.py:4:9: method area (in Shape)"]
+
+
+def test_tool_text_is_compact_never_json() -> None:
+    refs = {"status": "found", "count": 2, "partial": True,
+            "references": [loc("a.py", 1, 5, "f(x)"), loc("b.py", 9, 1, "g = f")]}  # fmt: skip
+    assert render.tool_text("find_references", refs) == (
+        "2 references\na.py:1:5: f(x)\nb.py:9:1: g = f\n"
+        "(partial result: a language server was still loading; try again shortly)"
+    )
+    missing = {"status": "not_found", "count": 0, "partial": False}
+    assert render.tool_text("go_to_definition", missing) == "(no definition found)"
+    assert render.tool_text("get_hover_info", {"status": "not_found"}) == (
+        "(no hover information)"
+    )
+    git = {"exit_code": 0, "output": "", "stderr": "", "truncated": False, "parsed": None}
+    assert render.tool_text("git_command", git) == "(no output)"
+    long = {**git, "output": "a\nb\n", "stderr": "warning: x\n", "truncated": True}
+    assert render.tool_text("git_command", long) == "a\nb\nwarning: x\n(output truncated)"
+    diags = {"diagnostics": [], "count": 0, "truncated": False}
+    assert render.tool_text("get_diagnostics", diags) == "(0 diagnostics)"
+    assert render.tool_text("new_tool", {"a": [1, 2], "b": "é"}) == '{"a":[1,2],"b":"é"}'
+    assert render.tool_text("find_references", [1]) == "[1]"
+
+
+def test_error_text_names_the_kind_and_adds_gits_words() -> None:
+    assert render.error_text("Not allowed.", "subcommand_not_allowed") == (
+        "Not allowed. [subcommand_not_allowed]"
+    )
+    failed = render.error_text("git show failed.", "git_failed",
+                               {"exit_code": 128, "stderr": "fatal: bad\n", "output": " "})  # fmt: skip
+    assert failed == "git show failed. [git_failed]\nfatal: bad"
+    assert render.error_text("Plain.", None) == "Plain."

@@ -315,6 +315,19 @@ _COMMANDS = {
 }
 
 
+# Short words for the commonest symbol kinds in an outline (the rest keep their LSP name).
+_SHORT_KINDS = {
+    "function": "fn",
+    "method": "fn",
+    "constructor": "fn",
+    "variable": "var",
+    "constant": "const",
+    "property": "prop",
+    "enumMember": "member",
+    "typeParameter": "type",
+}
+
+
 def outline(result: dict[str, Any]) -> list[str]:
     """Document symbols as an indented list, `line kind name`, under the file's path;
     workspace matches as `path:line:col: kind name (in container)`."""
@@ -331,11 +344,12 @@ def outline(result: dict[str, Any]) -> list[str]:
             if isinstance(symbol, dict):
                 line, _ = _start(symbol)
                 kind = symbol.get("kind")
+                kind = _SHORT_KINDS.get(kind, kind) if isinstance(kind, str) else None
                 head = "  " * indent + (f"{line} " if line is not None else "")
                 lines.append(head + (f"{kind} " if kind else "") + str(symbol.get("name", "?")))
                 walk(symbol.get("children"), indent + 1)
 
-    walk(result.get("symbols"), 1 if lines else 0)
+    walk(result.get("symbols"), 0)
     return lines
 
 
@@ -388,7 +402,7 @@ def tool_text(tool: str, result: Any) -> str:
     if tool == "git_command" and result.get("truncated"):
         remarks.append("output truncated")
     if not lines and not remarks:
-        remarks.append("nothing found" if tool != "git_command" else "(no output)")
+        remarks.append("nothing found" if tool != "git_command" else "no output")
     return "\n".join([*lines, *(f"({r})" for r in remarks)])
 
 
