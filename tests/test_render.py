@@ -201,8 +201,12 @@ def test_outline_is_an_indented_list_under_the_path() -> None:
     assert render.outline(result) == [
         "lib.py", "3 class Shape", "  4 fn area", "  6 const SIDES", "member odd",
     ]  # fmt: skip
-    workspace = {"scope": "workspace", "symbols": [
-        {"name": "area", "kind": "method", "container": "Shape", **loc("lib.py", 4, 9)}]}
+    workspace = {
+        "scope": "workspace",
+        "symbols": [
+            {"name": "area", "kind": "method", "container": "Shape", **loc("lib.py", 4, 9)}
+        ],
+    }
     assert render.outline(workspace) == ["lib.py:4:9: method area (in Shape)"]
 
 
@@ -215,9 +219,7 @@ def test_tool_text_is_compact_never_json() -> None:
     )
     missing = {"status": "not_found", "count": 0, "partial": False}
     assert render.tool_text("go_to_definition", missing) == "(no definition found)"
-    assert render.tool_text("get_hover_info", {"status": "not_found"}) == (
-        "(no hover information)"
-    )
+    assert render.tool_text("get_hover_info", {"status": "not_found"}) == ("(no hover information)")
     git = {"exit_code": 0, "output": "", "stderr": "", "truncated": False, "parsed": None}
     assert render.tool_text("git_command", git) == "(no output)"
     long = {**git, "output": "a\nb\n", "stderr": "warning: x\n", "truncated": True}

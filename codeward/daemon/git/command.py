@@ -59,12 +59,8 @@ async def run_git(
     ls_files = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     plan = _checked_plan(root, decision, _parse_plan(decision))
     reuse = plan is not None and len(plan) == 1 and sorted(plan[0].args) == sorted(decision.args)
-    # status: one run of porcelain v2, the long format rendered from it, when that is exact
-    one_run = (
-        plan is not None
-        and decision.subcommand == "status"
-        and status.plain(decision.args, repo.entries, repo.git_dir)
-    )
+    # status and diff: git runs once, for the parser; the output is rendered from that run
+    one_run = plan is not None and not reuse and _one_run(decision, repo)
     results: dict[int, Completed] = {}
 
     async def one(index: int, cmd_args: Sequence[str]) -> None:
@@ -102,7 +98,7 @@ async def run_git(
         await exclusive(run_all)
 
     if one_run:
-        rendered = _long_status(results[1], decision.args)
+        rendered = _rendered(decision, results[1])
         if rendered is None:  # something only git itself words: ask it
             await one(0, decision.args)
         else:
@@ -319,12 +315,33 @@ def _combine(subcommand: str, plan: list[ParseRun], outputs: list[Completed]) ->
     return values[0]
 
 
-def _long_status(porcelain: Completed, args: Sequence[str]) -> bytes | None:
-    """git's long status output from the porcelain v2 run, or None to run git status."""
-    mode = status.untracked_mode(args)
-    if porcelain.exit_code != 0 or porcelain.timed_out or porcelain.truncated or mode is None:
+def _one_run(decision: Decision, repo: Repository) -> bool:
+    """Whether the parse run's output holds, exactly, what the user's command prints."""
+    if decision.subcommand == "status":
+        return status.plain(decision.args, repo.entries, repo.git_dir)
+    if decision.subcommand == "diff":  # the parse run's patch, when no option changes its look
+        return _filters(decision.args) == list(decision.args) and not any(
+            _changes_patch(entry.key.lower(), (entry.value or "true").lower())
+            for entry in repo.entries
+        )
+    return False
+
+
+def _changes_patch(key: str, value: str) -> bool:
+    """A config entry that makes `git diff`'s patch differ from the parse run's."""
+    if key in ("diff.noprefix", "diff.mnemonicprefix"):
+        return value not in ("false", "no", "off", "0")
+    return key in ("color.ui", "color.diff") and "always" in value
+
+
+def _rendered(decision: Decision, parse_run: Completed) -> bytes | None:
+    """What the user's command prints, from the parse run; None to run the command itself."""
+    if parse_run.exit_code != 0 or parse_run.timed_out or parse_run.truncated:
         return None
-    text = status.long_format(porcelain.stdout, mode)
+    if decision.subcommand == "diff":
+        return parse.diff_patch(parse_run.stdout)
+    mode = status.untracked_mode(decision.args)
+    text = None if mode is None else status.long_format(parse_run.stdout, mode)
     return None if text is None else text.encode("utf-8", "surrogateescape")
 
 

@@ -131,6 +131,21 @@ def _status_entry(
 
 def parse_diff(data: bytes) -> list[dict[str, Any]]:
     """`git diff --raw --numstat -p -z`: files with status, counts, binary flag and hunks."""
+    files, patch = split_diff(data)
+    by_path: dict[str, dict[str, Any]] = {}
+    for entry in files:
+        by_path.setdefault(entry["path"], entry)
+    _parse_patch(_text(patch), by_path)
+    return files
+
+
+def diff_patch(data: bytes) -> bytes:
+    """The patch of `git diff --raw --numstat -p -z` output: what `git diff` itself prints."""
+    return split_diff(data)[1]
+
+
+def split_diff(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
+    """The files of the raw and numstat records (without hunks), and the patch after them."""
     files: list[dict[str, Any]] = []
     by_path: dict[str, dict[str, Any]] = {}
     pos = 0
@@ -175,8 +190,7 @@ def parse_diff(data: bytes) -> list[dict[str, Any]]:
             stat["additions"] = int(added) if added.isdigit() else 0
             stat["deletions"] = int(deleted) if deleted.isdigit() else 0
         tok = token()
-    _parse_patch(_text(data[pos:]), by_path)
-    return files
+    return files, data[pos:]
 
 
 def _parse_patch(patch: str, by_path: dict[str, dict[str, Any]]) -> None:

@@ -1,5 +1,6 @@
-"""`git status` in one run: the long format rendered from porcelain v2 is git's own, byte for
-byte, in every state it claims; everything else falls back to running git status."""
+"""git status and git diff in one run: the output rendered from the parser's run (the long
+status format from porcelain v2, the patch of `--raw --numstat -p -z`) is git's own, byte
+for byte, in every state it claims; everything else falls back to running git itself."""
 
 from __future__ import annotations
 
@@ -27,18 +28,21 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def status_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """The argv of every `git status` process run_git starts."""
+def git_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The argv of every `git status` or `git diff` process run_git starts."""
     runs: list[list[str]] = []
     original = command.run_process
 
     async def counting(argv: list[str], **kwargs: Any) -> Any:
-        if "status" in argv:
+        if "status" in argv or "diff" in argv:
             runs.append(argv)
         return await original(argv, **kwargs)
 
     monkeypatch.setattr(command, "run_process", counting)
     return runs
+
+
+status_runs = git_runs
 
 
 def with_remote(repo: Path, ahead: int, behind: int) -> None:
@@ -216,3 +220,77 @@ def test_quote() -> None:
     assert status.quote("dir/b c.txt") == "dir/b c.txt"
     assert status.quote("caf\u00e9") == '"caf\\303\\251"'
     assert status.quote('a"b\\c\td\x01') == '"a\\"b\\\\c\\td\\001"'
+
+
+# -- diff ------------------------------------------------------------------------------------
+
+
+def diff_states(repo: Path) -> None:
+    """A bit of everything: modified, deleted, binary, odd names, staged rename, a new file
+    marked intent-to-add, a mode change."""
+    write(repo, "a.txt", "one\nchanged\n")
+    (repo / "caf\u00e9.txt").unlink()
+    (repo / "bin.dat").write_bytes(b"\x00\x01binary")
+    write(repo, 'we"ird\tname.txt', "w\n")
+    git(repo, "add", "-N", 'we"ird\tname.txt')
+    git(repo, "mv", "dir/b c.txt", "dir/moved.txt")
+    (repo / "dir/moved.txt").chmod(0o755)  # the working tree stays dirty: nothing committed
+
+
+DIFFS = {
+    "work tree": [],
+    "staged": ["--cached"],
+    "staged, renames off": ["--cached", "--no-renames"],
+    "against HEAD": ["HEAD"],
+    "pathspec": ["--", "dir", "a.txt"],
+    "context and whitespace": ["-U1", "-w"],
+    "between commits": ["HEAD~1", "HEAD"],
+}
+
+
+@pytest.mark.parametrize("args", DIFFS.values(), ids=list(DIFFS))
+async def test_diff_in_one_run_prints_what_git_prints(
+    repo: Path, args: list[str], git_runs: list[list[str]]
+) -> None:
+    write(repo, "a.txt", "one\n")
+    write(repo, "bin.dat", "text first\n")
+    commit_all(repo, "second")
+    diff_states(repo)
+    result = await run(repo, "diff", args)
+    assert result["output"] == git(repo, "diff", *args)
+    assert result["output"]  # there is something to show
+    assert len(git_runs) == 1 and "--numstat" in git_runs[0]
+    assert result["parsed"]["files"]
+
+
+DIFF_FALLBACKS: dict[str, tuple[list[str], str]] = {
+    "stat": (["--stat"], ""),
+    "name-only": (["--name-only"], ""),
+    "word-diff": (["--word-diff"], ""),
+    "colour config": ([], "color.diff=always"),
+    "noprefix config": ([], "diff.noprefix=true"),
+}
+
+
+@pytest.mark.parametrize(("args", "config"), DIFF_FALLBACKS.values(), ids=list(DIFF_FALLBACKS))
+async def test_diff_options_that_change_its_look_run_git_diff(
+    repo: Path, args: list[str], config: str, git_runs: list[list[str]]
+) -> None:
+    if config:
+        key, value = config.split("=")
+        git(repo, "config", key, value)
+    write(repo, "a.txt", "changed\n")
+    result = await run(repo, "diff", args)
+    assert result["output"] == git(repo, "diff", *args, check=False)
+    assert len(git_runs) == 2
+
+
+async def test_a_failing_diff_still_reports_gits_error(
+    repo: Path, git_runs: list[list[str]]
+) -> None:
+    from codeward.protocol.errors import ErrorKind, ToolError
+
+    with pytest.raises(ToolError) as info:
+        await run(repo, "diff", ["no-such-revision"])
+    assert info.value.kind is ErrorKind.GIT_FAILED
+    assert "no-such-revision" in info.value.details["stderr"]
