@@ -234,7 +234,7 @@ def test_error_text_names_the_kind_and_adds_gits_words() -> None:
     assert render.error_text("Not allowed.", "subcommand_not_allowed") == (
         "Not allowed. [subcommand_not_allowed]"
     )
-    failed = render.error_text("git show failed.", "git_failed",
-                               {"exit_code": 128, "stderr": "fatal: bad\n", "output": " "})  # fmt: skip
+    details = {"exit_code": 128, "stderr": "fatal: bad\n", "output": " "}
+    failed = render.error_text("git show failed.", "git_failed", details)
     assert failed == "git show failed. [git_failed]\nfatal: bad"
     assert render.error_text("Plain.", None) == "Plain."
