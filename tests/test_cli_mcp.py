@@ -126,7 +126,7 @@ def test_the_pump_loads_nothing_heavy_and_binds_first(tmp_path: Path) -> None:
         )  # fmt: skip
         conn, _ = listener.accept()
         with conn:
-            first = conn.makefile("rb").readline()
+            first = conn.makefile("rb").read()  # up to the end the pump sends once stdin ends
         _, stderr = proc.communicate(timeout=READ_TIMEOUT)
     assert proc.returncode == 0  # stdin was empty: the host ended the session
     assert json.loads(first) == {"jsonrpc": "2.0", "method": BIND_METHOD,
