@@ -218,6 +218,32 @@ async def test_repository_config_that_makes_push_a_force_push(repo: Path, remote
     assert "remote.origin.mirror" in info.value.message
 
 
+async def test_repository_config_that_makes_fetch_write_local_refs(
+    repo: Path, remote: Path
+) -> None:
+    git(remote, "tag", "v9")
+    main = git(repo, "rev-parse", "main").strip()
+    cases = [("+refs/heads/*:refs/heads/*", ErrorKind.BLOCKED_DESTRUCTIVE),
+             ("refs/tags/*:refs/tags/*", ErrorKind.CONFIRMATION_DENIED)]  # fmt: skip
+    for refspec, kind in cases:
+        git(repo, "config", "--replace-all", "remote.origin.fetch", refspec)
+        for args in ([], ["origin"], ["origin", "main"]):
+            approver = Approver(False)
+            with pytest.raises(ToolError) as info:
+                await run(repo, "fetch", args, approve=approver, policy=CONFIRM)
+            assert fail_kind(info) is kind, (refspec, args)
+            reason = (
+                info.value.message
+                if kind is ErrorKind.BLOCKED_DESTRUCTIVE
+                else (approver.asked[0][0])
+            )
+            assert "remote.origin.fetch" in reason
+    assert git(repo, "tag") == "" and git(repo, "rev-parse", "main").strip() == main
+    git(repo, "config", "--replace-all", "remote.origin.fetch",
+        "+refs/heads/*:refs/remotes/origin/*")  # fmt: skip
+    assert (await run(repo, "fetch", ["origin"], policy=CONFIRM))["exit_code"] == 0
+
+
 async def test_blocks_reset_hard_by_default(repo: Path) -> None:
     write(repo, "a.txt", "precious work\n")
     with pytest.raises(ToolError) as info:

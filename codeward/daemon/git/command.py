@@ -130,8 +130,17 @@ async def run_git(
 
 # --- approval ---------------------------------------------------------------------------
 
+_RANK = [Tier.READ, Tier.WRITE, Tier.DESTRUCTIVE]
+
 
 def _effective_tier(decision: Decision, repo: Repository) -> tuple[Tier, str]:
+    if decision.subcommand == "fetch" and decision.tier is not Tier.DESTRUCTIVE:
+        found = config_scan.implicit_local_fetch(repo.entries)
+        if found is not None:
+            key, forced = found
+            tier = Tier.DESTRUCTIVE if forced else Tier.WRITE
+            tier = max(tier, decision.tier, key=_RANK.index)
+            return tier, f"the repository's {key} makes fetch update local branches or tags"
     if decision.subcommand == "push" and decision.tier is Tier.WRITE:
         key = config_scan.implicit_force_push(repo.entries)
         if key is not None:

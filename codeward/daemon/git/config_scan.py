@@ -182,3 +182,18 @@ def implicit_force_push(entries: Iterable[ConfigEntry]) -> str | None:
         if key.endswith(".push") and (entry.value or "").startswith(("+", ":")):
             return entry.key
     return None
+
+
+def implicit_local_fetch(entries: Iterable[ConfigEntry]) -> tuple[str, bool] | None:
+    """A repository fetch refspec that stores outside `refs/remotes/` (a plain `git fetch`
+    then updates local branches or tags), and whether it forces (`+`)."""
+    for entry in entries:
+        key = entry.key.lower()
+        if entry.scope not in REPOSITORY_SCOPES or not key.startswith("remote."):
+            continue
+        if not key.endswith(".fetch") or not entry.value:
+            continue
+        src, colon, dst = entry.value.partition(":")
+        if colon and dst and not dst.startswith("refs/remotes/"):
+            return entry.key, src.startswith("+")
+    return None
