@@ -14,6 +14,7 @@ import msgspec
 import pytest
 import trio
 
+from codeward.daemon import paths
 from codeward.daemon.config import Config
 from codeward.daemon.connection import Connection
 from codeward.daemon.intel.inputs import resolve_inside
@@ -67,7 +68,7 @@ def test_real_path_falls_back_without_o_path(
     tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, _ = tree
-    monkeypatch.setattr(uris, "_O_PATH", 0)
+    monkeypatch.setattr(paths, "_O_PATH", 0)
     assert uris.real_path(f"{root}/inner.py") == str(root / "a.py")
     monkeypatch.undo()
     # A file deleted between the open and the readlink shows as "(deleted)": not trusted
@@ -153,10 +154,10 @@ def test_line_index_plain() -> None:
     assert not LineIndex("x\x00y\n").plain
 
 
-def store_with(paths: list[Path]) -> DocumentStore:
+def store_with(manager: LspManager, paths: list[Path]) -> DocumentStore:
     store = DocumentStore(100)
     for path in paths:
-        data, stat = manager_module._read(path)
+        data, stat = manager._read(path)
         assert data is not None
         store.sync(path, path.as_uri(), "python", data, 0, stat)
     return store
@@ -170,8 +171,10 @@ def test_stale_sweep_stats_each_path_once(
     paths = [root / "a.py", root / "pkg" / "b.py"]
     manager = LspManager(root, Config(), lambda _: None)
     for name in ("one", "two"):
-        manager.servers[name] = SimpleNamespace(running=True, documents=store_with(paths))  # type: ignore[assignment]
-    manager.servers["stopped"] = SimpleNamespace(running=False, documents=store_with(paths))  # type: ignore[assignment]
+        manager.servers[name] = SimpleNamespace(running=True, documents=store_with(manager, paths))  # type: ignore[assignment]
+    manager.servers["stopped"] = SimpleNamespace(
+        running=False, documents=store_with(manager, paths)
+    )  # type: ignore[assignment]
     seen: list[str] = []
     real_stat = os.stat
     monkeypatch.setattr(os, "stat", lambda p, **kw: seen.append(str(p)) or real_stat(p, **kw))

@@ -115,6 +115,7 @@ class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     cancel_grace: float = 30.0  # a request given up on must be answered within this, or restart
     check_interval: float = 2.0  # seconds between checks of a server's memory and answers
     crash_limit: int = 5  # crashes within 5 minutes before a server is marked failed
+    max_file_bytes: int = 8 * 1024 * 1024  # larger files are refused, never sent to servers
 
 
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):

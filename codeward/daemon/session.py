@@ -100,7 +100,7 @@ class Session:
         self.policy: PolicyConfig = config.policy
         self.lua = LuaActor(config.lua)
         self.lsp = LspManager(root, config, self.publish_progress, budget, restricted=not trusted)
-        self.writer = RootWriter(root, self.files_changed)
+        self.writer = RootWriter(root, self.files_changed, config.lsp.max_file_bytes)
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}
         self.started = trio.Event()

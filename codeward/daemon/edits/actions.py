@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import trio
 
+from codeward.daemon.files import read_file
 from codeward.daemon.lsp.manager import Answer, LspManager
 from codeward.daemon.lsp.types import SEVERITY_NAMES, Diagnostic
 from codeward.protocol.errors import ToolError
@@ -21,9 +22,9 @@ async def server_diagnostics(manager: LspManager, path: Path, language: str) -> 
     now: the context a code action request needs, e.g. for ruff's quick fixes."""
     await manager.flush()
     try:
-        data = path.read_bytes()
-    except OSError:
-        return {}
+        data, _ = read_file(path, manager.root, manager.config.lsp.max_file_bytes)
+    except ToolError:
+        return {}  # the code action request reports what is wrong with the file
     language_id = manager.languages[language].language_id or language
     settle = manager.config.lsp.settle_timeout
     found: ServerDiagnostics = {}

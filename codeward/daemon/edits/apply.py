@@ -55,6 +55,8 @@ async def apply_workspace_edit(
     if apply:
         plan = await writer.write(edit, encoding, basis)
     else:
-        plan = await trio.to_thread.run_sync(prepare, writer.root, edit, encoding, basis)
+        plan = await trio.to_thread.run_sync(
+            prepare, writer.root, edit, encoding, basis, writer.limit
+        )
     paths = [c.path for c in plan.changes]
     return EditResult(plan.files, plan.edits, plan.diff, apply and bool(paths), paths)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codeward.daemon.edits.plan import EditPlan, FileChange, stale
+from codeward.daemon.files import Missing, read_file
 from codeward.protocol.errors import ErrorKind, ToolError
 
 log = logging.getLogger("codeward.edits")
@@ -38,14 +39,16 @@ def _umask() -> int:
     return 0o022
 
 
-def _current(path: Path) -> tuple[bytes | None, os.stat_result | None]:
+def _current(root: Path, change: FileChange) -> tuple[bytes | None, os.stat_result | None]:
+    """What `change.path` holds now, through `read_file` (None: nothing is there); anything
+    but a regular file of at most the planned size makes the edit stale."""
+    limit = len(change.before) if change.before is not None else 0
     try:
-        with open(path, "rb") as f:
-            return f.read(), os.fstat(f.fileno())
-    except (FileNotFoundError, NotADirectoryError):
+        return read_file(change.path, root, limit)
+    except Missing:
         return None, None
-    except IsADirectoryError:
-        return b"", None  # a folder where a file was: never equal to what was planned
+    except ToolError:
+        raise stale(change.shown) from None
 
 
 def _stage(path: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> str:
@@ -93,7 +96,7 @@ def commit(plan: EditPlan) -> None:
     """
     owners: dict[Path, tuple[int, int]] = {}
     for change in plan.changes:
-        data, st = _current(change.path)
+        data, st = _current(plan.root, change)
         if data != change.before:
             raise stale(change.shown)
         if st is not None:

@@ -18,6 +18,7 @@ from codeward.daemon.edits.workspace import (
     RenameFile,
     operations,
 )
+from codeward.daemon.files import DEFAULT_LIMIT, Missing, read_file
 from codeward.daemon.lsp.documents import Document, content_hash
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.uris import uri_to_path
@@ -68,8 +69,9 @@ class _File:
 
 
 class _Planner:
-    def __init__(self, root: Path, encoding: Encoding, basis: Basis) -> None:
+    def __init__(self, root: Path, encoding: Encoding, basis: Basis, limit: int) -> None:
         self.root = root
+        self.limit = limit
         self.encoding: Encoding = encoding
         self.basis = basis
         self.files: dict[Path, _File] = {}
@@ -100,7 +102,7 @@ class _Planner:
         if file is not None:
             return file
         shown = path.relative_to(self.root).as_posix()
-        data, mode = _read(path, shown)
+        data, mode = _read(self.root, path, shown, self.limit)
         text: str | None = None
         if data is not None:
             expected = self.basis.documents.get(path)
@@ -190,14 +192,17 @@ class _Planner:
         return EditPlan(self.root, changes, self.edits, "".join(diffs))
 
 
-def prepare(root: Path, edit: object, encoding: Encoding, basis: Basis) -> EditPlan:
+def prepare(
+    root: Path, edit: object, encoding: Encoding, basis: Basis, limit: int = DEFAULT_LIMIT
+) -> EditPlan:
     """Check and compute a WorkspaceEdit on the files' current content; writes nothing.
 
     Raises `path_outside_project`, `stale_edit` (a file is no longer the content in
     `basis`, or a document version differs), `unsupported_file_type` (a binary file) or
-    `lsp_error` (a malformed or impossible edit).
+    `lsp_error` (a malformed or impossible edit); files are read by `read_file`, at most
+    `limit` bytes each.
     """
-    planner = _Planner(root, encoding, basis)
+    planner = _Planner(root, encoding, basis, limit)
     ops = operations(edit)
     for op in ops:  # every path is checked before any file is read
         for uri in _uris(op):
@@ -213,15 +218,10 @@ def _uris(op: Operation) -> tuple[str, ...]:
     return (op.uri,)
 
 
-def _read(path: Path, shown: str) -> tuple[bytes | None, int | None]:
+def _read(root: Path, path: Path, shown: str, limit: int) -> tuple[bytes | None, int | None]:
     """The bytes and permission bits of a regular file, or (None, None) when it is absent."""
     try:
         st = os.stat(path)
-        if stat.S_ISDIR(st.st_mode):
-            raise _refused(f"it treats the folder {shown!r} as a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise _refused(f"it touches {shown!r}, which is not a regular file")
-        return path.read_bytes(), stat.S_IMODE(st.st_mode)
     except (FileNotFoundError, NotADirectoryError):
         return None, None
     except OSError as exc:
@@ -231,6 +231,15 @@ def _read(path: Path, shown: str) -> tuple[bytes | None, int | None]:
             "was written.",
             path=shown,
         ) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise _refused(f"it treats the folder {shown!r} as a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise _refused(f"it touches {shown!r}, which is not a regular file")
+    try:
+        data, opened = read_file(path, root, limit)
+    except Missing:
+        return None, None
+    return data, stat.S_IMODE(opened.st_mode)
 
 
 def stale(shown: str) -> ToolError:

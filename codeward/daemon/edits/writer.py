@@ -13,6 +13,7 @@ import trio
 
 from codeward.daemon.edits.atomic import commit
 from codeward.daemon.edits.plan import Basis, EditPlan, prepare
+from codeward.daemon.files import DEFAULT_LIMIT
 from codeward.daemon.lsp.positions import Encoding
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -33,8 +34,9 @@ class _Job(Generic[T]):
 class RootWriter:
     """Owns the writing of one root's files. Start it with `await nursery.start(w.run)`."""
 
-    def __init__(self, root: Path, on_changed: FilesChanged) -> None:
+    def __init__(self, root: Path, on_changed: FilesChanged, limit: int = DEFAULT_LIMIT) -> None:
         self.root = root
+        self.limit = limit  # the largest file an edit may read
         self.on_changed = on_changed
         self._send, self._receive = trio.open_memory_channel[_Job[Any]](0)
 
@@ -73,7 +75,9 @@ class RootWriter:
 
         async def work() -> EditPlan:
             root = self.root
-            plan = await trio.to_thread.run_sync(_prepare_and_commit, root, edit, encoding, basis)
+            plan = await trio.to_thread.run_sync(
+                _prepare_and_commit, root, edit, encoding, basis, self.limit
+            )
             if plan.changes:
                 self.on_changed([c.path for c in plan.changes])
             return plan
@@ -81,8 +85,10 @@ class RootWriter:
         return await self.exclusive(work)
 
 
-def _prepare_and_commit(root: Path, edit: Any, encoding: Encoding, basis: Basis) -> EditPlan:
-    plan = prepare(root, edit, encoding, basis)
+def _prepare_and_commit(
+    root: Path, edit: Any, encoding: Encoding, basis: Basis, limit: int
+) -> EditPlan:
+    plan = prepare(root, edit, encoding, basis, limit)
     if plan.changes:
         commit(plan)
     return plan

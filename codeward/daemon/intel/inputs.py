@@ -7,6 +7,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeward.daemon.files import read_file
 from codeward.daemon.lsp.documents import stat_key
 from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.positions import split_lines
@@ -31,19 +32,21 @@ class SourceFile:
 
 
 def source_file(manager: LspManager, path: str) -> SourceFile:
-    """Check `path` (inside the root, a file, of a language, text) and read it.
+    """Check `path` (inside the root, a regular file, of a language, text) and read it.
 
     The text comes from the layer's own copy (an open document, or the line cache) when
-    the file's stat still matches the one taken when that copy was read; else from disk.
+    the file's stat still matches the one taken when that copy was read; else from disk,
+    through `read_file` (no FIFO, device or swapped link is ever read).
     """
     resolved = resolve_inside(manager.root, path)
+    limit = manager.config.lsp.max_file_bytes
     try:
         st = os.stat(resolved)
     except OSError:
         st = None
-    if st is None or not stat.S_ISREG(st.st_mode):
-        # Missing, a directory or something else: the full check says which, in its words.
-        resolve_input_path(manager.root, path)
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        # Missing, a folder, a FIFO, a device, too large: the reader says which, in its words.
+        read_file(resolved, manager.root, limit)
     shown = _relative(resolved, manager.root)
     language = manager.language_or_none(resolved)
     if language is None:
@@ -58,12 +61,7 @@ def source_file(manager: LspManager, path: str) -> SourceFile:
         known = manager.known_text(resolved, stat_key(st))
         if known is not None and known.plain:
             return SourceFile(resolved, shown, language, known.lines)
-    try:
-        data = resolved.read_bytes()
-    except OSError as exc:
-        raise ToolError(
-            ErrorKind.FILE_NOT_FOUND, f"{shown!r} cannot be read ({exc.strerror}); check it."
-        ) from None
+    data, _ = read_file(resolved, manager.root, limit)
     try:
         if b"\x00" in data:
             raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), 1, "NUL byte")

@@ -56,6 +56,7 @@ from typing import Any
 import trio
 
 from codeward.daemon.config import Config, ServerConfig
+from codeward.daemon.files import Missing, read_file
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.connection import CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED
 from codeward.daemon.lsp.defaults import (
@@ -377,18 +378,24 @@ class LspManager:
             events: dict[str, list[dict[str, Any]]] = {s.name: [] for s in running}
             for path, kind in changes.items():
                 self._texts.pop(path, None)
-                data, stat = _read(path)
+                uri = path.as_uri()
+                data, stat = None, UNTRUSTED
+                if any(uri in server.documents.documents for server in running):
+                    try:  # only open documents are read (never a FIFO or a huge file)
+                        data, stat = self._read(path)
+                    except ToolError:
+                        data = None  # no longer a readable file: closed like a deleted one
                 if kind is None:
-                    kind = DELETED if data is None else CHANGED
+                    kind = CHANGED if os.path.lexists(path) else DELETED
                 for server in running:
-                    doc = server.documents.get(path.as_uri())
+                    doc = server.documents.get(uri)
                     if doc is not None:
                         if data is None:
                             server.close_document(doc.uri)
                         else:
                             server.sync(path, doc.language_id, data, stat)
                     elif self._watched_by(server, path):
-                        events[server.name].append({"uri": path.as_uri(), "type": kind})
+                        events[server.name].append({"uri": uri, "type": kind})
             for server in running:
                 server.watched_files_changed(events[server.name])
 
@@ -487,7 +494,7 @@ class LspManager:
         if doc is not None and doc.stat is not UNTRUSTED and _stat(path) == doc.stat:
             server.documents.touch(doc.uri)
             return doc
-        data, stat = _read(path)
+        data, stat = self._read(path)
         if data is None:
             raise ToolError(ErrorKind.FILE_NOT_FOUND, f"{path.name!r} no longer exists.")
         return server.sync(path, self._language_id(language), data, stat)
@@ -611,6 +618,18 @@ class LspManager:
                         waited = trio.current_time() - started
                         raise _waited(server.name, method, waited, ready) from None
                     raise
+                if server.documents.get(doc.uri) is not doc or doc.version != ctx.version:
+                    # The file changed (or was closed, and the server may have read the disk
+                    # itself) while the server answered: the answer is not about our text.
+                    if attempt == 1:
+                        continue
+                    raise ToolError(
+                        ErrorKind.LSP_ERROR,
+                        f"{path.name!r} changed on disk while the language server answered; "
+                        "run the tool again once it is settled.",
+                        server=server.name,
+                        code=CONTENT_MODIFIED,
+                    )
                 return Answer(server.name, result, partial, server.encoding, self)
             raise AssertionError("unreachable")
         finally:
@@ -626,18 +645,38 @@ class LspManager:
             doc = server.documents.get(uri)
             if doc is not None:
                 return doc.index
+        now = time.time_ns()
         stat = _stat(path)
         cached = self._texts.get(path)
-        if cached is not None and cached[0] == stat:
+        if cached is not None and stat is not UNTRUSTED and cached[0] == stat:
             return cached[1]
-        data, stat = _read(path)
-        if data is None:
+        try:  # a path the server named outside the root (a stub) may be read, if it stays out
+            data, st = read_file(
+                path, self.root, self.config.lsp.max_file_bytes, outside=not self._under_root(path)
+            )
+        except ToolError:
             return None
+        stat = _trusted(st, now)
         index = LineIndex(data.decode("utf-8", "replace"))
         if len(self._texts) > 512:
             self._texts.clear()
         self._texts[path] = (stat, index)
         return index
+
+    def _under_root(self, path: Path) -> bool:
+        """Whether `path`, as written, lies under the root (it must then resolve inside it)."""
+        text, base = str(path), str(self.root)
+        return text == base or text.startswith(base.rstrip("/") + "/")
+
+    def _read(self, path: Path) -> tuple[bytes | None, Stat]:
+        """The bytes of `path` (inside the root) through `read_file`, and the stat under
+        which an unchanged file need not be read again; None when the file is gone."""
+        now = time.time_ns()
+        try:
+            data, st = read_file(path, self.root, self.config.lsp.max_file_bytes)
+        except Missing:
+            return None, UNTRUSTED
+        return data, _trusted(st, now)
 
     def known_text(self, path: Path, stat: Stat) -> LineIndex | None:
         """The text of `path` as read when its stat was `stat` (an open document, or the
@@ -687,7 +726,7 @@ class LspManager:
         """Diagnostics of every diagnostic server for the file's current content (fresh)."""
         language = self.language(path)
         await self.flush()
-        data, stat = _read(path)
+        data, stat = self._read(path)
         if data is None:
             raise ToolError(ErrorKind.FILE_NOT_FOUND, f"{path.name!r} does not exist.")
         digest = content_hash(data)
@@ -837,24 +876,15 @@ def _stat(path: Path) -> Stat:
         return UNTRUSTED
 
 
-def _read(path: Path) -> tuple[bytes | None, Stat]:
-    """The bytes of `path`, and the stat under which an unchanged file need not be read again.
+def _trusted(st: os.stat_result, now: int) -> Stat:
+    """The stat under which an unchanged file need not be read again, for a read at `now`.
 
     As in git's "racy" check, a stat is only trusted when the file was last changed well
     before the read: a later write then always shows in its timestamps, even with the
-    coarse clock of the file system. Otherwise the stat is UNTRUSTED and the file is read
-    (and hashed) again next time. None when the file is gone.
+    coarse clock of the file system. Otherwise it is UNTRUSTED and the file is read (and
+    hashed) again next time.
     """
-    now = time.time_ns()
-    stat = _stat(path)
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None, UNTRUSTED
-    except OSError as exc:
-        raise ToolError(
-            ErrorKind.FILE_NOT_FOUND, f"{path.name!r} cannot be read ({exc.strerror}); check it."
-        ) from None
-    if stat is UNTRUSTED or now - max(stat[0], stat[3]) < RACY_NS:
-        return data, UNTRUSTED
-    return data, stat
+    key = stat_key(st)
+    if now - max(key[0], key[3]) < RACY_NS:
+        return UNTRUSTED
+    return key
