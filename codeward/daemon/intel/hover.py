@@ -96,6 +96,8 @@ def parse(markdown: str) -> HoverText | None:
                 module = signature.strip()
             elif kind in _TYPED_KINDS:
                 type_ = _after_name(signature)
+        elif signature.startswith("class "):  # basedpyright shows a class bare
+            kind = "class"
         else:
             first = signature.split(None, 1)
             if first and first[0] in _GO_KINDS:  # gopls

@@ -43,19 +43,32 @@ def python_module(path: PurePosixPath) -> str | None:
     """`os.path` for typeshed's `stdlib/os/path.pyi`, site-packages and the stdlib alike."""
     if path.suffix not in (".py", ".pyi"):
         return None
+    module = typeshed_module(path)
+    if module is not None:
+        return module
     parts = path.parts
-    for i, part in enumerate(parts[:-1]):
-        if part.startswith("typeshed"):
-            if parts[i + 1] == "stdlib":
-                return _dotted(parts[i + 2 :])
-            if parts[i + 1] == "stubs" and len(parts) > i + 3:
-                return _dotted(parts[i + 3 :])
     for i in range(len(parts) - 2, -1, -1):
         if parts[i] in ("site-packages", "dist-packages"):
             return _dotted(parts[i + 1 :])
     for i in range(len(parts) - 2, 0, -1):
         if _PYTHON_DIR.match(parts[i]) and parts[i - 1] in ("lib", "Lib", "lib64"):
             return _dotted(parts[i + 1 :])
+    return None
+
+
+def typeshed_module(path: PurePosixPath) -> str | None:
+    """`re` for a typeshed stub (`.../typeshed-fallback/stdlib/re.pyi`), wherever it lives:
+    typeshed is the standard library (and third-party stubs), even bundled inside a
+    `.venv` of the project; None for any other file."""
+    if path.suffix != ".pyi":
+        return None
+    parts = path.parts
+    for i, part in enumerate(parts[:-2]):
+        if part.startswith("typeshed"):
+            if parts[i + 1] == "stdlib":
+                return _dotted(parts[i + 2 :])
+            if parts[i + 1] == "stubs" and len(parts) > i + 3:
+                return _dotted(parts[i + 3 :])
     return None
 
 

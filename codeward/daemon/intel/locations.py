@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from codeward.daemon.intel.indicators import go_env, indicator
+from codeward.daemon.intel.indicators import go_env, indicator, typeshed_module
 from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.types import Position, Range
@@ -84,7 +84,9 @@ class Locator:
             if real == self._root_str:
                 found = (".", True)
             elif real.startswith(self._root_prefix):
-                found = (real[len(self._root_prefix) :], True)
+                shown = real[len(self._root_prefix) :]
+                stub = typeshed_module(PurePosixPath(shown))  # typeshed in a project .venv
+                found = (f"python:{stub}", False) if stub else (shown, True)
             elif go or os.path.splitext(real)[1] != ".go":
                 shown = indicator(Path(real))
                 found = (shown, False) if shown else None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 from codeward.daemon.intel.locations import Locator
 from codeward.daemon.lsp.positions import Encoding
 
-SYMBOL_KINDS = (
+SymbolKind = Literal[
     "file",
     "module",
     "namespace",
@@ -34,7 +36,8 @@ SYMBOL_KINDS = (
     "event",
     "operator",
     "type_parameter",
-)
+]
+SYMBOL_KINDS: tuple[str, ...] = get_args(SymbolKind)
 
 
 def kind_name(kind: Any) -> str:
@@ -57,6 +60,90 @@ class Budget:
             return False
         self.left -= 1
         return True
+
+
+CALLABLE = frozenset({"function", "method", "constructor", "operator"})
+
+
+@dataclass(frozen=True)
+class Outline:
+    """Which symbols to show. The default is the outline a person wants: classes, functions,
+    methods and the names of modules and classes, without what lives inside a function
+    (parameters, local variables, nested functions). `all` shows everything; `kinds` keeps
+    those kinds (and the containers on the way to them); `depth` cuts the tree (1: top level)."""
+
+    all: bool = False
+    kinds: frozenset[str] | None = None
+    depth: int | None = None
+
+    def select(self, items: Any, level: int = 1) -> list[dict[str, Any]]:
+        """The `DocumentSymbol`s (or flat `SymbolInformation`s) of `items` to show, with
+        their `children` selected the same way."""
+        items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+        if self.depth is not None and level > self.depth:
+            return []
+        if not self.all and any("location" in i for i in items):
+            items = _outside_callables(items)
+        chosen: list[dict[str, Any]] = []
+        for item in items:
+            kind = kind_name(item.get("kind"))
+            children: list[dict[str, Any]] = []
+            if "children" in item and (self.all or kind not in CALLABLE):
+                children = self.select(item.get("children"), level + 1)
+            if self.kinds is not None and kind not in self.kinds and not children:
+                continue
+            chosen.append({**item, "children": children} if "children" in item else item)
+        return chosen
+
+
+def _outside_callables(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Flat symbols without those inside a function's range (its parameters and locals)."""
+    spans = [
+        (_start(i["location"]["range"]), _end(i["location"]["range"]), i["location"].get("uri"))
+        for i in items
+        if kind_name(i.get("kind")) in CALLABLE and _has_range(i)
+    ]
+    kept: list[dict[str, Any]] = []
+    for item in items:
+        if _has_range(item):
+            uri, start = item["location"].get("uri"), _start(item["location"]["range"])
+            if any(u == uri and first < start <= last for first, last, u in spans):
+                continue
+        kept.append(item)
+    return kept
+
+
+def _has_range(item: dict[str, Any]) -> bool:
+    location = item.get("location")
+    return isinstance(location, dict) and isinstance(location.get("range"), dict)
+
+
+def _start(rng: dict[str, Any]) -> tuple[int, int]:
+    return rng["start"]["line"], rng["start"]["character"]
+
+
+def _end(rng: dict[str, Any]) -> tuple[int, int]:
+    return rng["end"]["line"], rng["end"]["character"]
+
+
+def inside_callable(
+    position: tuple[int, int], symbols: Any, point: Callable[[Any], tuple[int, int]]
+) -> bool:
+    """Whether `position` lies inside a function or method of the `DocumentSymbol` tree
+    `symbols`, its name excepted: a parameter, a local or a nested function. `point` turns
+    an LSP position into the units of `position`."""
+    for item in symbols if isinstance(symbols, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("range"), dict):
+            continue
+        rng = item["range"]
+        selection = item.get("selectionRange") or rng
+        if not point(rng["start"]) <= position <= point(rng["end"]):
+            continue
+        if kind_name(item.get("kind")) in CALLABLE and position != point(selection["start"]):
+            return True
+        if inside_callable(position, item.get("children"), point):
+            return True
+    return False
 
 
 def document_symbols(

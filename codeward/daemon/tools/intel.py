@@ -4,8 +4,9 @@ definition, symbols and call hierarchy, answered by the session's warm language 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -13,10 +14,20 @@ import trio
 
 from codeward.daemon.intel import calls, hover
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
-from codeward.daemon.intel.locations import Location, Locator, finish, targets
-from codeward.daemon.intel.symbols import Budget, document_symbols, information, rank
+from codeward.daemon.intel.locations import Location, Locator, bounds, finish, targets
+from codeward.daemon.intel.symbols import (
+    Budget,
+    Outline,
+    SymbolKind,
+    document_symbols,
+    information,
+    inside_callable,
+    rank,
+)
 from codeward.daemon.lsp.manager import Answer, DocumentContext, LspManager
+from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.types import Location as LspLocation
+from codeward.daemon.lsp.uris import real_path, uri_to_path
 from codeward.daemon.tools.registry import ToolContext, tool
 from codeward.protocol.errors import ErrorKind, ToolError, find_tool_error
 
@@ -76,6 +87,27 @@ class SymbolsArgs(msgspec.Struct, forbid_unknown_fields=True):
             extra_json_schema={"minimum": 1, "maximum": 10000},
         ),
     ] = 200
+    all: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Every symbol, the parameters and local variables of functions too; "
+            "by default only the outline: classes, functions, methods, module and class names."
+        ),
+    ] = False
+    kinds: Annotated[
+        list[SymbolKind] | None,
+        msgspec.Meta(
+            description="Only symbols of these kinds (document scope: with the containers on "
+            'the way to them), e.g. ["class", "function", "method"].'
+        ),
+    ] = None
+    depth: Annotated[
+        int | None,
+        msgspec.Meta(
+            description="Document scope: how many levels of the tree to show (1: top level).",
+            extra_json_schema={"minimum": 1},
+        ),
+    ] = None
 
 
 class CallsArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -184,7 +216,7 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
         found = targets(answers["definition"].result)
         await locator.prepare(uri for uri, _ in found)
         places = [p for p in (locator.place(uri) for uri, _ in found) if p is not None]
-        module = module_of(places[0][0], source.language) if places else None
+        module = module_of(places[0][0], source.language, manager.root) if places else None
     rng = result.get("range")
     span = None
     if isinstance(rng, dict):
@@ -203,23 +235,37 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
     }
 
 
-def module_of(shown: str, language: str) -> str | None:
-    """The module a shown definition path belongs to: `os.path`, `pkg.mod`, `fmt`, `dir/x.c`."""
+def module_of(shown: str, language: str, root: Path | None = None) -> str | None:
+    """The module a shown definition path belongs to: `os.path`, `pkg.mod`, `fmt`, `dir/x.c`.
+
+    A Python file of the project is named by its package chain (the folders above it that
+    hold an `__init__.py`), as Python imports it: `src/click/core.py` is `click.core`.
+    """
     head, sep, rest = shown.partition(":")
     if sep and head in ("python", "go", "elixir", "erlang", "c", "cpp"):
         return rest
     path = PurePosixPath(shown)
     if language == "python" and path.suffix in (".py", ".pyi"):
         parts = [*path.parent.parts, path.stem]
-        if parts[-1] == "__init__":
-            parts.pop()
         for marker in ("site-packages", "dist-packages"):
             if marker in parts:
                 parts = parts[len(parts) - parts[::-1].index(marker) :]
-        return ".".join(parts) or None
+                return ".".join(p for p in parts if p != "__init__") or None
+        if root is None:
+            return ".".join(p for p in parts if p != "__init__") or None
+        names = [] if path.stem == "__init__" else [path.stem]
+        folder = path.parent
+        while folder.parts and _is_package(root / folder):
+            names.insert(0, folder.name)
+            folder = folder.parent
+        return ".".join(names) or None
     if language == "go":
         return path.parent.as_posix()
     return shown
+
+
+def _is_package(folder: Path) -> bool:
+    return (folder / "__init__.py").is_file() or (folder / "__init__.pyi").is_file()
 
 
 # -- locations -----------------------------------------------------------------------------
@@ -284,28 +330,28 @@ async def find_implementations(ctx: ToolContext, args: PositionArgs) -> dict[str
 )
 async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
-    declarations: list[Location] | None = None
+    declarations: list[Answer] = []
 
-    async def find_declarations() -> None:
-        nonlocal declarations
-        try:
-            declarations, _ = await _targets(
-                manager, source, "textDocument/definition", args.line, args.character
+    async def declared(method: str) -> None:
+        with contextlib.suppress(ToolError):  # a server without it: the other one counts
+            declarations.append(
+                await manager.request(
+                    source.path, method, _position_params(args.line, args.character)
+                )
             )
-        except ToolError:
-            declarations = None
 
     with _tool_errors():
         async with trio.open_nursery() as nursery:
             if not args.include_declaration:
-                nursery.start_soon(find_declarations)
+                nursery.start_soon(declared, "textDocument/definition")
+                nursery.start_soon(declared, "textDocument/declaration")
             answer = await manager.request(
                 source.path,
                 "textDocument/references",
                 _position_params(args.line, args.character, context={"includeDeclaration": True}),
                 result_type=list[LspLocation] | None,
             )
-    if not args.include_declaration and declarations is None:
+    if not args.include_declaration and not declarations:
         # No definitions to leave out: fall back on the server's own reading of the flag.
         answer = await manager.request(
             source.path,
@@ -314,11 +360,12 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
             result_type=list[LspLocation] | None,
         )
     items: list[LspLocation] = answer.result or []
+    if declarations:
+        sites = DeclarationSites(manager, declarations)
+        items = [item for item in items if not sites.holds(item, answer.encoding)]
     locator = Locator(manager)
     await locator.prepare({item.uri for item in items})
     found = finish(locator.location(item.uri, item.range, answer.encoding) for item in items)
-    if declarations:
-        found = [loc for loc in found if not any(_within(loc, d) for d in declarations)]
     return {
         "status": "found" if found else "not_found",
         "references": found,
@@ -327,14 +374,37 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
     }
 
 
-def _within(loc: Location, declaration: Location) -> bool:
-    """Whether `loc` starts inside the `declaration`'s (name) range."""
-    if loc["path"] != declaration["path"]:
-        return False
-    start = (loc["line"], loc["character"])
-    first = (declaration["line"], declaration["character"])
-    last = (declaration["end_line"], declaration["end_character"])
-    return start == first or first <= start < last
+class DeclarationSites:
+    """The definition and declaration sites of a symbol (a stub's `.pyi` declaration and the
+    `.py` definition alike), each in its own real file: a reference is one of them when it
+    starts inside one's name range in the same file, never in another file that happens to
+    show under the same indicator."""
+
+    def __init__(self, manager: LspManager, answers: list[Answer]) -> None:
+        self.manager = manager
+        self._files: dict[str, str] = {}
+        self.sites: dict[str, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
+        for answer in answers:
+            for uri, rng in targets(answer.result):
+                start, end = bounds(rng)
+                self.sites.setdefault(self.file(uri), []).append(
+                    (answer.point(uri, start), answer.point(uri, end))
+                )
+
+    def file(self, uri: str) -> str:
+        """The real path of `uri` (through symlinks), remembered."""
+        real = self._files.get(uri)
+        if real is None:
+            path = uri_to_path(uri)
+            real = self._files[uri] = real_path(path) if path is not None else uri
+        return real
+
+    def holds(self, item: LspLocation, encoding: Encoding) -> bool:
+        spans = self.sites.get(self.file(item.uri))
+        if not spans:
+            return False
+        start = self.manager.to_client(item.uri, item.range.start, encoding)
+        return any(start == first or first <= start < last for first, last in spans)
 
 
 # -- symbols -------------------------------------------------------------------------------
@@ -351,6 +421,13 @@ def _within(loc: Location, declaration: Location) -> bool:
 async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
     if not 1 <= args.limit <= 10000:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `limit` from 1 to 10000.")
+    if args.depth is not None and args.depth < 1:
+        raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `depth` as 1 (top level) or more.")
+    outline = Outline(
+        all=args.all,
+        kinds=frozenset(args.kinds) if args.kinds is not None else None,
+        depth=args.depth,
+    )
     manager: LspManager = ctx.session.lsp
     if args.scope == "document":
         if args.path is None:
@@ -358,12 +435,15 @@ async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
                 ErrorKind.INVALID_ARGUMENTS,
                 "Document scope needs `path`; give a file, or use scope workspace with a query.",
             )
-        return await _document_symbols(manager, source_file(manager, args.path), args.limit)
+        source = source_file(manager, args.path)
+        return await _document_symbols(manager, source, args.limit, outline)
     source = source_file(manager, args.path) if args.path is not None else None
-    return await _workspace_symbols(manager, source, args.query, args.limit)
+    return await _workspace_symbols(manager, source, args.query, args.limit, outline)
 
 
-async def _document_symbols(manager: LspManager, source: SourceFile, limit: int) -> dict[str, Any]:
+async def _document_symbols(
+    manager: LspManager, source: SourceFile, limit: int, outline: Outline
+) -> dict[str, Any]:
     answer = await manager.request(
         source.path,
         "textDocument/documentSymbol",
@@ -373,7 +453,7 @@ async def _document_symbols(manager: LspManager, source: SourceFile, limit: int)
     locator = Locator(manager)
     budget = Budget(limit)
     symbols = document_symbols(
-        answer.result, source.path.as_uri(), locator, answer.encoding, budget
+        outline.select(answer.result), source.path.as_uri(), locator, answer.encoding, budget
     )
     count = limit - budget.left
     return {
@@ -388,7 +468,7 @@ async def _document_symbols(manager: LspManager, source: SourceFile, limit: int)
 
 
 async def _workspace_symbols(
-    manager: LspManager, source: SourceFile | None, query: str, limit: int
+    manager: LspManager, source: SourceFile | None, query: str, limit: int, outline: Outline
 ) -> dict[str, Any]:
     languages = [source.language] if source is not None else manager.project_languages()
     partial = not await _servers_idle(manager, languages)
@@ -409,8 +489,18 @@ async def _workspace_symbols(
         for _, item in items
         if isinstance(item.get("location"), dict) and isinstance(item["location"].get("uri"), str)
     )
-    shaped = [information(item, locator, answer.encoding) for answer, item in items]
-    symbols = [s for s in shaped if s is not None and isinstance(s.get("name"), str)]
+    shaped = [
+        (information(item, locator, answer.encoding), item["location"]["uri"])
+        for answer, item in items
+        if isinstance(item.get("location"), dict)
+    ]
+    symbols = [
+        s
+        for s, uri in shaped
+        if s is not None and isinstance(s.get("name"), str) and _named_there(locator, uri, s)
+    ]
+    if outline.kinds is not None:
+        symbols = [s for s in symbols if s["kind"] in outline.kinds]
     symbols.sort(
         key=lambda s: (
             rank(query, s["name"]),
@@ -422,11 +512,17 @@ async def _workspace_symbols(
     )
     unique: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
+    locals_ = _Locals(manager)
     for symbol in symbols:
         key = (symbol["name"], symbol["kind"], symbol["path"], symbol.get("line"))
-        if key not in seen:
-            seen.add(key)
-            unique.append(symbol)
+        if key in seen:
+            continue
+        seen.add(key)
+        if not outline.all and await locals_.holds(symbol):
+            continue
+        unique.append(symbol)
+        if len(unique) > limit:
+            break
     return {
         "status": "found" if unique else "not_found",
         "scope": "workspace",
@@ -436,6 +532,62 @@ async def _workspace_symbols(
         "truncated": len(unique) > limit,
         "partial": partial,
     }
+
+
+def _named_there(locator: Locator, uri: str, symbol: dict[str, Any]) -> bool:
+    """Whether a project symbol's name is on its line in the file as it is now. A server's
+    index may be older than the file (or have read what a link pointed to a moment ago):
+    such a symbol is dropped, never shown with a name the file does not hold."""
+    place = locator.place(uri)
+    if place is None or not place[1] or "line" not in symbol:
+        return True  # an indicator: the standard library, not the project's files
+    index = locator.index(uri)
+    words = re.findall(r"\w+", symbol["name"])
+    if not words:
+        return True
+    return index is not None and words[-1] in index.line(symbol["line"] - 1)
+
+
+class _Locals:
+    """Which workspace symbols are parameters or locals of a function (hidden by default):
+    asked of each file's document symbols, for symbols that have a container."""
+
+    MAX_FILES = 50  # beyond, a contained variable is taken for a local without asking
+
+    def __init__(self, manager: LspManager) -> None:
+        self.manager = manager
+        self.trees: dict[str, tuple[Any, Answer] | None] = {}
+
+    async def holds(self, symbol: dict[str, Any]) -> bool:
+        if not symbol.get("container") or "line" not in symbol or symbol["kind"] in _OUTLINE:
+            return False
+        path: str = symbol["path"]
+        if path not in self.trees:
+            self.trees[path] = await self._tree(path) if len(self.trees) < self.MAX_FILES else None
+        found = self.trees[path]
+        if found is None:
+            return symbol["kind"] in ("variable", "constant")
+        tree, answer = found
+        uri = (self.manager.root / path).as_uri()
+        return inside_callable(
+            (symbol["line"], symbol["character"]), tree, lambda p: answer.point(uri, p)
+        )
+
+    async def _tree(self, path: str) -> tuple[Any, Answer] | None:
+        try:
+            source = source_file(self.manager, path)
+            answer = await self.manager.request(
+                source.path,
+                "textDocument/documentSymbol",
+                lambda doc: {"textDocument": doc.text_document},
+                wait_ready=False,
+            )
+        except ToolError:
+            return None
+        return answer.result, answer
+
+
+_OUTLINE = frozenset({"class", "interface", "struct", "enum", "module", "namespace", "package"})
 
 
 async def _servers_idle(manager: LspManager, languages: list[str]) -> bool:
