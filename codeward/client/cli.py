@@ -373,6 +373,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     symbols.add_argument("target", metavar="PATH|QUERY", nargs="?")
     symbols.add_argument("--workspace", action="store_true", help="search the workspace")
     symbols.add_argument("--limit", type=int)
+    symbols.add_argument(
+        "--all", action="store_true", help="every symbol, parameters and local variables too"
+    )
+    symbols.add_argument(
+        "--kind",
+        action="append",
+        dest="kinds",
+        metavar="KIND",
+        help="only symbols of this kind (class, function, method, variable...); repeatable",
+    )
+    symbols.add_argument("--depth", type=int, help="levels of a file's tree to show (1: top)")
     calls = command("calls", cmd_calls, "callers (default) or callees of a function")
     calls.add_argument("position", metavar="PATH:LINE:COL")
     direction = calls.add_mutually_exclusive_group()
@@ -653,6 +664,12 @@ def cmd_symbols(inv: Invocation) -> int:
         arguments = {"scope": "document", "path": inv.input_path(inv.args.target)}
     if inv.args.limit is not None:
         arguments["limit"] = inv.args.limit
+    if inv.args.all:
+        arguments["all"] = True
+    if inv.args.kinds:
+        arguments["kinds"] = [k for item in inv.args.kinds for k in item.split(",") if k]
+    if inv.args.depth is not None:
+        arguments["depth"] = inv.args.depth
     result = inv.tool("get_symbols", arguments)
     inv.show("symbols", result, lambda r: render.symbols(r, r.get("path") or path))
     return EXIT_OK
