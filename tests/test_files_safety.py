@@ -19,7 +19,7 @@ import msgspec
 import pytest
 import trio
 
-from codeward.daemon import files
+from codeward.daemon import files, paths
 from codeward.daemon.config import Config, LspConfig
 from codeward.daemon.edits.atomic import commit
 from codeward.daemon.edits.plan import Basis, prepare
@@ -428,3 +428,26 @@ def test_edits_never_read_or_overwrite_special_files(project: Path) -> None:
         commit(plan)
     assert info.value.kind is ErrorKind.STALE_EDIT
     assert stat.S_ISFIFO(os.lstat(project / "a.py").st_mode)
+
+
+def test_real_path_looks_again_when_a_link_changes_under_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's realpath raises when a link is replaced between its lstat and its readlink;
+    resolving looks again, and a path that never settles is a tool error, never -32603."""
+    write(project, {"a.py": "x = 1\n"})
+    monkeypatch.setattr(paths, "_O_PATH", 0)
+    real = os.path.realpath
+    failures = [OSError(22, "Invalid argument")]
+
+    def flaky(path: Any) -> str:
+        if failures:
+            raise failures.pop()
+        return real(path)
+
+    monkeypatch.setattr(os.path, "realpath", flaky)
+    assert paths.real_path(project / "a.py") == str(project / "a.py")
+    failures.extend(OSError(22, "Invalid argument") for _ in range(5))
+    with pytest.raises(ToolError) as info:
+        paths.resolve_input_path(project, "a.py")
+    assert info.value.kind is ErrorKind.FILE_NOT_FOUND

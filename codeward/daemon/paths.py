@@ -28,7 +28,16 @@ def real_path(path: str | Path) -> str:
                 os.close(fd)
             if real.startswith("/") and not real.endswith(" (deleted)"):
                 return real
-    return os.path.realpath(path)
+    for _ in range(5):
+        try:
+            return os.path.realpath(path)
+        except OSError:  # a link replaced between its lstat and its readlink: look again
+            continue
+    raise ToolError(
+        ErrorKind.FILE_NOT_FOUND,
+        "A path kept changing while codeward resolved it (a link replaced over and over); "
+        "run the tool again once it is settled.",
+    )
 
 
 def is_inside(path: Path, root: Path) -> bool:
@@ -49,7 +58,7 @@ def resolve_input_path(
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate
-    resolved = Path(os.path.realpath(candidate))
+    resolved = Path(real_path(candidate))
     if not is_inside(resolved, root):
         raise ToolError(
             ErrorKind.PATH_OUTSIDE_PROJECT,

@@ -22,7 +22,7 @@ from codeward.daemon.files import DEFAULT_LIMIT, Missing, read_file
 from codeward.daemon.lsp.documents import Document, content_hash
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.uris import uri_to_path
-from codeward.daemon.paths import is_inside
+from codeward.daemon.paths import is_inside, real_path
 from codeward.protocol.errors import ErrorKind, ToolError
 
 
@@ -35,7 +35,7 @@ class Basis:
 
     @classmethod
     def of(cls, documents: Iterable[Document]) -> Basis:
-        return cls({Path(os.path.realpath(d.path)): (d.version, d.hash) for d in documents})
+        return cls({Path(real_path(d.path)): (d.version, d.hash) for d in documents})
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class _Planner:
         """The canonical path of `uri`, refused unless it lies inside the root."""
         path = uri_to_path(uri)
         if path is not None:
-            path = Path(os.path.realpath(path))
+            path = Path(real_path(path))
         if path is None or path == self.root or not is_inside(path, self.root):
             raise ToolError(
                 ErrorKind.PATH_OUTSIDE_PROJECT,

@@ -350,7 +350,10 @@ class LspManager:
         """Files changed by git writes or edits: the servers are told before the next request."""
         for path in paths:
             path = path if path.is_absolute() else self.root / path
-            self._changes[Path(os.path.realpath(path))] = None
+            try:
+                self._changes[Path(real_path(path))] = None
+            except ToolError:  # it keeps changing: the watcher reports where it ends
+                self._changes[path] = None
         self._wake.set()
 
     def _on_watch(self, changes: list[tuple[Path, int]]) -> None:
