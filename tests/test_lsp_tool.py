@@ -30,3 +30,20 @@ async def test_get_diagnostics_through_the_daemon(client: RpcClient, project: Pa
     with pytest.raises(RpcFailure) as info:
         await client.tool("get_diagnostics", severity="fatal")
     assert info.value.kind == "invalid_arguments"
+    # ruff reports only files it has open: a folder or project request opens them
+    (project / "a.py").unlink()
+    files = {"pkg/a.py": "import os\n", "pkg/b.py": "x: int = 'a'\n", "c.py": "import sys\n"}
+    for name, text in files.items():
+        (project / name).parent.mkdir(exist_ok=True)
+        (project / name).write_text(text)
+    with trio.fail_after(60):
+        folder = await client.tool("get_diagnostics", path="pkg")
+        whole = await client.tool("get_diagnostics")
+    seen = {(d["file"], d["source"], d["code"]) for d in folder["diagnostics"]}
+    assert ("pkg/a.py", "Ruff", "F401") in seen
+    assert ("pkg/a.py", "basedpyright", "reportUnusedImport") in seen
+    assert ("pkg/b.py", "basedpyright", "reportAssignmentType") in seen
+    assert {f for f, _, _ in seen} == {"pkg/a.py", "pkg/b.py"}
+    assert "partial" not in folder and "unchecked_files" not in folder
+    ruff = {(d["file"], d["code"]) for d in whole["diagnostics"] if d["source"] == "Ruff"}
+    assert ruff == {("pkg/a.py", "F401"), ("c.py", "F401")}

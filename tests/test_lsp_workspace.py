@@ -34,9 +34,9 @@ def lines(found: list[Found]) -> set[tuple[str, int]]:
 
 async def pull(manager: LspManager) -> set[tuple[str, int]]:
     with trio.fail_after(10):
-        found, errors = await manager.workspace_diagnostics()
-    assert errors == []
-    return lines(found)
+        answer = await manager.workspace_diagnostics()
+    assert answer.errors == []
+    return lines(answer.diagnostics)
 
 
 async def test_a_pull_in_two_rounds_waits_for_the_second(
@@ -168,3 +168,32 @@ def test_project_files_skip_ignored_folders_and_say_when_cut_short(root: Path) -
     assert manager.project_languages() == ["fake"]
     _, whole = manager.project_files(limit=1)
     assert not whole
+
+
+async def test_a_server_of_open_files_is_asked_about_each_within_a_budget(
+    root: Path, tmp_path: Path
+) -> None:
+    """The `ok` fake publishes only for documents it has open, and offers no pull."""
+    (root / "sub" / "c.fake").write_text("bad\nbad\n")
+    log = tmp_path / "log"
+    config = fake_config({"fake": fake_server("ok", log)}, folder_diagnostics_files=2)
+    async with running(root, config) as (manager, _):
+        with trio.fail_after(20):
+            folder = await manager.workspace_diagnostics(folder=root / "sub")
+        assert lines(folder.diagnostics) == {
+            ("sub/b.fake", 2),
+            ("sub/c.fake", 1),
+            ("sub/c.fake", 2),
+        }
+        assert not folder.partial and folder.unchecked == 0
+        with trio.fail_after(20):
+            whole = await manager.workspace_diagnostics()  # four files, a budget of two
+        assert whole.partial and whole.unchecked == 2
+        # the first two in path order are asked; what the others published still counts
+        assert lines(whole.diagnostics) == {
+            ("a.fake", 1), ("sub/b.fake", 2), ("sub/c.fake", 1), ("sub/c.fake", 2)
+        }  # fmt: skip
+    opened = [m["params"]["textDocument"]["uri"] for m in logged(log)
+              if m.get("method") == "textDocument/didOpen"]  # fmt: skip
+    names = sorted(uri.rsplit("/", 1)[1] for uri in opened)
+    assert names == ["a.fake", "b.fake", "c.fake", "clean.fake"]

@@ -238,3 +238,18 @@ def test_error_text_names_the_kind_and_adds_gits_words() -> None:
     failed = render.error_text("git show failed.", "git_failed", details)
     assert failed == "git show failed. [git_failed]\nfatal: bad"
     assert render.error_text("Plain.", None) == "Plain."
+
+
+def test_diagnostics_notes_say_what_was_not_checked() -> None:
+    result = {
+        "diagnostics": [],
+        "count": 0,
+        "partial": True,
+        "unchecked_files": 3,
+        "errors": [{"server": "ruff", "message": "The ruff language server is not installed."}],
+    }
+    said = render.notes("diagnostics", result)
+    assert said[0].startswith("partial result")
+    assert "no diagnostics from ruff: The ruff language server is not installed." in said
+    assert any(s.startswith("3 files not checked") for s in said)
+    assert said[-1] == "0 diagnostics"

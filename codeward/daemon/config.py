@@ -110,6 +110,7 @@ class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     settle_timeout: float = 10.0
     ready_timeout: float = 20.0
     max_open_documents: int = 200
+    folder_diagnostics_files: int = 100  # files opened per server for a folder's diagnostics
     shutdown_timeout: float = 3.0
     max_rss_mb: int = 4096  # per server, unless its own max_rss_mb says otherwise
     cancel_grace: float = 30.0  # a request given up on must be answered within this, or restart

@@ -281,6 +281,16 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
             "without project code"
         )
     if command == "diagnostics":
+        for error in result.get("errors") or []:
+            if isinstance(error, dict):
+                out.append(f"no diagnostics from {error.get('server')}: {error.get('message')}")
+        unchecked = _count(result.get("unchecked_files"))
+        if unchecked:
+            out.append(
+                f"{unchecked} file{'s' if unchecked != 1 else ''} not checked by a server that "
+                "reports only open files (raise lsp.folder_diagnostics_files, or ask for a "
+                "smaller folder)"
+            )
         count = _count(result.get("count"))
         if count is None:
             count = len(result.get("diagnostics") or [])

@@ -29,7 +29,11 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   file's stat was `stat` (tool inputs need not read an unchanged file again);
   `manager.language_or_none(path)`: the configured language of a path (remembered).
 - `await manager.diagnostics(path) -> FileDiagnostics` and
-  `await manager.workspace_diagnostics() -> list[Found]`: fresh diagnostics (get_diagnostics).
+  `await manager.workspace_diagnostics(folder=...) -> FolderDiagnostics`: fresh diagnostics
+  (get_diagnostics). A folder (or the project) asks every diagnostic server of each of its
+  languages: a server that pulls workspace diagnostics is pulled; one that reports only
+  open files has the folder's files opened, at most `lsp.folder_diagnostics_files` of them
+  per request (the rest make the answer `partial`).
 - `manager.server_for(name)` reaches a server actor (e.g. to set `apply_edit`);
   `await manager.started(name)` also waits until it runs. A server that was not installed
   is looked for again (its default command resolved anew) on the next need, at most once
@@ -82,6 +86,7 @@ from codeward.daemon.lsp.watcher import (
 from codeward.protocol.errors import ErrorKind, ToolError
 
 RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than our read
+FOLDER_CONCURRENCY = 8  # files asked about at once, per server, for a folder's diagnostics
 LOOKUP_INTERVAL = 1.0  # a server that was not installed is looked for again at most this often
 # Error codes of an answer worth one more try: the content changed, or the server cancelled
 # the request itself (codeward's own cancellations never come back as answers).
@@ -149,6 +154,14 @@ class Found:
     message: str
     code: str | int | None
     source: str | None
+
+
+@dataclass
+class FolderDiagnostics:
+    diagnostics: list[Found]
+    errors: list[ToolError]  # servers that failed; their diagnostics are missing
+    partial: bool  # a server did not answer in time, or files were left unchecked
+    unchecked: int = 0  # files a server that reports only open files was not asked about
 
 
 @dataclass
@@ -764,28 +777,36 @@ class LspManager:
         return FileDiagnostics(found, digest, partial or bool(errors), errors)
 
     async def workspace_diagnostics(
-        self, languages: Sequence[str] | None = None
-    ) -> tuple[list[Found], list[ToolError]]:
-        """Everything the servers have published, plus pulled workspace diagnostics.
+        self, languages: Sequence[str] | None = None, folder: Path | None = None
+    ) -> FolderDiagnostics:
+        """Diagnostics of every file under `folder` (default: the root) from every
+        diagnostic server of its languages (default: those with files there).
 
-        `languages` (default: those with files in the root) are started first, and each
-        server's work-done progress is awaited within `lsp.ready_timeout`. A pull waits
-        for a report on every file of the server's languages under the root.
+        Each server's work-done progress is awaited within `lsp.ready_timeout`. A server
+        that pulls workspace diagnostics is pulled, waiting for a report on every file of
+        its languages in the folder; what it published is included. A server that reports
+        only open files is asked about each file (opened as needed), at most
+        `lsp.folder_diagnostics_files` files, concurrently; the rest leave it `partial`.
         """
         await self.flush()
-        files, whole = await trio.to_thread.run_sync(self.project_files)
+        folder = folder or self.root
+        files, whole = await trio.to_thread.run_sync(self.project_files, 20000, folder)
+        for paths in files.values():
+            paths.sort()  # a budget takes the same files every time
         if languages is None:
             languages = sorted(files)
         names = list(dict.fromkeys(n for lang in languages for n in self.languages[lang].servers))
         errors: list[ToolError] = []
         by_uri: dict[tuple[str, str], list[Diagnostic]] = {}
         encodings: dict[str, Encoding] = {}
+        partial = not whole
+        unchecked = 0
+        budget = max(0, self.config.lsp.folder_diagnostics_files)
 
         async def one(name: str) -> None:
-            expected = None
-            if whole:  # else the server's reports are awaited without knowing every file
-                served = [lang for lang in languages if name in self.languages[lang].servers]
-                expected = {path for lang in served for path in files.get(lang, ())}
+            nonlocal partial, unchecked
+            served = [lang for lang in languages if name in self.languages[lang].servers]
+            mine = [(lang, path) for lang in served for path in files.get(lang, ())]
             try:
                 server = await self.started(name)
                 await server.wait_idle(self.config.lsp.ready_timeout)
@@ -793,13 +814,25 @@ class LspManager:
                 for uri, published in server.published.items():
                     by_uri[(name, uri)] = published.diagnostics
                 if await server.offers("workspace/diagnostic"):
-                    pulled, _ = await server.workspace_diagnostics(
+                    expected = {path for _, path in mine} if whole else None
+                    pulled, complete = await server.workspace_diagnostics(
                         self.config.lsp.settle_timeout, expected
                     )
+                    partial = partial or not complete
                     for uri, items in pulled.items():
                         by_uri[(name, uri)] = items
+                    return
+                unchecked += max(0, len(mine) - budget)
+                partial = partial or len(mine) > budget
+                answers = await self._each_file(server, mine[:budget])
             except ToolError as exc:
                 errors.append(exc)
+                return
+            for uri, items in answers.items():
+                if items is None:
+                    partial = True
+                else:
+                    by_uri[(name, uri)] = items
 
         async with trio.open_nursery() as nursery:
             for name in names:
@@ -814,18 +847,45 @@ class LspManager:
             found.extend(self._found(file, d, index, encodings[name]) for d in items)
         if names and len(errors) == len(names):
             raise self.missing(errors, names)
-        return found, in_routing_order(errors, names)
+        errors = in_routing_order(errors, names)
+        return FolderDiagnostics(found, errors, partial or bool(errors), unchecked)
+
+    async def _each_file(
+        self, server: LanguageServer, files: Sequence[tuple[str, Path]]
+    ) -> dict[str, list[Diagnostic] | None]:
+        """`server`'s diagnostics of each file (opened as needed) for its content on disk:
+        uri -> diagnostics, or None where it did not answer within the settle timeout."""
+        settle = self.config.lsp.settle_timeout
+        limiter = trio.CapacityLimiter(FOLDER_CONCURRENCY)
+        answers: dict[str, list[Diagnostic] | None] = {}
+
+        async def ask(language: str, path: Path) -> None:
+            async with limiter:
+                data, stat = _read(path)
+                if data is None:  # gone since the walk
+                    return
+                doc = server.sync(
+                    path, self._language_id(language), data, stat, fresh_diagnostics=True
+                )
+                answers[doc.uri] = await server.document_diagnostics(doc, settle)
+
+        async with trio.open_nursery() as nursery:
+            for language, path in files:
+                nursery.start_soon(ask, language, path)
+        return answers
 
     def project_languages(self, limit: int = 20000) -> list[str]:
         """Languages with at least one file under the root (ignored folders skipped)."""
         return sorted(self.project_files(limit)[0])
 
-    def project_files(self, limit: int = 20000) -> tuple[dict[str, list[Path]], bool]:
-        """The files under the root by language (ignored folders skipped), and whether that
-        is all of them: the walk stops once it has seen more than `limit` files."""
+    def project_files(
+        self, limit: int = 20000, folder: Path | None = None
+    ) -> tuple[dict[str, list[Path]], bool]:
+        """The files under `folder` (default: the root) by language (ignored folders
+        skipped), and whether that is all of them: the walk stops after `limit` files."""
         files: dict[str, list[Path]] = {}
         count = 0
-        for dirpath, dirnames, filenames in os.walk(self.root):
+        for dirpath, dirnames, filenames in os.walk(folder or self.root):
             folder = Path(dirpath)
             dirnames[:] = [d for d in dirnames if not is_ignored(folder / d, self.root)]
             for filename in filenames:

@@ -37,7 +37,8 @@ class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
     "get_diagnostics",
     "Errors and warnings from the language servers. With `path` (a file), the file is synced "
     "from disk and every diagnostic server answers for that content, which `content_hash` "
-    "names; a folder or no `path` gives everything known for the workspace. `severity` keeps "
+    "names; a folder or no `path` asks every diagnostic server about every file there "
+    "(`partial` and `unchecked_files` say when some could not be checked). `severity` keeps "
     "that level and the more severe ones (error > warning > information > hint); `limit` "
     "caps the list (sorted by severity, file, line) and sets `truncated`.",
     DiagnosticsArgs,
@@ -52,10 +53,15 @@ async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, 
         if not path.exists():  # the full check says so, in its words
             path = resolve_input_path(root, args.path, allow_dir=True)
     if path.is_dir():
-        found, errors = await session.lsp.workspace_diagnostics()
+        folder = await session.lsp.workspace_diagnostics(folder=path)
+        found, errors = folder.diagnostics, folder.errors
         prefix = relative(path, root)
         if prefix != ".":
             found = [f for f in found if f.file == prefix or f.file.startswith(prefix + "/")]
+        if folder.partial:
+            result["partial"] = True
+        if folder.unchecked:
+            result["unchecked_files"] = folder.unchecked
     else:
         answer = await session.lsp.diagnostics(path)
         found, errors = answer.diagnostics, answer.errors
