@@ -332,6 +332,41 @@ async def test_gopls_pins_the_toolchain_and_runs_no_cgo(
     assert "canarylib" in marker.read_text(), "the canary is armed in a trusted root"
 
 
+@pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+def test_go_runs_no_git_config_program_with_the_restricted_environment(
+    project: Path, tmp_path: Path
+) -> None:
+    """`go list` (whole packages) runs `git status` for its VCS stamp, and git runs the
+    repository's `core.fsmonitor` (a canary): not with gopls's restricted environment."""
+    marker = tmp_path / "ran"
+    write(
+        project,
+        {
+            "go.mod": "module example.com/m\n\ngo 1.19\n",
+            "main.go": "package main\n\nfunc main() {}\n",
+            "fsm.sh": f'#!/bin/sh\necho "fsmonitor $*" >> "{marker}"\nexit 1\n',
+        },
+    )
+    (project / "fsm.sh").chmod(0o755)
+    git = ["git", "-C", str(project), "-c", "core.fsmonitor=false"]
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run([*git, "config", "core.fsmonitor", str(project / "fsm.sh")], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run(
+        [*git, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "x"], check=True
+    )
+    go_list = ["go", "list", "-json", "./..."]
+    subprocess.run(go_list, cwd=project, capture_output=True, timeout=120, check=True)
+    assert "fsmonitor" in marker.read_text()  # armed
+    marker.unlink()
+    config = restricted("gopls", default_servers()["gopls"], project)
+    for env in (config.env, {k: v for k, v in config.env.items() if k != "GOFLAGS"}):
+        subprocess.run(
+            go_list, cwd=project, env={**os.environ, **env}, capture_output=True, timeout=120
+        )
+        assert not marker.exists()  # -buildvcs=false, and the git config from the env
+
+
 @needs("clangd")
 async def test_clangd_runs_no_compiler_the_project_names(
     nursery: trio.Nursery, socket_dir: Path, project: Path, tmp_path: Path

@@ -11,7 +11,9 @@ default server was reviewed:
 - ruff runs nothing: unchanged.
 - gopls runs `go`: `GOTOOLCHAIN=local` (a go.mod `toolchain` line never fetches or runs a
   toolchain), `CGO_ENABLED=0` (no pkg-config or C compiler with `#cgo` flags), `GOFLAGS`
-  from the daemon's environment only, code lenses that run commands off.
+  from the daemon's environment only plus `-buildvcs=false` (`go list` runs `git status`
+  for its VCS stamp, and the repository's git config could run a program), code lenses
+  that run commands off.
 - clangd runs a compiler only when `--query-driver` allows it: that option is dropped.
 - typescript-language-server loads the workspace's `node_modules/typescript` and tsserver
   plugins: it gets the installed typescript's tsserver, no plugins and no automatic type
@@ -27,7 +29,9 @@ default server was reviewed:
   `untrusted = "run"` for it; `untrusted = "off"` keeps any server off.
 
 Every restricted server is started by absolute path (never one inside the root), with a
-PATH from which relative entries and entries inside the root are removed.
+PATH from which relative entries and entries inside the root are removed, and with
+`core.fsmonitor` and `core.hooksPath` given through the environment, so that a git it runs
+in the repository starts none of the repository's programs.
 """
 
 from __future__ import annotations
@@ -117,7 +121,10 @@ GO_LENSES = {
 
 
 def _gopls(config: ServerConfig, root: Path) -> ServerConfig:
-    env = {**config.env, **GO_ENV, "GOFLAGS": os.environ.get("GOFLAGS", "")}
+    # -buildvcs=false: `go list` would run `git status` in the repository for its VCS
+    # stamp, and the repository's git config (core.fsmonitor...) would run a program
+    flags = f"{os.environ.get('GOFLAGS', '')} -buildvcs=false".strip()
+    env = {**config.env, **GO_ENV, "GOFLAGS": flags}
     settings = merged(config.settings, {"gopls": {"env": env, "codelenses": GO_LENSES}})
     return msgspec.structs.replace(config, env=env, settings=settings)
 
@@ -285,14 +292,31 @@ def restricted(name: str, config: ServerConfig, root: Path) -> ServerConfig:
     return _confined(config, root)
 
 
+GIT_OVERRIDES = (("core.fsmonitor", "false"), ("core.hooksPath", "/dev/null"))
+
+
+def git_env(env: dict[str, str]) -> dict[str, str]:
+    """Config given through the environment (it beats the repository's own) so that a git
+    a server runs in the repository starts no program of the repository's config."""
+    try:
+        count = max(0, int(env.get("GIT_CONFIG_COUNT") or 0))
+    except ValueError:
+        count = 0
+    out = {"GIT_CONFIG_COUNT": str(count + len(GIT_OVERRIDES))}
+    for i, (key, value) in enumerate(GIT_OVERRIDES, count):
+        out[f"GIT_CONFIG_KEY_{i}"], out[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return out
+
+
 def _confined(config: ServerConfig, root: Path) -> ServerConfig:
     """Started by absolute path, never one inside the root, with a PATH of absolute
-    entries outside the root."""
+    entries outside the root, and git config that runs no program of the repository."""
     path = safe_path(root, config.env.get("PATH"))
+    env = {**config.env, **git_env({**os.environ, **config.env}), "PATH": path}
     program = shutil.which(config.command[0], path=path) if config.command else None
     if program is None:
-        return msgspec.structs.replace(config, env={**config.env, "PATH": path})
+        return msgspec.structs.replace(config, env=env)
     if from_root(program, root):
         raise NotInRestrictedMode("its program lies inside the root")
     command = [os.path.abspath(program), *config.command[1:]]
-    return msgspec.structs.replace(config, command=command, env={**config.env, "PATH": path})
+    return msgspec.structs.replace(config, command=command, env=env)
