@@ -861,7 +861,7 @@ class LspManager:
 
         async def ask(language: str, path: Path) -> None:
             async with limiter:
-                data, stat = _read(path)
+                data, stat = self._read(path)
                 if data is None:  # gone since the walk
                     return
                 doc = server.sync(
