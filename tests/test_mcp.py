@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import msgspec
 import pytest
 import trio
 from mcp import ClientSession, StdioServerParameters, types
@@ -21,6 +22,7 @@ from mcp.client.stdio import stdio_client
 
 from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConfig, ServerConfig
 from codeward.daemon.server import Daemon
+from codeward.daemon.tools.registry import REGISTRY, Tool, ToolContext
 from codeward.protocol import mcp as mcp_protocol
 from tests.lsp_support import FAKE, logged, needs
 from tests.rpc import connect
@@ -53,6 +55,10 @@ def caller() -> int:
 
 LIMIT: int = "ten"
 '''
+
+
+class EchoArgs(msgspec.Struct, forbid_unknown_fields=True):
+    pass
 
 
 def pump_argv(sock: Path, root: Path, *extra: str) -> list[str]:
@@ -164,8 +170,10 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
     assert "On branch main" in texts["git_command"]
     assert "app.py:23:14: error:" in texts["get_diagnostics"]
     assert "def compute(value: int) -> int" in texts["get_hover_info"]
-    assert texts["go_to_definition"] == "app.py:14:5: def compute(value: int) -> int:"
-    assert texts["find_references"].splitlines() == [
+    definition, remark = texts["go_to_definition"].splitlines()
+    assert definition == "app.py:14:5: def compute(value: int) -> int:"
+    assert remark.startswith("(restricted: the root is not trusted")  # as the result says
+    assert texts["find_references"].splitlines()[:4] == [
         "3 references",
         "app.py:11:16: return compute(1)",
         "app.py:20:12: return compute(3)+compute(4)",
@@ -173,7 +181,7 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
     ]
     outline = texts["get_symbols"].splitlines()
     assert outline[:5] == ["app.py", "4 class Base", "  6 fn run", "9 class Impl", "  10 fn run"]
-    assert outline[-4:] == ["14 fn compute", "  14 var value", "19 fn caller", "23 const LIMIT"]
+    assert outline[-5:-1] == ["14 fn compute", "  14 var value", "19 fn caller", "23 const LIMIT"]
     assert "app.py:10:9: def run(self) -> int:" in texts["find_implementations"]
     assert "app.py:20:12: caller: return compute(3)+compute(4)" in texts["call_hierarchy"]
     assert "+    return compute(3) + compute(4)" in texts["format_code"]
@@ -367,3 +375,63 @@ async def test_the_pump_exits_when_the_daemon_stops(
     assert b"the daemon closed the connection" in err
     await proc.stdin.aclose()
     await proc.stderr.aclose()
+
+
+async def raw_mcp(nursery: trio.Nursery, daemon: Daemon, root: Path) -> Any:
+    """A client speaking MCP on the socket itself: the binding line, then initialize."""
+    client = await connect(nursery, daemon.socket_path)
+    bind = {"jsonrpc": "2.0", "method": mcp_protocol.BIND_METHOD, "params": {"root": str(root)}}
+    await client.send_raw(json.dumps(bind).encode() + b"\n")
+    init = {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    assert (await client.request("initialize", init))["result"]["serverInfo"]
+    return client
+
+
+async def test_a_changed_tool_set_is_announced(daemon: Daemon, repo: Path) -> None:
+    async def echo(ctx: ToolContext, args: Any) -> dict[str, Any]:
+        return {"ok": True}
+
+    async with trio.open_nursery() as nursery:
+        client = await raw_mcp(nursery, daemon, repo)
+        REGISTRY.register(Tool("echo_for_test", "Echo.", EchoArgs, echo))
+        try:
+            listed = await client.request("tools/list", {})
+            assert "echo_for_test" in {t["name"] for t in listed["result"]["tools"]}
+            reply = await client.request("tools/call", {"name": "echo_for_test"})
+            assert reply["result"]["content"][0]["text"] == '{"ok":true}'  # compact JSON
+        finally:
+            REGISTRY.unregister("echo_for_test")
+        await client.request("ping", {})  # a round trip after both changes
+        changed = [n for n in client.notifications
+                   if n.get("method") == "notifications/tools/list_changed"]  # fmt: skip
+        assert len(changed) == 2
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_closed_session_is_opened_again(daemon: Daemon, repo: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        client = await raw_mcp(nursery, daemon, repo)
+        status = {"name": "git_command", "arguments": {"subcommand": "status"}}
+        first = await client.request("tools/call", status)
+        (session,) = daemon.sessions.sessions.values()
+        await daemon.sessions.terminate(session)  # `codeward sessions close` does this
+        again = await client.request("tools/call", status)
+        assert first["result"]["isError"] is False and again["result"]["isError"] is False
+        live = [s for s in daemon.sessions.sessions.values() if not s.stopped.is_set()]
+        assert len(live) == 1 and live[0] is not session and live[0].root == repo
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_bad_root_fails_calls_with_its_reason(daemon: Daemon, tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        client = await raw_mcp(nursery, daemon, tmp_path / "missing")
+        status = {"name": "git_command", "arguments": {"subcommand": "status"}}
+        reply = await client.request("tools/call", status)
+        assert reply["result"]["isError"] is True
+        assert "[file_not_found]" in reply["result"]["content"][0]["text"]
+        assert str(tmp_path) not in reply["result"]["content"][0]["text"]
+        await client.aclose()
+        nursery.cancel_scope.cancel()

@@ -174,9 +174,7 @@ class McpDialect:
             session = await self._session()
             tool = REGISTRY.get(event.name)
             arguments = REGISTRY.validate(tool, event.arguments)
-            result = await tool.handler(
-                ToolContext(session, self.conn, self.conn.policy), arguments
-            )
+            result = await tool.run(ToolContext(session, self.conn, self.conn.policy), arguments)
         except ToolError as exc:
             return self._error_result(event.id, exc)
         except ExceptionGroup as group:

@@ -318,6 +318,7 @@ _COMMANDS = {
     "get_type_definition": "type-definition",
     "find_implementations": "implementations",
     "find_references": "references",
+    "get_symbols": "symbols",
     "call_hierarchy": "calls",
     "format_code": "format",
     "get_code_actions": "actions",
