@@ -271,7 +271,8 @@ class TestBackpressure:
         return Config(
             daemon=DaemonConfig(
                 max_queued_reply_bytes=QUEUE_LIMIT, max_requests_in_flight=IN_FLIGHT
-            )
+            ),
+            policy=PolicyConfig(git_write="allow"),
         )
 
     async def reply_size(self, daemon: Daemon) -> int:
@@ -304,10 +305,25 @@ class TestBackpressure:
         conn = await connection_of(daemon)
         assert conn.paused and conn.outbox.queued_bytes > 0
         wire.close()
-        with trio.fail_after(5):
+        with trio.fail_after(20):
             await conn.done.wait()
         assert conn.outbox.queued_bytes == 0 and conn.outbox.closed
         assert daemon.connections == {}
+
+    async def test_a_write_behind_unread_replies_is_done_after_close(
+        self, daemon: Daemon, repo: Path
+    ) -> None:
+        wire = await Wire.open(daemon.socket_path)
+        await wire.send(request(1, "session/open", {"root": str(repo)}))
+        assert "result" in await wire.next()
+        reads = [request(i, "tools/list") for i in range(2, 302)]
+        await wire.send(*reads, tool(302, "git_command", subcommand="tag", args=["v1"]))
+        conn = await connection_of(daemon)
+        assert conn.paused  # the write waits in the socket, behind the reads
+        wire.close()
+        with trio.fail_after(20):
+            await conn.done.wait()
+        assert git(repo, "tag", "--list", "v1").strip() == "v1"
 
     async def test_requests_in_flight_are_capped(self, daemon: Daemon, repo: Path) -> None:
         wire = await Wire.open(daemon.socket_path)

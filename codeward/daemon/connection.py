@@ -135,7 +135,7 @@ class Connection:
         try:
             with self._life:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self.outbox.run)
+                    nursery.start_soon(self._writer)
                     async with trio.open_nursery() as requests:
                         await self._read(requests, nursery)
                     await self.outbox.flush()  # the last replies, to a client that still reads
@@ -218,6 +218,10 @@ class Connection:
         self.closing = True
         self._life.cancel()
 
+    async def _writer(self) -> None:
+        await self.outbox.run()
+        self._client_gone()  # a write failed: the client reads nothing any more
+
     async def _watch_hang_up(self, fd: int) -> None:
         await wait_hung_up(fd)
         self._client_gone()
@@ -225,6 +229,8 @@ class Connection:
 
     def _client_gone(self) -> None:
         """The client closed its socket: drop its replies, cancel its reads; writes go on."""
+        if self.gone:
+            return
         self.gone = True
         self.outbox.close()
         for channel in self._pending.values():
@@ -282,7 +288,9 @@ class Connection:
         wait; it goes on when the requests are under the limit and the bytes drained to half."""
         limits = self.daemon.config.daemon
         most = limits.max_requests_in_flight
-        if self._reader_load() < most and self._held_bytes() <= limits.max_queued_reply_bytes:
+        if self.closed or (
+            self._reader_load() < most and self._held_bytes() <= limits.max_queued_reply_bytes
+        ):
             return
         self.paused = True
         try:
@@ -334,6 +342,8 @@ class Connection:
     # ---- dispatch ------------------------------------------------------------------------
 
     async def _dispatch_frame(self, frame: bytes, requests: trio.Nursery) -> None:
+        from codeward.daemon.handlers import outlives_client
+
         if self._first_frame:
             self._first_frame = False
             if self.framing is Framing.NDJSON and mcp.is_opening(frame):
@@ -361,6 +371,8 @@ class Connection:
             self._queue(encode(error_response(None, item.code, item.message)))
         elif item.kind == "request":
             await self._wait_for_room()
+            if self.gone and not outlives_client(item):
+                return  # read after its client left: nobody wants its answer
             if item.id in self._inflight:
                 self._queue(encode(_duplicate_id(item.id)))
                 return

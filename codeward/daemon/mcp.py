@@ -103,6 +103,8 @@ class McpDialect:
             ))  # fmt: skip
             return
         call = _Call(event.progress_token, REGISTRY.writes(event.name, event.arguments))
+        if self.conn.gone and not call.writes:
+            return  # read after its client left: nobody wants its answer
         self._calls[event.id] = call
         self.conn.request_started()
         requests.start_soon(self._call, event, call)
