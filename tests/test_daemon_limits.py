@@ -219,6 +219,49 @@ class TestClientEndings:
         assert conn.gone
 
 
+async def mcp_wire(daemon: Daemon, root: Path) -> Wire:
+    """An MCP client on the socket itself: the binding line, then initialize."""
+    wire = await Wire.open(daemon.socket_path)
+    init = {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    await wire.send(
+        {"jsonrpc": "2.0", "method": "codeward/mcp", "params": {"root": str(root)}},
+        request(1, "initialize", init),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    )
+    assert "result" in await wire.next()
+    return wire
+
+
+def mcp_git(msg_id: int, subcommand: str, *args: str) -> dict[str, Any]:
+    params = {"name": "git_command", "arguments": {"subcommand": subcommand, "args": list(args)}}
+    return request(msg_id, "tools/call", params)
+
+
+class TestMcpEndings:
+    @pytest.fixture
+    def daemon_config(self) -> Config:
+        return ALLOW_WRITES
+
+    async def test_a_write_sent_just_before_close_is_done(self, daemon: Daemon, repo: Path) -> None:
+        wire = await mcp_wire(daemon, repo)
+        conn = await connection_of(daemon)
+        await wire.send(mcp_git(2, "fetch", "origin"), mcp_git(3, "tag", "v1"))
+        wire.close()
+        with trio.fail_after(20):  # the fetch is cancelled, the tag is made
+            await conn.done.wait()
+        assert git(repo, "tag", "--list", "v1").strip() == "v1"
+
+    async def test_a_call_cut_by_a_stop_gets_an_error(self, daemon: Daemon, repo: Path) -> None:
+        wire = await mcp_wire(daemon, repo)
+        await wire.send(mcp_git(2, "fetch", "origin"), request(3, "tools/list"))
+        assert (await wire.next())["id"] == 3  # the fetch was read before it, and runs
+        daemon.request_stop()
+        cut = await wire.next()
+        assert cut["id"] == 2 and cut["error"]["code"] == -32800
+        assert "stopping" in cut["error"]["message"]
+
+
 @needs("basedpyright")
 class TestHalfCloseWithALanguageServer:
     async def test_references_and_diagnostics_are_answered(
