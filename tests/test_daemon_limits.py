@@ -18,6 +18,8 @@ import pytest
 import trio
 import trio.testing
 
+from codeward.client.connection import Connection as ThinConnection
+from codeward.client.connection import ConnectionLost, connect_socket
 from codeward.daemon.config import Config, DaemonConfig, PolicyConfig
 from codeward.daemon.connection import Connection
 from codeward.daemon.server import Daemon
@@ -477,6 +479,15 @@ class TestConnectionLimit:
         (closing,) = await refused.rest()
         assert closing["error"]["code"] == -32001 and "all busy" in closing["error"]["message"]
         assert len(daemon.connections) == 3
+
+        def thin_client() -> str:  # the CLI's client says why
+            client = ThinConnection(connect_socket(daemon.socket_path))
+            with client, pytest.raises(ConnectionLost) as info:
+                client.request("daemon/status")
+            return str(info.value)
+
+        message = await trio.to_thread.run_sync(thin_client)
+        assert message.startswith("The daemon closed the connection: The daemon has 3")
         for wire in busy:
             wire.close()
 

@@ -102,6 +102,7 @@ class Connection:
         self._pending: deque[bytes] = deque()
         self._ids = itertools.count(1)
         self._closed = False
+        self._farewell = ""  # why the daemon closes this connection, when it said so
         self.on_confirm = on_confirm
         self.on_progress = on_progress
 
@@ -219,11 +220,13 @@ class Connection:
             except OSError as exc:
                 self.close()
                 raise ConnectionLost(
-                    f"The connection to the daemon broke ({exc.strerror})."
+                    self._farewell or f"The connection to the daemon broke ({exc.strerror})."
                 ) from None
             if not data:
                 self.close()
-                raise ConnectionLost("The daemon closed the connection before it replied.")
+                raise ConnectionLost(
+                    self._farewell or "The daemon closed the connection before it replied."
+                )
             try:
                 self._pending.extend(self._decoder.feed(data))
             except FrameError as exc:
@@ -255,6 +258,9 @@ class Connection:
             return None
         if awaited is not None and message.get("id") == awaited:
             return message
+        error = message.get("error")
+        if message.get("id") is None and isinstance(error, dict):  # the daemon says goodbye
+            self._farewell = f"The daemon closed the connection: {error.get('message')}"
         return None
 
     def _answer(self, msg_id: Any, method: str, params: Any) -> None:
