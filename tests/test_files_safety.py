@@ -451,3 +451,35 @@ def test_real_path_looks_again_when_a_link_changes_under_it(
     with pytest.raises(ToolError) as info:
         paths.resolve_input_path(project, "a.py")
     assert info.value.kind is ErrorKind.FILE_NOT_FOUND
+
+
+async def test_a_project_config_that_is_not_a_plain_file(
+    open_client: OpenClient, tmp_path: Path, outside: Path
+) -> None:
+    """`.codeward.toml` is read like any project file: a FIFO there never blocks opening the
+    session, and a link out of the project or a folder is refused, not followed."""
+    other_root = tmp_path / "other"
+    write(other_root, {"ok.py": "x = 1\n"})
+    other = await open_client(other_root)
+    client = await open_client()
+    (outside / "policy.toml").write_text('[policy]\ngit_write = "deny"\n')
+    makers: dict[str, Callable[[Path], None]] = {
+        "FIFO": os.mkfifo,
+        "folder": lambda p: p.mkdir(),
+        "link out": lambda p: p.symlink_to(outside / "policy.toml"),
+        "too large": lambda p: p.write_text("#" * (1024 * 1024 + 1)),
+    }
+    for label, make in makers.items():
+        root = tmp_path / label.replace(" ", "-")
+        root.mkdir()
+        make(root / ".codeward.toml")
+        rescue = fifo_rescuer([root / ".codeward.toml"])
+        with rescue, trio.fail_after(5), pytest.raises(RpcFailure) as info:
+            await client.call("session/open", {"root": str(root)})
+        assert info.value.kind == "invalid_arguments", label
+        assert ".codeward.toml" in info.value.message and str(outside) not in info.value.message
+        await still_answers(other)
+    # A regular one still narrows the policy.
+    root = tmp_path / "plain"
+    write(root, {".codeward.toml": '[policy]\ngit_write = "deny"\n'})
+    assert (await client.call("session/open", {"root": str(root)}))["root"] == str(root)

@@ -13,9 +13,15 @@ from typing import Any, Literal
 import msgspec
 from msgspec import Struct, field
 
+from codeward.daemon.files import read_file
+from codeward.protocol.errors import ToolError
+
 Approval = Literal["allow", "confirm", "deny"]
 Untrusted = Literal["default", "off", "run"]
 _STRICTNESS: dict[str, int] = {"allow": 0, "confirm": 1, "deny": 2}
+
+
+PROJECT_CONFIG_BYTES = 1024 * 1024
 
 
 class ConfigError(Exception):
@@ -165,8 +171,17 @@ def load_config(path: Path | None = None) -> Config:
 
 
 def load_project_config(root: Path) -> ProjectConfig:
+    """The project's `.codeward.toml`, read like every project file (`read_file`): a FIFO,
+    a folder or a link out of the project there is an error, never read or waited on."""
     path = root / ".codeward.toml"
-    if not path.is_file():
+    if not os.path.lexists(path):
         return ProjectConfig()
-    data = _read_toml(path)
-    return _decode(data, ProjectConfig, ".codeward.toml")
+    try:
+        data, _ = read_file(path, root, PROJECT_CONFIG_BYTES)
+    except ToolError as exc:
+        raise ConfigError(exc.message) from None
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f".codeward.toml: not valid TOML: {exc}") from None
+    return _decode(parsed, ProjectConfig, ".codeward.toml")
