@@ -26,6 +26,7 @@ from codeward.daemon.edits.plan import Basis, prepare
 from codeward.daemon.files import DEFAULT_LIMIT, read_file
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.conftest import OpenClient
+from tests.git_repos import git
 from tests.intel_support import write
 from tests.lsp_support import needs
 from tests.rpc import RpcClient, RpcFailure
@@ -483,3 +484,20 @@ async def test_a_project_config_that_is_not_a_plain_file(
     root = tmp_path / "plain"
     write(root, {".codeward.toml": '[policy]\ngit_write = "deny"\n'})
     assert (await client.call("session/open", {"root": str(root)}))["root"] == str(root)
+
+
+async def test_a_nested_gitfile_that_is_a_fifo(open_client: OpenClient, project: Path) -> None:
+    """The repository scan reads a nested repository's `.git` file like any project file:
+    a FIFO there is skipped, never waited on, and git answers."""
+    git(project, "init", "-q")
+    write(project, {"a.py": "x = 1\n"})
+    git(project, "add", "a.py")
+    git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    head = git(project, "rev-parse", "HEAD").strip()
+    git(project, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")
+    (project / "sub").mkdir()
+    os.mkfifo(project / "sub" / ".git")
+    client = await open_client(project)
+    with fifo_rescuer([project / "sub" / ".git"]), trio.fail_after(5):
+        result = await client.tool("git_command", subcommand="log", args=["--oneline", "-1"])
+    assert result["exit_code"] == 0 and "one" in result["output"]

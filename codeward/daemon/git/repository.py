@@ -16,6 +16,7 @@ from pathlib import Path
 
 import trio
 
+from codeward.daemon.files import read_file
 from codeward.daemon.git import config_scan
 from codeward.daemon.git.messages import failure_message
 from codeward.daemon.git.runner import Completed, git_argv, git_env, run_process
@@ -156,14 +157,19 @@ async def _nested(
     return entries
 
 
+GITFILE_BYTES = 64 * 1024
+
+
 def _git_dir_of(dot_git: Path) -> Path | None:
     """The git directory behind a work tree's `.git`: the directory, or a gitfile's target."""
     try:
         if dot_git.is_dir():
             return Path(os.path.realpath(dot_git))
-        text = dot_git.read_text("utf-8", "replace")
-    except OSError:
+        # Read like every project file: a FIFO or a device named .git is never waited on.
+        data, _ = read_file(dot_git, dot_git.parent, GITFILE_BYTES, outside=True)
+    except (OSError, ToolError):
         return None
+    text = data.decode("utf-8", "replace")
     target = text.strip().removeprefix("gitdir:").strip() if text.startswith("gitdir:") else ""
     return Path(os.path.realpath(dot_git.parent / target)) if target else None
 
