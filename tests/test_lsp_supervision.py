@@ -138,7 +138,7 @@ async def test_a_server_that_ignores_cancel_is_restarted(tmp_path: Path, doc: Pa
 async def test_a_hung_server_does_not_slow_other_sessions(tmp_path: Path) -> None:
     hung_root, other_root = roots(tmp_path, 2)
     config = fast(
-        {"fake": fake_server("ok")}, method_timeouts={"textDocument/hover": 0.5}, cancel_grace=1.0
+        {"fake": fake_server("ok")}, method_timeouts={"textDocument/hover": 2.0}, cancel_grace=1.0
     )
     async with (
         running(hung_root, config) as (hung, _),
@@ -165,7 +165,7 @@ async def test_a_hung_server_does_not_slow_other_sessions(tmp_path: Path) -> Non
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ask_hung)
             while not failed.is_set():  # the other session answers as usual meanwhile
-                with trio.fail_after(0.4):  # well under the hung one's 0.5 s timeout
+                with trio.fail_after(1.0):  # well under the hung one's 2 s timeout
                     await hover(other, other_root / "a.fake")
                 answered += 1
         assert answered >= 3
@@ -382,3 +382,18 @@ async def test_a_workspace_pull_left_open_is_not_a_request_ignored(tmp_path: Pat
         with trio.fail_after(10):
             found, _ = await manager.workspace_diagnostics(["fake"])  # answers the first pull
         assert len(found) == 1 and server.restarts == 0 and not server.busy
+
+
+async def test_restarts_on_purpose_count_towards_failed(tmp_path: Path) -> None:
+    """A server over its cap from its start is not restarted in a loop: marked failed."""
+    config = fast({"fake": fake_server("ok")}, max_rss_mb=4, crash_limit=3)
+    async with running(tmp_path, config) as (manager, _):
+        server = manager.server_for("fake")
+        await server.connection()
+        with trio.fail_after(10):
+            await server.wait_for(lambda: server.state is ServerState.FAILED, 10)
+        assert server.restarts == 2
+        with pytest.raises(ToolError) as info:
+            await server.connection()
+    assert "failed 3 times (it used" in info.value.message
+    assert "above its max_rss_mb of 4" in info.value.message

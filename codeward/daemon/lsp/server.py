@@ -264,33 +264,34 @@ class LanguageServer:
                     await self._wanted.wait()
                     crash = await self._run_once()
                     halted, self._halted = self._halted, None
-                    if halted is not None:
-                        if halted[1]:  # parked: it starts again on its next need
-                            self._wanted = trio.Event()
-                            self._set_state(ServerState.IDLE)
-                        else:
-                            self.restarts += 1
+                    if halted is not None and halted[1]:  # parked: back on its next need
+                        self._wanted = trio.Event()
+                        self._set_state(ServerState.IDLE)
                         continue
                     if crash is None:  # not installed
                         self._wanted = trio.Event()
                         self._set_state(ServerState.UNAVAILABLE)
                         continue
-                    self._failed_attempt = self._attempts
+                    # A restart on purpose (memory, a broken or unresponsive server) counts
+                    # as a crash towards `failed`, without the backoff: no restart loop.
+                    if halted is None:
+                        self._failed_attempt = self._attempts
+                        log.warning("%s crashed: %s", self.name, crash)
                     self.last_error = crash
                     now = trio.current_time()
                     self._crashes.append(now)
                     while self._crashes and self._crashes[0] < now - CRASH_WINDOW:
                         self._crashes.popleft()
-                    log.warning("%s crashed: %s", self.name, crash)
                     if len(self._crashes) >= self.lsp.crash_limit:
                         self._failed_at = now
                         self._wanted = trio.Event()
                         self._set_state(ServerState.FAILED)
                         continue
-                    self._set_state(ServerState.RESTARTING)
                     self.restarts += 1
-                    backoff = BACKOFF_START * 2 ** (len(self._crashes) - 1)
-                    await trio.sleep(min(backoff, BACKOFF_MAX))
+                    if halted is None:
+                        self._set_state(ServerState.RESTARTING)
+                        backoff = BACKOFF_START * 2 ** (len(self._crashes) - 1)
+                        await trio.sleep(min(backoff, BACKOFF_MAX))
         finally:
             self._set_state(ServerState.STOPPED)
             self.stopped.set()
