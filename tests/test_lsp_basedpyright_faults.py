@@ -105,8 +105,8 @@ async def test_cancelled_references_do_not_break_basedpyright(tmp_path: Path) ->
         # basedpyright answers a cancelled workspace pull only when the next pull comes: that
         # open pull is not a request it ignores (it would be restarted for it).
         with trio.fail_after(60):
-            _, errors = await manager.workspace_diagnostics(["python"])
-        assert [e.details["server"] for e in errors] == ["ruff"]
+            result = await manager.workspace_diagnostics(["python"])
+        assert [e.details["server"] for e in result.errors] == ["ruff"]
         assert not server.busy and manager.status()[0]["state"] == "running"
 
         # 3. Hung (SIGSTOP): the request times out; after SIGCONT references work again.

@@ -375,13 +375,14 @@ async def test_a_workspace_pull_left_open_is_not_a_request_ignored(tmp_path: Pat
     config = fast({"fake": fake_server("workspace-pull")}, cancel_grace=0.1)
     async with running(tmp_path, config) as (manager, _):
         with trio.fail_after(10):
-            found, errors = await manager.workspace_diagnostics(["fake"])
-        assert [(f.file, f.message) for f in found] == [("a.fake", "bad line 1")] and not errors
+            result = await manager.workspace_diagnostics(["fake"])
+        assert [(f.file, f.message) for f in result.diagnostics] == [("a.fake", "bad line 1")]
+        assert not result.errors
         server = manager.servers["fake"]
         assert not server.busy and manager.status()[0]["state"] == "running"
         with trio.fail_after(10):
-            found, _ = await manager.workspace_diagnostics(["fake"])  # answers the first pull
-        assert len(found) == 1 and server.restarts == 0 and not server.busy
+            result = await manager.workspace_diagnostics(["fake"])  # answers the first pull
+        assert len(result.diagnostics) == 1 and server.restarts == 0 and not server.busy
 
 
 async def test_restarts_on_purpose_count_towards_failed(tmp_path: Path) -> None:
