@@ -19,7 +19,11 @@ Prints:
    very response bytes (frame, envelope, decode, shape, encode);
 3. a second client's first request on the already-warm session against a cold start (a
    new session on a new copy of the fixture), as a ratio;
-4. the decode time of a 5,000-location references response.
+4. the decode time of a 5,000-location references response;
+5. the first workspace-symbols call of a new session (server just started, its analysis
+   still running) against a direct client's first `workspace/symbol` after `initialize`.
+
+`--only symbols` runs part 5 alone.
 
 Run: .venv/bin/python bench/lsp.py [--rounds N] [--cold-runs N]
 """
@@ -475,15 +479,68 @@ def first_request(sock: Path, root: Path, path: str) -> tuple[float, float, bool
         client.close()
 
 
+def first_symbols(tmp: Path, sock: Path, runs: int) -> None:
+    """Part 5: a new session's first workspace symbols, against a new direct server's first
+    `workspace/symbol` (which answers at once, but empty until its workspace is loaded) and
+    its first non-empty answer (asked again every 50 ms)."""
+    daemon_times, first_times, full_times = [], [], []
+    partial = empty_first = empty_daemon = 0
+    for k in range(runs):
+        copy = make_project(tmp, f"symbols-{k}")
+        client = DaemonClient(sock)
+        try:
+            client.call("session/open", {"root": str(copy)})
+            begin = time.perf_counter()
+            result = client.tool("get_symbols", {"scope": "workspace", "query": "compute"})
+            daemon_times.append(time.perf_counter() - begin)
+            empty_daemon += not result["symbols"]  # `compute` is there: empty is wrong
+            partial += bool(result.get("partial"))
+            client.call("session/close", {"terminate": True})
+        finally:
+            client.close()
+        direct = DirectClient(make_project(tmp, f"symbols-direct-{k}"))
+        try:
+            direct.start([])
+            begin = time.perf_counter()
+            found = direct.request("workspace/symbol", {"query": "compute"})
+            first_times.append(time.perf_counter() - begin)
+            empty_first += not found
+            while not found:
+                time.sleep(0.05)
+                found = direct.request("workspace/symbol", {"query": "compute"})
+            full_times.append(time.perf_counter() - begin)
+        finally:
+            direct.stop()
+    first, full, m = ms(first_times), ms(full_times), ms(daemon_times)
+    print(
+        f"\nfirst workspace symbols of a new session (server just started), median of {runs}:\n"
+        f"  direct: first answer {first:.1f} ms (empty in {empty_first} of {runs}),"
+        f" first non-empty answer {full:.1f} ms\n"
+        f"  through the daemon {m:.1f} ms (empty: {empty_daemon}, marked partial: {partial},"
+        f" of {runs});"
+        f" ratio to the direct first non-empty answer {m / full:.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--only", choices=["symbols"], help="run one part alone")
     args = parser.parse_args()
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-lsp-"))
     daemon: Daemon | None = None
     direct: DirectClient | None = None
+    if args.only == "symbols":
+        try:
+            daemon = Daemon(tmp)
+            first_symbols(tmp, daemon.socket, max(1, args.cold_runs))
+        finally:
+            if daemon is not None:
+                daemon.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     try:
         root = make_project(tmp)
         daemon = Daemon(tmp)
@@ -546,6 +603,7 @@ def main() -> None:
             f" {same_total / cold_total:.4f} (same file)"
         )
         print(f"\ndecode of a 5,000-location references response: {decode_5000():.2f} ms")
+        first_symbols(tmp, daemon.socket, max(1, args.cold_runs))
         daemon.note_servers(client)
         client.close()
     finally:

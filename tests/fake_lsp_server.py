@@ -188,6 +188,9 @@ def main() -> None:
             }
             if MODE == "empty-rename":  # renames answered with an edit that changes nothing
                 capabilities["renameProvider"] = True
+            if MODE == "busy-symbols":  # an index that never finishes loading
+                capabilities["workspaceSymbolProvider"] = True
+                workspace.root = params["rootPath"]
             if MODE.startswith("workspace-"):
                 workspace.root = params["rootPath"]
                 capabilities["diagnosticProvider"] = {
@@ -202,6 +205,10 @@ def main() -> None:
         elif method == "workspace/diagnostic":
             workspace.start(msg_id, params)
         elif method == "initialized":
+            if MODE == "busy-symbols":
+                ask("window/workDoneProgress/create", {"token": "index"})
+                begin = {"kind": "begin", "title": "Indexing"}
+                send({"method": "$/progress", "params": {"token": "index", "value": begin}})
             if MODE == "workspace-stale-token":
                 ask("window/workDoneProgress/create", {"token": "stale"})
             if MODE == "server-requests":
@@ -232,6 +239,11 @@ def main() -> None:
             texts[doc["uri"]] = params["contentChanges"][-1]["text"]
             if MODE != "unready-silent":
                 publish(doc["uri"], doc["version"], texts[doc["uri"]])
+        elif method == "workspace/symbol":
+            where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}
+            uri = f"file://{workspace.root}/a.fake"
+            found = {"name": "good", "kind": 12, "location": {"uri": uri, "range": where}}
+            send({"id": msg_id, "result": [found]})
         elif method == "textDocument/rename":
             send({"id": msg_id, "result": {"changes": {}}})
         elif method == "textDocument/hover":

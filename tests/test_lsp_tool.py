@@ -14,6 +14,13 @@ pytestmark = needs("basedpyright", "ruff")
 
 
 async def test_get_diagnostics_through_the_daemon(client: RpcClient, project: Path) -> None:
+    # The session's very first request, server not started: workspace symbols are not
+    # answered empty while basedpyright loads its workspace (it answers [] until then).
+    (project / "lib.py").write_text("def compute(x: int) -> int:\n    return x\n")
+    with trio.fail_after(40):
+        first = await client.tool("get_symbols", scope="workspace", query="compute")
+    assert [(s["name"], s["path"]) for s in first["symbols"]] == [("compute", "lib.py")]
+    (project / "lib.py").unlink()
     (project / "a.py").write_text("import os\n\nprint(undefined_name)\n")
     with trio.fail_after(40):
         result = await client.tool("get_diagnostics", path="a.py", severity="error")

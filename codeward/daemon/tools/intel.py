@@ -470,13 +470,23 @@ async def _document_symbols(
 async def _workspace_symbols(
     manager: LspManager, source: SourceFile | None, query: str, limit: int, outline: Outline
 ) -> dict[str, Any]:
-    languages = [source.language] if source is not None else manager.project_languages()
-    partial = not await _servers_idle(manager, languages)
-    answers = (
-        await manager.workspace_request("workspace/symbol", {"query": query}, languages=languages)
-        if languages
-        else []
-    )
+    files, _ = await trio.to_thread.run_sync(manager.project_files)
+    languages = [source.language] if source is not None else sorted(files)
+
+    async def ask() -> list[Answer]:
+        if not languages:
+            return []
+        params = {"query": query}
+        return await manager.workspace_request("workspace/symbol", params, languages=languages)
+
+    answers = await ask()  # a loaded server answers at once, whatever else it is doing
+    partial = False
+    if not any(isinstance(a.result, list) and a.result for a in answers):
+        # nothing: maybe a server that has not loaded its workspace yet; wait for that only
+        partial = not await _workspace_loaded(manager, languages, files)
+        answers = await ask()
+    # an index still loading (work-done progress) may have answered with some files only
+    partial = partial or any(manager.servers[a.server].progress for a in answers)
     locator = Locator(manager)
     items = [
         (answer, item)
@@ -590,18 +600,24 @@ class _Locals:
 _OUTLINE = frozenset({"class", "interface", "struct", "enum", "module", "namespace", "package"})
 
 
-async def _servers_idle(manager: LspManager, languages: list[str]) -> bool:
-    """Start the servers of `languages` and wait until none reports work in progress."""
-    idle = True
+async def _workspace_loaded(
+    manager: LspManager, languages: list[str], files: dict[str, list[Path]]
+) -> bool:
+    """Whether the servers of `languages` have loaded their workspace, which is what
+    `workspace/symbol` needs (basedpyright answers it empty until then): per language, one
+    of its files analysed by its servers, not the analysis of every file. False when that
+    did not happen within the settle timeout."""
+    loaded = True
     for language in languages:
-        for name in manager.languages[language].servers:
-            try:
-                server = manager.server_for(name, language)
-                await server.connection()
-            except ToolError:
-                continue
-            idle = await server.wait_idle(manager.config.lsp.ready_timeout) and idle
-    return idle
+        paths = sorted(files.get(language, ()))
+        if not paths:
+            continue
+        try:
+            answer = await manager.diagnostics(paths[0])
+        except ToolError:  # a server missing or failing: workspace_request says so
+            continue
+        loaded = loaded and not answer.partial
+    return loaded
 
 
 # -- call hierarchy ------------------------------------------------------------------------
