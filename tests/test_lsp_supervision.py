@@ -21,6 +21,7 @@ from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.server import LanguageServer, ServerState, scrub
 from codeward.protocol.errors import ErrorKind, ToolError
+from tests.conftest import OpenClient
 from tests.lsp_support import FAKE, fake_config, fake_server, running
 
 
@@ -398,3 +399,41 @@ async def test_restarts_on_purpose_count_towards_failed(tmp_path: Path) -> None:
             await server.connection()
     assert "failed 3 times (it used" in info.value.message
     assert "above its max_rss_mb of 4" in info.value.message
+
+
+class TestThroughTheDaemon:
+    """What a client sees in session/list, with an in-process daemon."""
+
+    @pytest.fixture
+    def daemon_config(self) -> Config:
+        servers = {"fake": msgspec.structs.replace(fake_server("grow"), max_rss_mb=48)}
+        config = fast(servers)
+        return msgspec.structs.replace(config, daemon=DaemonConfig(max_servers=1))
+
+    async def test_restarts_and_stops_show_in_session_list(
+        self, open_client: OpenClient, tmp_path: Path
+    ) -> None:
+        first, second = roots(tmp_path, 2)
+        hover = {"path": "a.fake", "line": 1, "character": 1}
+        one = await open_client(first)
+        with trio.fail_after(10):
+            await one.call("tools/call", {"name": "get_hover_info", "arguments": hover})
+
+        async def servers(root: Path) -> dict[str, object]:
+            sessions = (await one.call("session/list"))["sessions"]
+            return next(s for s in sessions if s["root"] == str(root))["servers"][0]
+
+        with trio.fail_after(10):  # over its memory cap after the hover: restarted
+            while (await servers(first))["restarts"] < 1:
+                await trio.sleep(0.02)  # another process's memory: polled, with a deadline
+        assert "above its max_rss_mb of 48" in str((await servers(first))["restart_reason"])
+        # A second root's server is one too many (max_servers = 1): the first one stops.
+        two = await open_client(second)
+        with trio.fail_after(10):
+            await two.call(
+                "tools/call", {"name": "get_diagnostics", "arguments": {"path": "a.fake"}}
+            )
+        stopped = await servers(first)
+        assert stopped["state"] == "idle" and stopped["pid"] is None
+        assert "daemon.max_servers" in str(stopped["restart_reason"])
+        assert (await servers(second))["state"] == "running"
