@@ -345,6 +345,21 @@ async def test_the_least_recently_used_idle_session_stops_first(tmp_path: Path) 
         ]
 
 
+async def test_sessions_beyond_max_sessions_stop_their_servers(tmp_path: Path) -> None:
+    a, b = roots(tmp_path, 2)
+    budget = ServerBudget(DaemonConfig(max_servers=10, max_sessions=1))
+    config = fast({"one": fake_server("ok"), "two": fake_server("ok")})
+    async with (
+        running(a, config, budget=budget) as (first, _),
+        running(b, config, budget=budget) as (second, _),
+    ):
+        await first.request_all(a / "a.fake", "textDocument/hover", hover_params)
+        assert budget.live() == 2  # two servers, one session: within both caps
+        await hover(second, b / "a.fake")  # a second session with live servers: one too many
+        assert [s["state"] for s in first.status()] == ["idle", "idle"]
+        assert budget.live() == 1
+
+
 async def test_a_busy_session_is_not_stopped_for_the_cap(tmp_path: Path) -> None:
     a, b = roots(tmp_path, 2)
     budget = ServerBudget(DaemonConfig(max_servers=10, max_sessions=1))
