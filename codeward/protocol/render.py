@@ -271,7 +271,7 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
             out.append("no hover information")
     elif result.get("status") == "not_found":
         out.append(f"no {command.replace('-', ' ')} found")
-    if result.get("partial"):
+    if result.get("partial") and not (command == "diagnostics" and result.get("unchecked_files")):
         out.append("partial result: a language server was still loading; try again shortly")
     if result.get("truncated"):
         out.append("output truncated")

@@ -11,6 +11,7 @@ from codeward.daemon.lsp.manager import Found
 from codeward.daemon.lsp.types import SEVERITY_NAMES, SEVERITY_RANKS
 from codeward.daemon.paths import relative, resolve_input_path
 from codeward.daemon.tools.registry import ToolContext, tool
+from codeward.protocol.errors import ErrorKind, ToolError
 
 Severity = Literal["error", "warning", "information", "hint"]
 DEFAULT_LIMIT = 500
@@ -44,6 +45,8 @@ class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
     DiagnosticsArgs,
 )
 async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, Any]:
+    if args.limit < 1:  # the schema says so too; a direct call of the handler skips it
+        raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `limit` as a positive number.")
     session = ctx.session
     root = session.root
     result: dict[str, Any] = {}
