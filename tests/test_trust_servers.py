@@ -141,13 +141,27 @@ async def test_rust_analyzer_restricted_then_trusted(
     assert (await pids(client))["rust-analyzer"] not in (before, None)
 
 
-async def test_rust_project_json_keeps_rust_analyzer_off(
-    open_client: OpenClient, project: Path, logs: dict[str, Path]
+@pytest.mark.parametrize(
+    ("files", "named"),
+    [
+        ({"crates/x/rust-project.json": '{"sysroot": "tc"}'}, "rust-project.json"),
+        ({".rust-project.json": "{}"}, "rust-project.json"),
+        ({".cargo/config.toml": '[env]\nLD_PRELOAD = "x.so"\n'}, "[env]"),
+        ({"crates/y/.cargo/config": "[env]\nA = 'b'\n"}, "[env]"),
+        ({".cargo/config.toml": "[env\n"}, "[env]"),  # unreadable: cannot tell
+    ],
+)
+async def test_what_keeps_rust_analyzer_off(
+    open_client: OpenClient,
+    project: Path,
+    logs: dict[str, Path],
+    files: dict[str, str],
+    named: str,
 ) -> None:
-    write(project, {"lib.rs": "", "crates/x/rust-project.json": '{"sysroot": "tc"}'})
+    write(project, {"lib.rs": "", **files})
     client = await open_client(project)
     failure = await refused(client, "lib.rs")
-    assert failure.kind == "lsp_unavailable" and "rust-project.json" in failure.message
+    assert failure.kind == "lsp_unavailable" and named in failure.message
     assert failure.data["restricted"] is True and started(logs["rust-analyzer"]) == []
 
 
@@ -270,6 +284,9 @@ def cargo_project(root: Path, marker: Path) -> None:
         (root / name).chmod(0o755)
 
 
+CFG = ["rustc", "-Z", "unstable-options", "--print", "cfg"]  # as rust-analyzer asks (no build)
+
+
 def cargo(root: Path, env: dict[str, str], *args: str) -> None:
     subprocess.run(
         ["cargo", *args], cwd=root, env=env, capture_output=True, timeout=120, check=False
@@ -297,10 +314,52 @@ def test_cargo_runs_nothing_from_the_project_with_the_restricted_environment(
     assert "toolchain/bin/cargo" in marker.read_text()  # armed: the project's toolchain
     marker.unlink()
 
-    for args in (["metadata", "--format-version", "1", "--no-deps"], ["metadata"]):
-        cargo(project, safe, *args)
+    commands = [
+        ["metadata", "--format-version", "1", "--no-deps"],
+        ["metadata", "--format-version", "1"],
+        CFG,  # how rust-analyzer learns the target's cfg
+    ]
+    for args in commands:
+        cargo(project, {**safe, "RUSTC_BOOTSTRAP": "1"}, *args)
         assert not marker.exists(), (args, marker.read_text())
     assert RUST_SETTINGS["cargo"]["noDeps"] is True  # what makes rust-analyzer add --no-deps
+
+
+PRELOAD = """
+#include <stdio.h>
+__attribute__((constructor)) static void canary(void) {
+    FILE *f = fopen("MARKER", "a");
+    if (f) { fputs("preloaded\\n", f); fclose(f); }
+}
+"""
+
+
+@pytest.mark.skipif(
+    shutil.which("cargo") is None or shutil.which("cc") is None, reason="needs cargo and cc"
+)
+def test_cargo_env_table_beats_the_environment_so_rust_analyzer_stays_off(
+    project: Path, tmp_path: Path
+) -> None:
+    """`[env] LD_PRELOAD` with `force` reaches the rustc cargo runs to learn the target,
+    whatever the environment says: such a project does not start rust-analyzer."""
+    from codeward.daemon.lsp.restricted import NotInRestrictedMode, rust_env
+
+    marker = tmp_path / "ran"
+    write(project, {"Cargo.toml": '[package]\nname = "d"\nversion = "0.1.0"\n'})
+    evil = PRELOAD.replace("MARKER", str(marker))
+    write(project, {"src/main.rs": "fn main() {}\n", "evil.c": evil})
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-o", str(project / "evil.so"), str(project / "evil.c")],
+        check=True,
+    )
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text(
+        '[env]\nLD_PRELOAD = { value = "evil.so", force = true, relative = true }\n'
+    )
+    cargo(project, {**os.environ, **rust_env(), "RUSTC_BOOTSTRAP": "1"}, *CFG)
+    assert "preloaded" in marker.read_text()  # armed, even with the restricted environment
+    with pytest.raises(NotInRestrictedMode, match=r"\[env\]"):
+        restricted("rust-analyzer", default_servers()["rust-analyzer"], project)
 
 
 @needs("gopls")

@@ -21,9 +21,10 @@ default server was reviewed:
 - rust-analyzer runs build scripts, proc macros, `cargo check` and cargo's configured
   wrappers: all off, `cargo metadata` without dependencies (it then runs no rustc), cargo's
   wrappers and compiler overridden from the environment, the toolchain pinned to the
-  user's rustup default (a `rust-toolchain.toml` cannot name one), offline. A root with a
-  `rust-project.json` (which may name a sysroot whose programs it would run) does not
-  start it.
+  user's rustup default (a `rust-toolchain.toml` cannot name one), config rustflags
+  overridden, offline. A root with a `rust-project.json` (which may name a sysroot whose
+  programs it would run) or a cargo config with an `[env]` table (cargo applies it, even
+  LD_PRELOAD, to the rustc it runs to learn the target) does not start it.
 - ElixirLS and Lexical compile the project with mix: they do not start.
 - A server codeward does not know does not start, unless the user's config says
   `untrusted = "run"` for it; `untrusted = "off"` keeps any server off.
@@ -208,6 +209,8 @@ def rust_env() -> dict[str, str]:
         "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER": "",
         "RUSTC": "rustc",
         "RUSTDOC": "rustdoc",
+        "CARGO_ENCODED_RUSTFLAGS": "",  # beats build.rustflags (e.g. -Zcodegen-backend=...)
+        "CARGO_ENCODED_RUSTDOCFLAGS": "",
         "CARGO_NET_OFFLINE": "true",
         "RUSTUP_TOOLCHAIN": rustup_default(),
         "RUSTUP_AUTO_INSTALL": "0",
@@ -222,13 +225,11 @@ def _rust_analyzer(config: ServerConfig, root: Path) -> ServerConfig:
     found = _find(root, RUST_PROJECT, WALK_LIMIT)
     if found is None:
         raise NotInRestrictedMode(
-            "the project is too large to check that it has no rust-project.json (which may "
-            "name programs it would run)"
+            "the project is too large to check that it has no rust-project.json or cargo "
+            "[env] (which may make it run the project's programs)"
         )
     if found:
-        raise NotInRestrictedMode(
-            f"the project has a {found}, which may name programs it would run"
-        )
+        raise NotInRestrictedMode(found)
     settings = merged(config.settings, {"rust-analyzer": RUST_SETTINGS})
     options = merged(config.init_options or {}, RUST_SETTINGS)
     env = {**config.env, **rust_env()}
@@ -236,8 +237,11 @@ def _rust_analyzer(config: ServerConfig, root: Path) -> ServerConfig:
 
 
 def _find(root: Path, names: frozenset[str], limit: int) -> str | None:
-    """The name of a file of `names` under `root` ("" when there is none), or None when
-    the walk gave up after `limit` entries. Build and dependency folders are skipped."""
+    """Why rust-analyzer cannot be restricted in `root` ("" when it can): a file of
+    `names`, or a cargo config with an `[env]` table (cargo sets those variables, even
+    LD_PRELOAD, for the rustc it runs to learn the target, whatever the environment says).
+    None when the walk gave up after `limit` entries. Build and dependency folders are
+    skipped."""
     stack = [root]
     while stack:
         try:
@@ -249,10 +253,27 @@ def _find(root: Path, names: frozenset[str], limit: int) -> str | None:
             if limit < 0:
                 return None
             if entry.name in names:
-                return entry.name
+                return f"the project has a {entry.name}, which may name programs it would run"
+            if entry.name == ".cargo" and _sets_env(Path(entry.path)):
+                return "the project's cargo config has an [env] table, which cargo applies to rustc"
             if entry.is_dir(follow_symlinks=False) and entry.name not in SKIPPED:
                 stack.append(Path(entry.path))
     return ""
+
+
+def _sets_env(folder: Path) -> bool:
+    """Whether a `.cargo` folder's config sets `[env]` (or cannot be read to tell)."""
+    for name in ("config.toml", "config"):
+        path = folder / name
+        if not path.exists():
+            continue
+        try:
+            with open(path, "rb") as f:
+                if "env" in tomllib.load(f):
+                    return True
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return True
+    return False
 
 
 SKIPPED = frozenset({".git", "target", "node_modules", ".venv", "__pycache__"})
