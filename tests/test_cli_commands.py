@@ -356,6 +356,35 @@ def test_symbols_format_and_actions(repo: Path, sock_path: Path) -> None:
     ]
 
 
+def test_symbols_outline_flags(repo: Path, sock_path: Path) -> None:
+    tree = {
+        "symbols": [
+            {
+                "name": "C",
+                "kind": "class",
+                "line": 1,
+                "character": 7,
+                "children": [{"name": "m", "kind": "method", "line": 2, "character": 9}],
+            }
+        ]
+    }
+    with FakeDaemon(
+        sock_path, responder({"tools/call": tool_replier({"get_symbols": tree})})
+    ) as fake:
+        out = run(["--socket", str(sock_path), "symbols", "src/m.py", "--all", "--depth", "2"])
+        run(["--socket", str(sock_path), "symbols", "src/m.py", "--kind", "class,method"])
+        run(["--socket", str(sock_path), "symbols", "--workspace", "C", "--kind", "class"])
+        bad = run(["--socket", str(sock_path), "symbols", "src/m.py", "--depth", "two"])
+    assert out.code == 0 and out.stdout == "src/m.py:1:7: class C\nsrc/m.py:2:9:   method m\n"
+    assert bad.code == 2
+    path = str(repo / "src/m.py")
+    assert [c["arguments"] for c in tool_calls(fake)] == [
+        {"scope": "document", "path": path, "all": True, "depth": 2},
+        {"scope": "document", "path": path, "kinds": ["class", "method"]},
+        {"scope": "workspace", "query": "C", "kinds": ["class"]},
+    ]
+
+
 def test_tool_error_exits_1_with_message_and_kind(repo: Path, sock_path: Path) -> None:
     error = (-32000, "The path is outside the project; give one inside it.",
              {"kind": "path_outside_project"})  # fmt: skip

@@ -413,9 +413,10 @@ class DeclarationSites:
 @tool(
     "get_symbols",
     "List symbols. Document scope (give path): the file's outline as a tree of classes, "
-    "functions, methods and variables with kinds and line ranges, to understand a file "
-    "without reading it all. Workspace scope (give query): find definitions by name across "
-    "the project, each with its path and container.",
+    "functions, methods and module or class names with kinds and line ranges, to understand "
+    "a file without reading it all. Workspace scope (give query): find definitions by name "
+    "across the project, each with its path and container. Parameters and local variables "
+    "appear only with all: true; kinds and depth narrow the answer.",
     SymbolsArgs,
 )
 async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
