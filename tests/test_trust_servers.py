@@ -146,6 +146,7 @@ async def test_rust_analyzer_restricted_then_trusted(
     [
         ({"crates/x/rust-project.json": '{"sysroot": "tc"}'}, "rust-project.json"),
         ({".rust-project.json": "{}"}, "rust-project.json"),
+        ({"rust-analyzer.toml": "[check]\noverrideCommand = ['./x']\n"}, "rust-analyzer.toml"),
         ({".cargo/config.toml": '[env]\nLD_PRELOAD = "x.so"\n'}, "[env]"),
         ({"crates/y/.cargo/config": "[env]\nA = 'b'\n"}, "[env]"),
         ({".cargo/config.toml": "[env\n"}, "[env]"),  # unreadable: cannot tell

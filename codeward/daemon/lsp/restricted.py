@@ -23,8 +23,9 @@ default server was reviewed:
   wrappers and compiler overridden from the environment, the toolchain pinned to the
   user's rustup default (a `rust-toolchain.toml` cannot name one), config rustflags
   overridden, offline. A root with a `rust-project.json` (which may name a sysroot whose
-  programs it would run) or a cargo config with an `[env]` table (cargo applies it, even
-  LD_PRELOAD, to the rustc it runs to learn the target) does not start it.
+  programs it would run), a `rust-analyzer.toml` (which may set its commands) or a cargo
+  config with an `[env]` table (cargo applies it, even LD_PRELOAD, to the rustc it runs
+  to learn the target) does not start it.
 - ElixirLS and Lexical compile the project with mix: they do not start.
 - A server codeward does not know does not start, unless the user's config says
   `untrusted = "run"` for it; `untrusted = "off"` keeps any server off.
@@ -217,7 +218,10 @@ def rust_env() -> dict[str, str]:
     }
 
 
-RUST_PROJECT = frozenset({"rust-project.json", ".rust-project.json"})
+# project files that can name programs rust-analyzer runs (a sysroot, override commands)
+RUST_PROJECT = frozenset(
+    {"rust-project.json", ".rust-project.json", "rust-analyzer.toml", ".rust-analyzer.toml"}
+)
 WALK_LIMIT = 20000  # entries looked at for a rust-project.json
 
 
