@@ -9,16 +9,19 @@ milliseconds and costs a few MiB.
 
 from __future__ import annotations
 
-import contextlib
+import _socket  # the socket module's own imports (selectors...) cost more than it gives here
 import os
-import socket
 import sys
 import threading
-from pathlib import Path
-from typing import TextIO
 
 from codeward.client.root import project_root
 from codeward.protocol.socket_path import socket_path
+
+TYPE_CHECKING = False  # typing itself is not imported at run time: it is not cheap
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TextIO
+
 
 BIND_METHOD = "codeward/mcp"  # as codeward.protocol.mcp.BIND_METHOD (whose module needs msgspec)
 EXIT_OK = 0
@@ -48,9 +51,9 @@ def binding_line(root: Path) -> bytes:
     return line.encode("utf-8", "surrogateescape")
 
 
-def connect(path: Path, *, autostart: bool) -> socket.socket:
+def connect(path: Path, *, autostart: bool) -> _socket.socket:
     """A socket connected to the daemon; the autostart machinery only when none answers."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
         return sock
@@ -67,7 +70,14 @@ def connect(path: Path, *, autostart: bool) -> socket.socket:
     return sock
 
 
-def copy(sock: socket.socket, in_fd: int, out_fd: int) -> bool:
+def _shutdown(sock: _socket.socket, how: int) -> None:
+    try:  # noqa: SIM105 - contextlib is one more import on the lean path
+        sock.shutdown(how)
+    except OSError:
+        pass  # already closed by the other side
+
+
+def copy(sock: _socket.socket, in_fd: int, out_fd: int) -> bool:
     """Copy stdin to the socket and the socket to stdout until either side closes.
 
     Returns True when the host closed stdin (or stdout) first, False when the daemon closed
@@ -84,11 +94,9 @@ def copy(sock: socket.socket, in_fd: int, out_fd: int) -> bool:
         except OSError:
             pass  # stdin broke, or the daemon is gone (then downstream ends too)
         host_done.set()
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_WR)
+        _shutdown(sock, _socket.SHUT_WR)
         if not daemon_done.wait(DRAIN_TIMEOUT):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+            _shutdown(sock, _socket.SHUT_RDWR)
 
     threading.Thread(target=upstream, name="stdin", daemon=True).start()
     try:
@@ -121,13 +129,13 @@ def run(
     except Unreachable as exc:
         err.write(f"codeward: {exc.message}\n")
         return EXIT_UNREACHABLE
-    with sock:
-        try:
-            sock.sendall(binding_line(root))
-        except OSError:
-            host_first = False
-        else:
-            host_first = copy(sock, (stdin or sys.stdin).fileno(), (stdout or sys.stdout).fileno())
+    try:
+        sock.sendall(binding_line(root))
+        host_first = copy(sock, (stdin or sys.stdin).fileno(), (stdout or sys.stdout).fileno())
+    except OSError:
+        host_first = False
+    finally:
+        sock.close()
     if host_first:
         return EXIT_OK
     err.write("codeward: the daemon closed the connection (stopped?); restart the MCP server.\n")
