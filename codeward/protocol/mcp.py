@@ -229,9 +229,9 @@ class McpMachine:
         if method == "tools/list":
             _params(item, ListToolsParams)
             return ListTools(msg_id)
-        call = _params(item, CallToolParams)
-        token = call.meta.progress_token if isinstance(call.meta, RequestMeta) else UNSET
-        return CallTool(msg_id, call.name, call.arguments or {}, None if token is UNSET else token)  # type: ignore[arg-type]
+        call: CallToolParams = _params(item, CallToolParams)
+        token = call.meta.progress_token if isinstance(call.meta, RequestMeta) else None
+        return CallTool(msg_id, call.name, call.arguments or {}, _token(token))
 
     def _notification(self, item: Incoming) -> Event | None:
         if item.method == BIND_METHOD:
@@ -277,6 +277,10 @@ class McpMachine:
 
     def list_changed_message(self) -> bytes:
         return encode(Notification(method="notifications/tools/list_changed"))
+
+
+def _token(token: int | str | UnsetType | None) -> int | str | None:
+    return token if isinstance(token, int | str) else None
 
 
 def _params(item: Incoming, type_: type[Any]) -> Any:
