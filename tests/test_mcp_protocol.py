@@ -4,6 +4,7 @@ errors it answers by itself, and the messages it encodes."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,7 +42,7 @@ def ready() -> mcp.McpMachine:
     [
         (line("initialize", INIT, 1), True),
         (line(mcp.BIND_METHOD, {"root": "/p"}), True),
-        (pump.binding_line(pump.Path("/p")).strip(), True),
+        (pump.binding_line(Path("/p")).strip(), True),
         # the native dialect's initialize (snake_case) and other first lines stay native
         (line("initialize", {"protocol_version": 1, "client": {"name": "c"}}, 1), False),
         (line("initialize", {"protocolVersion": "2025-06-18"}, 1), False),  # no clientInfo
@@ -144,7 +145,7 @@ def test_encoded_results_and_notifications() -> None:
 
 def test_binding_line_escapes_the_root() -> None:
     odd = '/tmp/a "quoted"\\dir\n\tx/é'
-    message = json.loads(pump.binding_line(pump.Path(odd)))
+    message = json.loads(pump.binding_line(Path(odd)))
     assert message == {"jsonrpc": "2.0", "method": mcp.BIND_METHOD, "params": {"root": odd}}
     assert pump.BIND_METHOD == mcp.BIND_METHOD
 
