@@ -93,7 +93,8 @@ async def test_git_commands_of_one_session_overlap(
     repo: Path, open_client: OpenClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """N statuses from N clients are all running git at the same moment (each status runs
-    two git processes: the command and its parse run); one at a time would never get there."""
+    one git process: the parse run its output is rendered from); one at a time would never
+    get there."""
     count = 6
     real = git_command_module.run_process
     running = 0
@@ -102,7 +103,7 @@ async def test_git_commands_of_one_session_overlap(
     async def counted(*args: Any, **kwargs: Any) -> Any:
         nonlocal running
         running += 1
-        if running >= 2 * count:
+        if running >= count:
             all_in.set()
         await all_in.wait()
         try:
