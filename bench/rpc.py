@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import Daemon  # bench/
+from common import Daemon, cpu_seconds  # bench/
 
 REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"daemon/status"}\n'
 
@@ -122,8 +122,13 @@ def main() -> None:
         report(f"{args.clients} concurrent clients", merged)
         print(f"{'':<28} throughput {len(merged) / elapsed:8.0f} calls/s")
 
+        cpu = cpu_seconds(daemon.proc.pid)
         rate = pipelined(sock, args.calls, 64)
-        print(f"{'1 client, 64 in flight':<28} throughput {rate:8.0f} calls/s")
+        cpu = (cpu_seconds(daemon.proc.pid) - cpu) / args.calls
+        print(
+            f"{'1 client, 64 in flight':<28} throughput {rate:8.0f} calls/s"
+            f"   daemon CPU {cpu * 1e6:6.1f} us/call"
+        )
         batch: list[float] = []
         batches(sock, max(10, args.calls // 100), 100, batch)
         report("batch of 100", batch)

@@ -266,7 +266,8 @@ async def test_a_closed_pipe_fails_requests_at_once() -> None:
 
 async def test_replies_go_straight_to_the_socket_and_keep_their_order() -> None:
     mine, theirs = socket.socketpair()
-    conn = Connection(SimpleNamespace(), trio.SocketStream(trio.socket.from_stdlib_socket(mine)), 1)  # type: ignore[arg-type]
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
+    conn = Connection(SimpleNamespace(config=Config()), stream, 1)  # type: ignore[arg-type]
     conn.framing = Framing.NDJSON
     async with trio.open_nursery() as nursery:
         nursery.start_soon(conn.outbox.run)

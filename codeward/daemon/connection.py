@@ -103,6 +103,7 @@ class Connection:
         self._since_barrier: list[trio.Event] = []  # starts of the requests after it
         self._pending: dict[Id, trio.MemorySendChannel[Response]] = {}
         self._next_out_id = 0
+        self._limits = daemon.config.daemon  # this connection's (a reload: the next ones')
         self.outbox = Outbox(stream, self._progressed)
         self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
         self._tasks = 0  # request, batch and MCP call tasks not yet finished
@@ -151,7 +152,7 @@ class Connection:
 
     async def _read(self, requests: trio.Nursery, nursery: trio.Nursery) -> None:
         """Read until the client stops sending; then settle what its requests in flight do."""
-        limits = self.daemon.config.daemon
+        limits = self._limits
         self._reader.deadline = trio.current_time() + limits.first_message_timeout
         end = "timeout"
         with self._reader:
@@ -172,9 +173,10 @@ class Connection:
 
     async def _read_loop(self, requests: trio.Nursery) -> str:
         """Read and dispatch frames; why it stopped: "eof", "reset" or "framing"."""
-        limits = self.daemon.config.daemon
+        limits = self._limits
         while True:
-            await self._wait_for_room()
+            if self._full():
+                await self._wait_for_room()
             try:
                 data = await self.stream.receive_some(READ_SIZE)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -238,10 +240,8 @@ class Connection:
         self._cancel_reads()
 
     def _cancel_reads(self) -> None:
-        from codeward.daemon.handlers import outlives_client
-
         for scope, item in list(self._inflight.values()):
-            if not outlives_client(item):
+            if not _outlives_client(item):
                 scope.cancel()
         if self.mcp is not None:
             self.mcp.cancel(writes=False)
@@ -283,14 +283,20 @@ class Connection:
     def _held_bytes(self) -> int:
         return self.outbox.queued_bytes + self._batch_bytes
 
+    def _full(self) -> bool:
+        """Whether the reader must wait before it takes another request."""
+        limits = self._limits
+        return not self.closed and (
+            self._tasks + self._batch_items >= limits.max_requests_in_flight
+            or self.outbox.queued_bytes + self._batch_bytes > limits.max_queued_reply_bytes
+        )
+
     async def _wait_for_room(self) -> None:
         """The reader takes no more requests while too many run or too many reply bytes
         wait; it goes on when the requests are under the limit and the bytes drained to half."""
-        limits = self.daemon.config.daemon
+        limits = self._limits
         most = limits.max_requests_in_flight
-        if self.closed or (
-            self._reader_load() < most and self._held_bytes() <= limits.max_queued_reply_bytes
-        ):
+        if not self._full():
             return
         self.paused = True
         try:
@@ -313,7 +319,7 @@ class Connection:
 
     async def _wait_for_slot(self) -> None:
         """A batch starts its next request only while fewer than the limit run."""
-        most = self.daemon.config.daemon.max_requests_in_flight
+        most = self._limits.max_requests_in_flight
         await self._wait_until(lambda: self.closed or self.stopping or len(self._inflight) < most)
 
     async def _wait_until(self, ready: Callable[[], bool]) -> None:
@@ -342,14 +348,13 @@ class Connection:
     # ---- dispatch ------------------------------------------------------------------------
 
     async def _dispatch_frame(self, frame: bytes, requests: trio.Nursery) -> None:
-        from codeward.daemon.handlers import outlives_client
-
         if self._first_frame:
             self._first_frame = False
             if self.framing is Framing.NDJSON and mcp.is_opening(frame):
                 self.mcp = McpDialect(self)
         if self.mcp is not None:
-            await self._wait_for_room()
+            if self._full():
+                await self._wait_for_room()
             self.mcp.receive(frame, requests)
             return
         try:
@@ -358,7 +363,8 @@ class Connection:
             self._queue(encode(error_response(None, exc.code, exc.message)))
             return
         if is_batch:
-            await self._wait_for_room()
+            if self._full():
+                await self._wait_for_room()
             turns = [  # each request takes its turn now, in arrival order
                 self._turn(i) if isinstance(i, Incoming) and i.kind == "request" else None
                 for i in items
@@ -370,8 +376,9 @@ class Connection:
         if isinstance(item, RpcError):
             self._queue(encode(error_response(None, item.code, item.message)))
         elif item.kind == "request":
-            await self._wait_for_room()
-            if self.gone and not outlives_client(item):
+            if self._full():
+                await self._wait_for_room()
+            if self.gone and not _outlives_client(item):
                 return  # read after its client left: nobody wants its answer
             if item.id in self._inflight:
                 self._queue(encode(_duplicate_id(item.id)))
@@ -411,9 +418,7 @@ class Connection:
 
     async def _run_batch(self, items: list[Incoming | RpcError], turns: list[Turn | None]) -> None:
         """Run a batch's requests concurrently; answer them in one array, within its bound."""
-        from codeward.daemon.handlers import outlives_client
-
-        limit = self.daemon.config.daemon.max_batch_reply_bytes
+        limit = self._limits.max_batch_reply_bytes
         bodies: list[bytes | None] = [None] * len(items)
         held = 0
         dropped = False  # a reply was over the bound: later requests are not run
@@ -457,7 +462,7 @@ class Connection:
                         keep(index, _duplicate_id(item.id))
                     elif self.stopping:
                         keep(index, _stopping(item.id))
-                    elif self.gone and not outlives_client(item):
+                    elif self.gone and not _outlives_client(item):
                         keep(index, _cancelled(item.id, "Request cancelled."))
                     else:
                         scope = trio.CancelScope()
@@ -592,6 +597,12 @@ class Connection:
 
     def _forward_progress(self, params: dict[str, Any]) -> None:
         self.notify_client("$/progress", params)
+
+
+def _outlives_client(item: Incoming) -> bool:
+    from codeward.daemon.handlers import outlives_client
+
+    return outlives_client(item)
 
 
 _STOPPING = "The daemon is stopping; send the request again once it is back."
