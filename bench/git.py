@@ -32,6 +32,10 @@ from codeward.daemon.tools.git_tool import run_chunk
 HOST_CALLS = 500
 SMALL = 20
 LUA_EVALS = 2000
+# git status refreshes the index when it may; the daemon's reads do not (GIT_OPTIONAL_LOCKS=0).
+# The direct runs do not either: a rewritten index would also invalidate the daemon's cached
+# repository scan, whose signature includes the index, and cost it a rescan per call.
+READ_ONLY = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
 
 
 def make_repo(root: Path, files: int) -> None:
@@ -84,7 +88,7 @@ def compare_status(client: DaemonClient, repo: Path, files: int, runs: int, targ
             assert result["parsed"]["unstaged"], "status saw no changes"
 
         def direct(a: list[str] = status_args) -> None:
-            subprocess.run(["git", "status", *a], cwd=repo, check=True,
+            subprocess.run(["git", "status", *a], cwd=repo, check=True, env=READ_ONLY,
                            stdout=subprocess.DEVNULL)  # fmt: skip
 
         ours, theirs = side_by_side(through_daemon, direct, runs)

@@ -55,8 +55,8 @@ QUOTED = [
 
 
 def lib_source() -> str:
-    """31 document symbols: 3 classes of 3 methods, 10 functions, `compute` and its
-    parameter, 7 constants."""
+    """31 outline entries: 3 classes of 3 methods, 11 functions (`compute` among them),
+    8 constants."""
     parts = ['"""Shapes and numbers."""\n']
     for name in ("Circle", "Square", "Triangle"):
         parts.append(f"\n\nclass {name}:\n")
@@ -66,7 +66,7 @@ def lib_source() -> str:
         parts.append(f"\ndef helper_{k}() -> int:\n    return {k}\n\n")
     parts.append('\ndef compute(value: int) -> int:\n    """Double the value."""\n'
                  "    return value * 2\n\n")  # fmt: skip
-    parts += [f"\nLIMIT_{k} = {k}" for k in range(7)]
+    parts += [f"\nLIMIT_{k} = {k}" for k in range(8)]
     return "".join(parts) + "\n"
 
 
