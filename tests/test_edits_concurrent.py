@@ -8,8 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
+from codeward.daemon.lsp.connection import CONTENT_MODIFIED
+from codeward.daemon.lsp.manager import LspManager
+from codeward.protocol.errors import ErrorKind, ToolError
 from tests.conftest import OpenClient
 from tests.intel_support import write
 from tests.lsp_support import needs
@@ -113,11 +117,35 @@ async def test_a_writer_appending_during_renames_loses_no_line(
                 stdout=subprocess.DEVNULL,
             )
             nursery.start_soon(appender.wait)
-            for count in range(16):
-                reply = await rename(client, f"name{count}")
-                assert isinstance(reply, dict) or reply == "stale_edit", reply
-            stop.touch()
+            try:
+                for count in range(16):
+                    reply = await rename(client, f"name{count}")
+                    assert isinstance(reply, dict) or reply == "stale_edit", reply
+            finally:
+                stop.touch()  # the appender ends even when the test fails
     assert appender.returncode == 0
     written = int(total.read_text())
     lines = [line for line in (project / "core.py").read_text().splitlines() if line[:2] == "# "]
     assert written > 0 and lines == [f"# line {n}" for n in range(written)]
+
+
+async def test_a_rename_answered_for_changed_content_is_stale(
+    open_client: OpenClient, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server (or the daemon) says the content changed while the rename was computed:
+    that is a stale edit to run again, not "nothing to rename" (for prepareRename too)."""
+    write(project, {"core.py": CORE, "use.py": USE})
+    client = await open_client(project)
+    real = LspManager.request
+    for method in ("textDocument/prepareRename", "textDocument/rename"):
+
+        async def modified(self: LspManager, path: Path, asked: str, *args: Any, **kw: Any) -> Any:
+            if asked == method:  # noqa: B023  (each round patches anew)
+                raise ToolError(ErrorKind.LSP_ERROR, "Content modified.", code=CONTENT_MODIFIED)
+            return await real(self, path, asked, *args, **kw)
+
+        monkeypatch.setattr(LspManager, "request", modified)
+        assert await rename(client, "other") == "stale_edit", method
+    monkeypatch.setattr(LspManager, "request", real)
+    assert (project / "core.py").read_text() == CORE
+    assert isinstance(await rename(client, "other"), dict)

@@ -12,6 +12,7 @@ from codeward.daemon.edits.actions import Action, collect, in_lines, server_diag
 from codeward.daemon.edits.identifiers import invalid_reason
 from codeward.daemon.edits.server_edits import accepting_edits
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
+from codeward.daemon.lsp.connection import CONTENT_MODIFIED
 from codeward.daemon.lsp.manager import DocumentContext, LspManager
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.tools.intel import Character, Line, Path_
@@ -313,7 +314,7 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
         except ToolError as exc:
             if exc.kind is not ErrorKind.LSP_ERROR or "code" not in exc.details:
                 raise
-            raise _nothing(where, exc.message) from None
+            raise _refused(where, source.shown, exc) from None
         if prepared.result is None:
             raise _nothing(where)
 
@@ -328,7 +329,7 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     except ToolError as exc:
         if exc.kind is not ErrorKind.LSP_ERROR or "code" not in exc.details:
             raise
-        raise _nothing(where, exc.message) from None
+        raise _refused(where, source.shown, exc) from None
     if answer.result is None:
         raise _nothing(where)
     result = await apply_workspace_edit(
@@ -354,6 +355,19 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     if answer.partial:
         shown["partial"] = True
     return shown
+
+
+def _refused(where: str, shown: str, error: ToolError) -> ToolError:
+    """The server's error answer to a rename: the file changed while it computed (a stale
+    edit, to run again), or nothing at that position can be renamed."""
+    if error.details.get("code") == CONTENT_MODIFIED:
+        return ToolError(
+            ErrorKind.STALE_EDIT,
+            f"{shown!r} changed while the language server computed the rename, so nothing "
+            "was written; run the tool again.",
+            path=shown,
+        )
+    return _nothing(where, error.message)
 
 
 def _nothing(where: str, reason: str = "") -> ToolError:
