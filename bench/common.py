@@ -97,7 +97,8 @@ class RpcFailed(Exception):
     def __init__(self, message: str, error: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         data = (error or {}).get("data")
-        kind = data.get("kind") if isinstance(data, dict) else None
+        self.data: dict[str, Any] = data if isinstance(data, dict) else {}
+        kind = self.data.get("kind")
         self.kind = str(kind if kind is not None else (error or {}).get("code", "error"))
 
 

@@ -12,7 +12,8 @@ Faults, during the run: at a quarter of it the first Python root's basedpyright 
 (SIGKILL); at half of it the second one's is stopped (SIGSTOP) and continued (SIGCONT)
 `--stop-seconds` later. A probe then asks that root until it answers again (recovery).
 Errors on a root between its fault and its recovery (plus the request timeout) are counted
-as the fault's; every other error is unexpected, except `stale_edit` from racing edits.
+as the fault's; every other error is unexpected, except those the racing edits cause:
+`stale_edit`, and answers refused because a file changed meanwhile (`content_modified`).
 
 Every 10 s the daemon's RSS and open descriptors are sampled (from /proc).
 
@@ -142,6 +143,7 @@ class Stats:
     # (when the reply came, root, op, kind) of every error
     events: list[tuple[float, str, str, str]] = field(default_factory=list)
     empty: Counter[str] = field(default_factory=Counter)  # answers with status not_found
+    messages: dict[str, str] = field(default_factory=dict)  # the first message of each kind
 
     def record(self, root: str, op: str, seconds: float, kind: str | None, at: float) -> None:
         with self.lock:
@@ -226,7 +228,11 @@ OPS: dict[str, tuple[int, Callable[[Client], Any]]] = {
     "lua/eval": (10, Client.lua),
     "edit": (2, Client.edit),
 }
-EXPECTED = {"stale_edit"}  # racing edits of one file: the second one is refused, as it should
+# Racing edits of one file: the second one is refused, as it should; and an answer computed
+# while the edits changed a file of the project (the server's ContentModified, retried once)
+# is refused as about content that no longer exists.
+EXPECTED = {"stale_edit", "content_modified"}
+CONTENT_MODIFIED = -32801
 
 
 def run_client(client: Client, end: float, stats: Stats, t0: float) -> None:
@@ -242,7 +248,9 @@ def run_client(client: Client, end: float, stats: Stats, t0: float) -> None:
                 with stats.lock:
                     stats.empty[op] += 1
         except RpcFailed as exc:
-            kind = exc.kind
+            kind = "content_modified" if exc.data.get("code") == CONTENT_MODIFIED else exc.kind
+            with stats.lock:
+                stats.messages.setdefault(f"{kind} ({client.project.name} {op})", str(exc))
         except TimeoutError:
             kind = "client_timeout"
         except OSError:
@@ -411,6 +419,8 @@ def report(
                            ("expected", expected)):  # fmt: skip
         if counter:
             print(f"  {title}: " + ", ".join(f"{k} x{n}" for k, n in counter.most_common()))
+    for where, message in sorted(stats.messages.items()):
+        print(f"  first {where}: {message[:300]}")
     print(f"{'operation':<12} {'count':>7} {'p50 ms':>8} {'p99 ms':>9} {'errors':>7} {'empty':>6}")
     for op in OPS:
         values = stats.latencies.get(op, [])
