@@ -43,6 +43,8 @@ class Daemon:
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until SIGTERM/SIGINT or daemon/shutdown; then close everything, gracefully."""
         self.started_at = trio.current_time()
+        # Edits take write leases (edits/leases.py), whose breaks are signalled with SIGIO.
+        signal.signal(signal.SIGIO, signal.SIG_IGN)
         activated = bool(os.environ.get("LISTEN_FDS"))
         lock_fd = -1
         if not activated:

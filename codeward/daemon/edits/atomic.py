@@ -8,6 +8,15 @@ from, and the replaced file is kept open: after the last replace, a file that ch
 between (a write that landed after the check) rolls everything back as `stale_edit`, that
 file getting the content it had just before the replace. When a replace fails, the files
 already replaced get their old content back and the ones moved aside return.
+
+A replace cannot see a program that opened the old file just before it and writes just
+after the last check: that write lands in the replaced file and is lost. So an edit that
+only changes existing files first takes a Linux write lease on each (`leases.py`): granted
+only while no other process has the file open, and any process that opens it meanwhile
+waits until the lease is released. Under the leases each file is checked and written in
+place, its staged copy kept until the write is done; another writer then sees the new
+content, never the old one. Where a lease cannot be had (the file is open elsewhere, a
+file system without leases, SIGIO not ignored), the replace path above is taken.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from codeward.daemon.edits.leases import Leased, lease_all
 from codeward.daemon.edits.plan import EditPlan, FileChange, stale
 from codeward.daemon.files import Missing, read_file
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -113,7 +123,11 @@ def commit(plan: EditPlan) -> None:
                 except OSError as exc:
                     raise _failed(change, exc) from None
             staged.append((change, temp))
-        _replace_all(staged, default_mode, owners)
+        leased = lease_all(plan.changes)
+        if leased is not None:
+            _write_in_place(leased)
+        else:
+            _replace_all(staged, default_mode, owners)
     finally:
         for _, temp in staged:
             if temp is not None:
@@ -180,6 +194,60 @@ def _replace_all(
     for backup in aside:
         with contextlib.suppress(OSError):
             os.unlink(backup)
+
+
+def _write_in_place(leased: Leased) -> None:
+    """Check and write each leased file through its descriptor; any failure writes the old
+    bytes back and raises. The leases are released at the end, whatever happens."""
+    written: list[tuple[FileChange, int]] = []
+    current: FileChange | None = None
+    with leased:
+        try:
+            for change, fd in leased.files:
+                current = change
+                if _read_fd(fd) != change.before:
+                    raise stale(change.shown)
+            for change, fd in leased.files:
+                current = change
+                assert change.after is not None
+                written.append((change, fd))
+                _overwrite(fd, change.after)
+                if change.mode is not None:
+                    os.fchmod(fd, change.mode)
+            for change, fd in leased.files:  # still the file at its path: not moved away
+                current = change
+                if not _same_file(change.path, fd):
+                    raise stale(change.shown)
+        except (OSError, ToolError) as exc:
+            for change, fd in reversed(written):
+                try:
+                    assert change.before is not None
+                    _overwrite(fd, change.before)
+                except OSError as undo_exc:  # pragma: no cover - a second failure
+                    log.error("rolling back an edit failed: %s", undo_exc)
+            if isinstance(exc, ToolError):
+                raise
+            assert current is not None
+            raise _failed(current, exc) from None
+
+
+def _overwrite(fd: int, data: bytes) -> None:
+    """Make the open file hold exactly `data` (it grows first, then shrinks), durably."""
+    view = memoryview(data)
+    offset = 0
+    while offset < len(view):
+        offset += os.pwrite(fd, view[offset:], offset)
+    os.ftruncate(fd, len(data))
+    os.fsync(fd)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        on_disk = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _create(change: FileChange, temp: str) -> None:
