@@ -4,6 +4,7 @@ can be had the replace path is taken."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from codeward.daemon import files
 from codeward.daemon.edits import Basis, atomic, commit, prepare
 from codeward.daemon.edits import leases as leases_module
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -175,3 +177,42 @@ def test_leases_need_sigio_ignored(root: Path) -> None:
 
 def _no_replace(src: Any, dst: Any) -> None:
     raise AssertionError(f"the lease path replaced {dst}")
+
+
+def _lease_on(path: Path) -> int:
+    fd = os.open(path, os.O_RDWR)
+    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    return fd
+
+
+def test_a_read_waits_for_a_lease_to_end(
+    root: Path, monkeypatch: pytest.MonkeyPatch, sigio_ignored: None
+) -> None:
+    """The daemon's own reads meet its edits' leases (EWOULDBLOCK on open): they are asked
+    again until the write is done, and see the new content."""
+    fd = _lease_on(root / "a.py")
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the edit finishes while the reader waits
+        if not waits:
+            os.pwrite(fd, b"alpha = 1\n", 0)
+            leases_module.release([fd])
+        waits.append(seconds)
+
+    monkeypatch.setattr(files.time, "sleep", sleep)
+    data, _ = files.read_file(root / "a.py", root)
+    assert data == b"alpha = 1\n" and len(waits) == 1
+
+
+def test_a_lease_held_too_long_is_a_clear_timeout(
+    root: Path, monkeypatch: pytest.MonkeyPatch, sigio_ignored: None
+) -> None:
+    fd = _lease_on(root / "a.py")
+    monkeypatch.setattr(files, "LEASE_WAIT", 0.01)
+    try:
+        with pytest.raises(ToolError) as info:
+            files.read_file(root / "a.py", root)
+    finally:
+        leases_module.release([fd])
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert info.value.message.startswith("'a.py' is being written by another program")

@@ -22,12 +22,16 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 from pathlib import Path
 
 from codeward.daemon.paths import real_path
 from codeward.protocol.errors import ErrorKind, ToolError
 
 DEFAULT_LIMIT = 8 * 1024 * 1024
+# An open that meets a write lease (EWOULDBLOCK) is asked again this long, this often.
+LEASE_WAIT = 0.1
+_LEASE_RETRY = 0.0005
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
@@ -63,7 +67,7 @@ def read_file(
         raise _missing(name, exc) from None
     _check(before, name, limit)
     try:
-        fd = os.open(expected, _FLAGS)
+        fd = _open(expected, name)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # the file became a link since it was resolved
             raise _changed(path, root, name, outside) from None
@@ -78,6 +82,25 @@ def read_file(
         raise _missing(name, exc) from None
     finally:
         os.close(fd)
+
+
+def _open(expected: str, name: str) -> int:
+    """Open without blocking. A regular file under another holder's write lease (an edit
+    being written in place, edits/leases.py) answers EWOULDBLOCK: asked again for up to
+    `LEASE_WAIT` seconds, the milliseconds such a write takes, then a clear error."""
+    deadline = time.monotonic() + LEASE_WAIT
+    while True:
+        try:
+            return os.open(expected, _FLAGS)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise ToolError(
+                    ErrorKind.TIMEOUT,
+                    f"{name!r} is being written by another program (it holds a lease on it); "
+                    "run the tool again in a moment.",
+                    path=name,
+                ) from None
+            time.sleep(_LEASE_RETRY)
 
 
 def _fd_path(fd: int, expected: str, opened: os.stat_result) -> str:

@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from codeward.daemon.edits.leases import Leased, lease_all
+from codeward.daemon.edits.leases import Leased, lease_all, unlease
 from codeward.daemon.edits.plan import EditPlan, FileChange, stale
 from codeward.daemon.files import Missing, read_file
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -218,11 +218,17 @@ def _write_in_place(leased: Leased) -> None:
                 current = change
                 if not _same_file(change.path, fd):
                     raise stale(change.shown)
+            # Held only while writing: programs waiting to open go on before the fsyncs.
+            unlease(fd for _, fd in leased.files)
+            for change, fd in leased.files:
+                current = change
+                os.fsync(fd)
         except (OSError, ToolError) as exc:
             for change, fd in reversed(written):
                 try:
                     assert change.before is not None
                     _overwrite(fd, change.before)
+                    os.fsync(fd)
                 except OSError as undo_exc:  # pragma: no cover - a second failure
                     log.error("rolling back an edit failed: %s", undo_exc)
             if isinstance(exc, ToolError):
@@ -232,13 +238,12 @@ def _write_in_place(leased: Leased) -> None:
 
 
 def _overwrite(fd: int, data: bytes) -> None:
-    """Make the open file hold exactly `data` (it grows first, then shrinks), durably."""
+    """Make the open file hold exactly `data` (it grows first, then shrinks)."""
     view = memoryview(data)
     offset = 0
     while offset < len(view):
         offset += os.pwrite(fd, view[offset:], offset)
     os.ftruncate(fd, len(data))
-    os.fsync(fd)
 
 
 def _same_file(path: Path, fd: int) -> bool:

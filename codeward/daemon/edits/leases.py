@@ -85,10 +85,17 @@ def _lease(path: Path, patience: float) -> int | None:
         raise
 
 
-def release(fds: Iterable[int]) -> None:
-    """Give the leases up and close the descriptors."""
+def unlease(fds: Iterable[int]) -> None:
+    """Give the leases up (programs waiting to open the files go on); keep the files open."""
     for fd in fds:
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+
+
+def release(fds: Iterable[int]) -> None:
+    """Give the leases up and close the descriptors."""
+    fds = list(fds)
+    unlease(fds)
+    for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
