@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -37,7 +37,6 @@ from codeward.protocol.tools import ToolFormat, render_tool
 if TYPE_CHECKING:
     from codeward.daemon.connection import Connection
 
-T = TypeVar("T")
 Handler = Callable[["Connection", Incoming], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
 
@@ -64,19 +63,9 @@ def outlives_client(item: Incoming) -> bool:
     return REGISTRY.writes(params.name, params.arguments)
 
 
-def params_of(item: Incoming, type_: type[T]) -> T:
-    """Decode a request's params, or raise the JSON-RPC invalid-params error naming the field."""
-    try:
-        return item.decode(type_)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise RpcError(
-            ErrorCode.INVALID_PARAMS, f"Invalid params for {item.method}: {exc}."
-        ) from None
-
-
 @method("initialize")
 async def initialize(conn: Connection, item: Incoming) -> InitializeResult:
-    params = params_of(item, InitializeParams)
+    params = item.params(InitializeParams)
     conn.capabilities = params.capabilities
     if conn.session is not None:  # re-bind so progress forwarding follows the capability
         conn.bind(conn.session)
@@ -89,7 +78,7 @@ async def initialize(conn: Connection, item: Incoming) -> InitializeResult:
 
 @method("session/open")
 async def session_open(conn: Connection, item: Incoming) -> SessionOpenResult:
-    params = params_of(item, SessionOpenParams)
+    params = item.params(SessionOpenParams)
     manager = conn.daemon.sessions
     if isinstance(params.session_id, str):
         session, created = manager.get(params.session_id), False
@@ -121,7 +110,7 @@ async def session_open(conn: Connection, item: Incoming) -> SessionOpenResult:
 
 @method("session/close")
 async def session_close(conn: Connection, item: Incoming) -> dict[str, Any]:
-    params = params_of(item, SessionCloseParams)
+    params = item.params(SessionCloseParams)
     session = require_session(conn)
     conn.unbind()
     conn.policy = None
@@ -143,7 +132,7 @@ async def trust_list(conn: Connection, item: Incoming) -> TrustListResult:
 @method("trust/set")
 async def trust_set(conn: Connection, item: Incoming) -> TrustSetResult:
     """Trust or revoke a root; live sessions at or below it restart their servers at once."""
-    params = params_of(item, TrustSetParams)
+    params = item.params(TrustSetParams)
     manager = conn.daemon.sessions
     root, changed = manager.trust.change(params.root, params.trusted)
     restarted = await manager.apply_trust()
@@ -170,7 +159,7 @@ async def daemon_shutdown(conn: Connection, item: Incoming) -> dict[str, Any]:
 
 @method("tools/list")
 async def tools_list(conn: Connection, item: Incoming) -> ToolsListResult:
-    params = params_of(item, ToolsListParams)
+    params = item.params(ToolsListParams)
     fmt = ToolFormat(params.format)
     return ToolsListResult(
         tools=[render_tool(t.spec(), fmt, strict=params.strict) for t in REGISTRY]
@@ -179,7 +168,7 @@ async def tools_list(conn: Connection, item: Incoming) -> ToolsListResult:
 
 @method("tools/call")
 async def tools_call(conn: Connection, item: Incoming) -> Any:
-    params = params_of(item, ToolsCallParams)
+    params = item.params(ToolsCallParams)
     session = require_session(conn)
     tool = REGISTRY.get(params.name)
     arguments = REGISTRY.validate(tool, params.arguments)
@@ -190,7 +179,7 @@ async def tools_call(conn: Connection, item: Incoming) -> Any:
 
 @method("lua/eval")
 async def lua_eval(conn: Connection, item: Incoming) -> LuaEvalResult:
-    params = params_of(item, LuaEvalParams)
+    params = item.params(LuaEvalParams)
     session = require_session(conn)
     host = session.host_for(conn, conn.policy)
     try:

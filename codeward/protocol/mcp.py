@@ -215,7 +215,7 @@ class McpMachine:
     def _request(self, msg_id: Id, item: Incoming) -> Event | None:
         method = item.method
         if method == "initialize":
-            params = _params(item, InitializeParams)
+            params = item.params(InitializeParams)
             self.version = negotiate(params.protocol_version)
             self.client = params.client_info
             self.initialized = True
@@ -227,9 +227,9 @@ class McpMachine:
         if not self.initialized:
             raise RpcError(ErrorCode.INVALID_REQUEST, f"Call initialize before {method}.")
         if method == "tools/list":
-            _params(item, ListToolsParams)
+            item.params(ListToolsParams)
             return ListTools(msg_id)
-        call: CallToolParams = _params(item, CallToolParams)
+        call: CallToolParams = item.params(CallToolParams)
         token = call.meta.progress_token if isinstance(call.meta, RequestMeta) else None
         return CallTool(msg_id, call.name, call.arguments or {}, _token(token))
 
@@ -281,12 +281,3 @@ class McpMachine:
 
 def _token(token: int | str | UnsetType | None) -> int | str | None:
     return token if isinstance(token, int | str) else None
-
-
-def _params(item: Incoming, type_: type[Any]) -> Any:
-    try:
-        return item.decode(type_)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise RpcError(
-            ErrorCode.INVALID_PARAMS, f"Invalid params for {item.method}: {exc}."
-        ) from None

@@ -8,12 +8,14 @@ omitted by default).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from codeward.protocol.errors import ErrorCode, RpcError
+
+T = TypeVar("T")
 
 Id = int | str
 _EMPTY = Raw(b"")
@@ -76,6 +78,16 @@ class Incoming(Struct):
         """Decode the payload (missing params decode as an empty object)."""
         data = bytes(self.payload) or b"{}"
         return msgspec.json.decode(data, type=type_)
+
+    def params(self, type_: type[T]) -> T:
+        """Decode a request's params, or raise the JSON-RPC invalid-params error naming the
+        field (every dialect answers bad params the same way)."""
+        try:
+            return self.decode(type_)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"Invalid params for {self.method}: {exc}."
+            ) from None
 
 
 _envelope_decoder = msgspec.json.Decoder(Envelope)
