@@ -78,36 +78,6 @@ class SessionCloseParams(Struct, forbid_unknown_fields=True):
     terminate: bool = False
 
 
-class ServerStatus(Struct):
-    name: str
-    language: str
-    state: str
-    pid: int | None
-    restarts: int
-    stderr: list[str] = field(default_factory=list)
-
-
-class SessionInfo(Struct):
-    id: str
-    root: str
-    clients: int
-    idle_seconds: float
-    servers: list[dict[str, Any]]
-
-
-class SessionListResult(Struct):
-    sessions: list[SessionInfo]
-
-
-class DaemonStatusResult(Struct):
-    version: str
-    pid: int
-    uptime: float
-    sessions: int
-    connections: int
-    socket: str
-
-
 class ToolsListParams(Struct, forbid_unknown_fields=True):
     format: Literal["native", "openai", "anthropic", "mcp"] = "native"
     strict: bool = False  # openai: schemas for strict function calling
@@ -132,10 +102,6 @@ class LuaEvalResult(Struct):
     logs: list[str] = field(default_factory=list)  # what the script said with codeward.log
 
 
-class CancelParams(Struct, forbid_unknown_fields=False):
-    id: int | str
-
-
 class ConfirmParams(Struct):
     session_id: str
     tool: str
@@ -155,7 +121,3 @@ class ProgressParams(Struct, omit_defaults=True):
     title: str | UnsetType = UNSET
     message: str | UnsetType = UNSET
     percentage: int | UnsetType = UNSET
-
-
-class Empty(Struct):
-    pass

@@ -66,10 +66,6 @@ class Sandbox:
             self._driver = {bytes(k).decode(): driver[k] for k in driver}
             self._null = self._driver["null"]()
 
-    @property
-    def memory_used(self) -> int:
-        return self._runtime.get_memory_used()
-
     @contextmanager
     def _lifted(self) -> Iterator[None]:
         """Lift the memory cap while Python pushes data (lupa pushes it unprotected)."""
