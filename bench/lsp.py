@@ -53,8 +53,8 @@ from codeward.daemon.config import Config
 from codeward.daemon.intel.locations import Locator, finish
 from codeward.daemon.lsp.capabilities import client_capabilities
 from codeward.daemon.lsp.defaults import default_servers
-from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.positions import Encoding, negotiated
+from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.types import Location as LspLocation
 from codeward.protocol.framing import ContentLengthDecoder, Framing, encode_frame
 from codeward.protocol.messages import Response, decode_message, encode
@@ -425,7 +425,7 @@ def replay_references(
     frame, envelope, msgspec decode, path and position shaping with previews, sort, and the
     encoding of the reply; only the event loop and socket I/O are left out.
     """
-    manager = LspManager(root, Config(), lambda _: None)
+    manager = LanguageService(root, Config(), lambda _: None)
     wire = b"Content-Length: %d\r\n\r\n" % len(frame) + frame
     samples: list[float] = []
     count = 0

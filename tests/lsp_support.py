@@ -1,4 +1,4 @@
-"""Helpers for the language-server tests: a running LspManager, the fake server, real servers."""
+"""Helpers for the language-server tests: a running LanguageService, the fake server, real ones."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import trio
 from codeward.daemon.config import Config, LanguageConfig, LspConfig, ServerConfig
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import command_available, default_servers
-from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.lsp.service import LanguageService
 
 FAKE = str(Path(__file__).with_name("fake_lsp_server.py"))
 
@@ -47,10 +47,10 @@ def fake_config(
 @asynccontextmanager
 async def running(
     root: Path, config: Config, *, watch: bool = False, budget: ServerBudget | None = None
-) -> AsyncIterator[tuple[LspManager, list[dict[str, Any]]]]:
-    """A started LspManager for `root`; everything it started is stopped on exit."""
+) -> AsyncIterator[tuple[LanguageService, list[dict[str, Any]]]]:
+    """A started LanguageService for `root`; everything it started is stopped on exit."""
     progress: list[dict[str, Any]] = []
-    manager = LspManager(root, config, progress.append, budget)
+    manager = LanguageService(root, config, progress.append, budget)
     async with trio.open_nursery() as nursery:
         await nursery.start(functools.partial(manager.run, watch=watch))
         yield manager, progress

@@ -10,7 +10,7 @@ import pytest
 
 from codeward.daemon.config import Config
 from codeward.daemon.edits.actions import collect, in_lines, matches
-from codeward.daemon.lsp.manager import Answer, LspManager
+from codeward.daemon.lsp.service import Answer, LanguageService
 from codeward.daemon.lsp.types import Diagnostic, Position, Range
 from codeward.daemon.tools.edits import _choose
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -24,13 +24,13 @@ def _range(line: int, char: int, end_line: int, end_char: int) -> dict[str, Any]
 
 
 @pytest.fixture
-def manager(tmp_path: Path) -> LspManager:
+def manager(tmp_path: Path) -> LanguageService:
     root = Path(os.path.realpath(tmp_path))
     (root / "m.py").write_text("é = 1  # x\nimport os\n")
-    return LspManager(root, Config(), lambda _: None)
+    return LanguageService(root, Config(), lambda _: None)
 
 
-def test_collect_indexes_filters_and_shows_diagnostics(manager: LspManager) -> None:
+def test_collect_indexes_filters_and_shows_diagnostics(manager: LanguageService) -> None:
     uri = (manager.root / "m.py").as_uri()
     diagnostic = {"range": _range(0, 2, 0, 3), "message": "bad", "severity": 2, "code": "E1"}
     first = Answer(
@@ -103,7 +103,7 @@ def test_diagnostics_in_lines() -> None:
     assert in_lines(diagnostics, 0, 0)[0]["data"] == {"fix": 1}
 
 
-def test_choosing_an_action(manager: LspManager) -> None:
+def test_choosing_an_action(manager: LanguageService) -> None:
     uri = (manager.root / "m.py").as_uri()
     answer = Answer(
         "one",

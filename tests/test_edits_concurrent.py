@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from codeward.daemon.lsp.connection import CONTENT_MODIFIED
-from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.lsp.service import LanguageService
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.conftest import OpenClient
 from tests.intel_support import write
@@ -136,16 +136,18 @@ async def test_a_rename_answered_for_changed_content_is_stale(
     that is a stale edit to run again, not "nothing to rename" (for prepareRename too)."""
     write(project, {"core.py": CORE, "use.py": USE})
     client = await open_client(project)
-    real = LspManager.request
+    real = LanguageService.request
     for method in ("textDocument/prepareRename", "textDocument/rename"):
 
-        async def modified(self: LspManager, path: Path, asked: str, *args: Any, **kw: Any) -> Any:
+        async def modified(
+            self: LanguageService, path: Path, asked: str, *args: Any, **kw: Any
+        ) -> Any:
             if asked == method:  # noqa: B023  (each round patches anew)
                 raise ToolError(ErrorKind.LSP_ERROR, "Content modified.", code=CONTENT_MODIFIED)
             return await real(self, path, asked, *args, **kw)
 
-        monkeypatch.setattr(LspManager, "request", modified)
+        monkeypatch.setattr(LanguageService, "request", modified)
         assert await rename(client, "other") == "stale_edit", method
-    monkeypatch.setattr(LspManager, "request", real)
+    monkeypatch.setattr(LanguageService, "request", real)
     assert (project / "core.py").read_text() == CORE
     assert isinstance(await rename(client, "other"), dict)

@@ -10,9 +10,9 @@ from typing import Any, cast
 import pytest
 import trio
 
-from codeward.daemon.edits import Basis, RootWriter, accepting_edits
-from codeward.daemon.edits.actions import Action, server_diagnostics
-from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.edits import Basis, RootWriter, ServerEdits, run_command
+from codeward.daemon.edits.actions import Action
+from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.tools.edits import _apply_action
 from codeward.daemon.tools.registry import NoCaller, ToolContext
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -38,7 +38,7 @@ async def test_command_edits_go_through_the_layer(root: Path, nursery: trio.Nurs
     writer = RootWriter(root, lambda paths: told.append(list(paths)))
     await nursery.start(writer.run)
     async with running(root, real_config()) as (manager, _):
-        await server_diagnostics(manager, path, "python")  # opens it in ruff
+        await manager.server_diagnostics(path)  # opens it in ruff
         server = manager.servers["ruff"]
         doc = server.documents.get(path.as_uri())
         assert doc is not None
@@ -46,19 +46,20 @@ async def test_command_edits_go_through_the_layer(root: Path, nursery: trio.Nurs
             "command": "ruff.applyAutofix",
             "arguments": [{"uri": doc.uri, "version": doc.version}],
         }
-        # The file changes on disk, unknown to the server: its edit is refused as stale.
-        path.write_text(SOURCE + "# changed\n")
-        async with accepting_edits(server, writer) as taken:
-            await server.request("workspace/executeCommand", command)
-            await taken.settle()
+        # The file changes on disk after the server computed its edit: refused as stale.
+        taken = ServerEdits(writer)
+
+        async def late_change(edit: Any, encoding: Any, versions: Any) -> dict[str, Any]:
+            path.write_text(SOURCE + "# changed\n")
+            return await taken.on_edit(edit, encoding, versions)
+
+        await manager.execute_command("ruff", command, late_change)
         assert path.read_text() == SOURCE + "# changed\n" and not taken.result.applied
         assert [e.kind for e in taken.refused] == [ErrorKind.STALE_EDIT] and told == []
         # As the server saw it: applied, and the session told.
         path.write_text(SOURCE)
-        async with accepting_edits(server, writer) as taken:
-            await server.request("workspace/executeCommand", command)
-            await taken.settle()
-        assert server.apply_edit is None
+        taken = await run_command(manager, "ruff", command, writer)
+        assert server.apply_edit is None  # outside a command, its edits are refused
         assert path.read_text() == FIXED and taken.refused == []
         assert taken.result.applied and taken.result.files_changed == ["m.py"]
         assert "-import os\n" in taken.result.diff and told == [[path]]
@@ -69,7 +70,7 @@ class _Session:
     """The parts of a session the edit tools use."""
 
     root: Path
-    lsp: LspManager
+    lsp: LanguageService
     told: list[list[Path]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -82,7 +83,7 @@ class _Session:
 async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
     path = root / "m.py"
     async with running(root, real_config()) as (manager, _):
-        await server_diagnostics(manager, path, "python")
+        await manager.server_diagnostics(path)
         doc = manager.servers["ruff"].documents.get(path.as_uri())
         assert doc is not None
         session = _Session(root, manager)
@@ -98,7 +99,7 @@ async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
         # A CodeAction with an edit and a command: the edit first, then the command.
         path.write_text(SOURCE)
         await manager.flush()
-        await server_diagnostics(manager, path, "python")
+        await manager.server_diagnostics(path)
         doc = manager.servers["ruff"].documents.get(path.as_uri())
         assert doc is not None and doc.text == SOURCE
         header = {"range": _range(0, 0, 0, 0), "newText": "# header\n"}
@@ -112,7 +113,7 @@ async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
                 "arguments": [{"uri": doc.uri, "version": doc.version}],
             },
         }
-        basis = Basis.of(manager.servers["ruff"].documents.documents.values())
+        basis = Basis(manager.snapshot("ruff"))
         action = Action(0, "ruff", "Header, then fix", "quickfix", False, None, [], both)
         done = await _apply_action(ctx, manager, action, basis)
         # The server is told of the header before the command, which fixes the new text.

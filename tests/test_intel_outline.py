@@ -15,7 +15,7 @@ import pytest
 
 from codeward.daemon.intel.locations import Locator
 from codeward.daemon.intel.symbols import Outline
-from codeward.daemon.lsp.manager import Answer
+from codeward.daemon.lsp.service import Answer
 from codeward.daemon.tools.intel import DeclarationSites, module_of
 from tests.conftest import OpenClient
 from tests.intel_support import pos, write

@@ -12,10 +12,10 @@ import pytest
 import trio
 
 from codeward.daemon.intel.inputs import source_file
-from codeward.daemon.lsp import manager as manager_module
+from codeward.daemon.lsp import service as manager_module
 from codeward.daemon.lsp.documents import UNTRUSTED
-from codeward.daemon.lsp.manager import DocumentContext, LspManager
 from codeward.daemon.lsp.positions import split_lines
+from codeward.daemon.lsp.service import DocumentContext, LanguageService
 from codeward.daemon.tools.intel import PositionArgs, go_to_definition
 from codeward.daemon.tools.registry import NoCaller, ToolContext
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -34,7 +34,7 @@ def root(tmp_path: Path) -> Path:
     return root
 
 
-async def open_document(manager: LspManager, path: Path) -> None:
+async def open_document(manager: LanguageService, path: Path) -> None:
     def params(doc: DocumentContext) -> dict[str, Any]:
         return {"textDocument": doc.text_document, "position": doc.position(1, 5)}
 
@@ -42,7 +42,7 @@ async def open_document(manager: LspManager, path: Path) -> None:
         await manager.request(path, "textDocument/hover", params, wait_ready=False)
 
 
-def document_lines(manager: LspManager, path: Path) -> list[str]:
+def document_lines(manager: LanguageService, path: Path) -> list[str]:
     doc = manager.servers["basedpyright"].documents.get(path.as_uri())
     assert doc is not None
     return doc.index.lines

@@ -24,7 +24,7 @@ from codeward.daemon.intel.indicators import (
 from codeward.daemon.intel.inputs import check_position, source_file
 from codeward.daemon.intel.locations import Locator, finish, targets
 from codeward.daemon.intel.symbols import Budget, document_symbols, information, kind_name, rank
-from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.types import Location, Position, Range
 from codeward.daemon.tools.intel import module_of
 from codeward.protocol.errors import ToolError
@@ -232,7 +232,7 @@ async def test_locator_classifies_and_scrubs(tmp_path: Path) -> None:
     )
     (root / "link.py").symlink_to(tmp_path / "secret" / "s.py")
     (root / "alias.py").symlink_to(root / "a.py")
-    manager = LspManager(root, Config(), lambda _: None)
+    manager = LanguageService(root, Config(), lambda _: None)
     locator = Locator(manager)
     assert locator.place((root / "a.py").as_uri()) == ("a.py", True)
     assert locator.place((root / "alias.py").as_uri()) == ("a.py", True)
@@ -286,7 +286,7 @@ def test_symbol_kinds_and_rank() -> None:
 def test_document_and_workspace_symbols(tmp_path: Path) -> None:
     root = tmp_path / "root"
     write(root, {"a.py": "class A:\n    def f(self): pass\n"})
-    locator = Locator(LspManager(root, Config(), lambda _: None))
+    locator = Locator(LanguageService(root, Config(), lambda _: None))
     uri = (root / "a.py").as_uri()
     tree = [
         {"name": "A", "kind": 5, "range": _r(0, 0, 1, 21), "selectionRange": _r(0, 6, 0, 7),
@@ -329,7 +329,7 @@ def test_call_shapes(tmp_path: Path) -> None:
     root = tmp_path / "root"
     write(root, {"a.py": "def f():\n    g()\n    g()\n\ndef g(): pass\n"})
     write(tmp_path, {"secret.py": "def h(): pass\n"})
-    locator = Locator(LspManager(root, Config(), lambda _: None))
+    locator = Locator(LanguageService(root, Config(), lambda _: None))
     uri, secret = (root / "a.py").as_uri(), (tmp_path / "secret.py").as_uri()
     f = {
         "name": "f",
@@ -384,7 +384,7 @@ def test_module_of() -> None:
 def test_inputs(tmp_path: Path) -> None:
     root = tmp_path / "root"
     write(root, {"a.py": "one\ntwo\n", "b.py": "no newline", "e.py": "", "c.txt": "x"})
-    manager = LspManager(root, Config(), lambda _: None)
+    manager = LanguageService(root, Config(), lambda _: None)
     source = source_file(manager, "a.py")
     assert (source.shown, source.language, source.line_count) == ("a.py", "python", 2)
     check_position(source, 1, 4)  # the end of a line
@@ -418,7 +418,7 @@ def test_inputs(tmp_path: Path) -> None:
 async def test_lists_of_locations_decode_from_structs(tmp_path: Path) -> None:
     root = tmp_path / "root"
     write(root, {"a.py": "x = 1\n"})
-    locator = Locator(LspManager(root, Config(), lambda _: None))
+    locator = Locator(LanguageService(root, Config(), lambda _: None))
     items = [Location((root / "a.py").as_uri(), Range(Position(0, 0), Position(0, 1)))] * 3
     with trio.fail_after(5):
         await locator.prepare({i.uri for i in items})

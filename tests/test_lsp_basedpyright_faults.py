@@ -14,8 +14,8 @@ import pytest
 import trio
 
 from codeward.daemon.config import Config, LspConfig, ServerConfig
-from codeward.daemon.lsp.manager import DocumentContext, LspManager
 from codeward.daemon.lsp.server import ServerState
+from codeward.daemon.lsp.service import DocumentContext, LanguageService
 from codeward.protocol.errors import ErrorKind, ToolError
 from codeward.protocol.messages import Incoming
 from tests.lsp_support import needs, running
@@ -42,7 +42,7 @@ def references_params(ctx: DocumentContext) -> dict[str, Any]:
     }
 
 
-async def references(manager: LspManager, root: Path, **kwargs: Any) -> int:
+async def references(manager: LanguageService, root: Path, **kwargs: Any) -> int:
     answer = await manager.request(root / "a.py", REFERENCES, references_params, **kwargs)
     return len(answer.result)
 

@@ -19,13 +19,13 @@ from codeward.daemon.config import Config
 from codeward.daemon.connection import Connection
 from codeward.daemon.intel.inputs import resolve_inside
 from codeward.daemon.intel.locations import Locator
-from codeward.daemon.lsp import manager as manager_module
+from codeward.daemon.lsp import service as manager_module
 from codeward.daemon.lsp import uris
 from codeward.daemon.lsp.connection import ConnectionClosed, LspConnection
 from codeward.daemon.lsp.defaults import language_of
 from codeward.daemon.lsp.documents import DocumentStore
-from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.positions import ENCODINGS, LineIndex
+from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.types import Range
 from codeward.daemon.paths import resolve_input_path
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -122,7 +122,7 @@ def test_path_to_uri_and_uri_to_path() -> None:
 def test_locator_resolves_links_every_call(tree: tuple[Path, Path]) -> None:
     """A Locator is per answer; a link retargeted between two answers is seen by the second."""
     root, outside = tree
-    manager = LspManager(root, Config(), lambda _: None)
+    manager = LanguageService(root, Config(), lambda _: None)
     link = root / "moving.py"
     link.symlink_to(root / "a.py")
     rng = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
@@ -137,7 +137,7 @@ def test_locator_resolves_links_every_call(tree: tuple[Path, Path]) -> None:
 
 def test_language_cache_agrees(tree: tuple[Path, Path]) -> None:
     root, _ = tree
-    manager = LspManager(root, Config(), lambda _: None)
+    manager = LanguageService(root, Config(), lambda _: None)
     for name in ("a.py", "pkg/b.py", "notes.txt", "main.go", "x.c"):
         path = root / name
         expected = language_of(path, root, manager.languages)
@@ -154,7 +154,7 @@ def test_line_index_plain() -> None:
     assert not LineIndex("x\x00y\n").plain
 
 
-def store_with(manager: LspManager, paths: list[Path]) -> DocumentStore:
+def store_with(manager: LanguageService, paths: list[Path]) -> DocumentStore:
     store = DocumentStore(100)
     for path in paths:
         data, stat = manager._read(path)
@@ -169,7 +169,7 @@ def test_stale_sweep_stats_each_path_once(
     root, _ = tree
     monkeypatch.setattr(manager_module, "RACY_NS", 0)  # trust the stats of files just written
     paths = [root / "a.py", root / "pkg" / "b.py"]
-    manager = LspManager(root, Config(), lambda _: None)
+    manager = LanguageService(root, Config(), lambda _: None)
     for name in ("one", "two"):
         manager.servers[name] = SimpleNamespace(running=True, documents=store_with(manager, paths))  # type: ignore[assignment]
     manager.servers["stopped"] = SimpleNamespace(
@@ -323,7 +323,7 @@ def test_locate_agrees_with_to_client() -> None:
 def test_location_from_structs_and_dicts_agree(tree: tuple[Path, Path]) -> None:
     root, _ = tree
     (root / "u.py").write_text("s = 'é𝄞' + name\n")
-    manager = LspManager(root, Config(), lambda _: None)
+    manager = LanguageService(root, Config(), lambda _: None)
     uri = (root / "u.py").as_uri()
     raw = {"start": {"line": 0, "character": 12}, "end": {"line": 0, "character": 16}}
     as_dict = Locator(manager).location(uri, raw, "utf-16")

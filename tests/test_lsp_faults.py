@@ -12,8 +12,8 @@ import trio
 
 from codeward.daemon.config import DaemonConfig, ServerConfig
 from codeward.daemon.lsp import server as server_module
-from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.process import ServerProcess, group_members, wait_group_gone
+from codeward.daemon.lsp.service import LanguageService
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.lsp_support import fake_config, fake_server, logged, methods, running
 
@@ -22,7 +22,7 @@ def hover_params(ctx):  # type: ignore[no-untyped-def]
     return {"textDocument": ctx.text_document, "position": ctx.position(1, 1)}
 
 
-async def hover(manager: LspManager, path: Path, **kwargs):  # type: ignore[no-untyped-def]
+async def hover(manager: LanguageService, path: Path, **kwargs):  # type: ignore[no-untyped-def]
     return await manager.request(
         path, "textDocument/hover", hover_params, wait_ready=False, **kwargs
     )

@@ -1,4 +1,4 @@
-"""Real Python servers (basedpyright and ruff) through the LspManager and get_diagnostics."""
+"""Real Python servers (basedpyright and ruff) through the LanguageService and get_diagnostics."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from codeward.daemon.lsp.manager import DocumentContext, LspManager
+from codeward.daemon.lsp.service import DocumentContext, LanguageService
 from codeward.daemon.tools.diagnostics import DiagnosticsArgs, get_diagnostics
 from codeward.daemon.tools.registry import NoCaller, ToolContext
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -36,7 +36,7 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-async def diagnostics(manager: LspManager, **arguments: Any) -> dict[str, Any]:
+async def diagnostics(manager: LanguageService, **arguments: Any) -> dict[str, Any]:
     ctx = ToolContext(SimpleNamespace(lsp=manager, root=manager.root), NoCaller())  # type: ignore[arg-type]
     return await get_diagnostics(ctx, DiagnosticsArgs(**arguments))
 

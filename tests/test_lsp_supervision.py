@@ -18,8 +18,8 @@ import trio.testing
 from codeward.daemon.config import Config, DaemonConfig, ServerConfig
 from codeward.daemon.lsp import server as server_module
 from codeward.daemon.lsp.budget import ServerBudget
-from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.server import LanguageServer, ServerState, scrub
+from codeward.daemon.lsp.service import LanguageService
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.conftest import OpenClient
 from tests.lsp_support import FAKE, fake_config, fake_server, running
@@ -29,7 +29,7 @@ def hover_params(ctx):  # type: ignore[no-untyped-def]
     return {"textDocument": ctx.text_document, "position": ctx.position(1, 1)}
 
 
-async def hover(manager: LspManager, path: Path, **kwargs):  # type: ignore[no-untyped-def]
+async def hover(manager: LanguageService, path: Path, **kwargs):  # type: ignore[no-untyped-def]
     return await manager.request(
         path, "textDocument/hover", hover_params, wait_ready=False, **kwargs
     )

@@ -17,7 +17,6 @@ from codeward.daemon.lsp.defaults import (
     language_of,
 )
 from codeward.daemon.lsp.documents import DocumentStore
-from codeward.daemon.lsp.manager import Found
 from codeward.daemon.lsp.positions import (
     LineIndex,
     negotiated,
@@ -26,6 +25,7 @@ from codeward.daemon.lsp.positions import (
     to_units,
 )
 from codeward.daemon.lsp.server import scrub
+from codeward.daemon.lsp.service import Found
 from codeward.daemon.lsp.uris import uri_to_path
 from codeward.daemon.lsp.watcher import glob_matches, is_ignored
 from codeward.daemon.tools.diagnostics import shape

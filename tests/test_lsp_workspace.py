@@ -13,8 +13,8 @@ import trio.testing
 
 from codeward.daemon.config import ServerConfig
 from codeward.daemon.lsp import server as server_module
-from codeward.daemon.lsp.manager import Found, LspManager
 from codeward.daemon.lsp.server import BARRIER
+from codeward.daemon.lsp.service import Found, LanguageService
 from tests.lsp_support import FAKE, fake_config, fake_server, logged, methods, running
 
 
@@ -32,7 +32,7 @@ def lines(found: list[Found]) -> set[tuple[str, int]]:
     return {(f.file, f.line) for f in found}
 
 
-async def pull(manager: LspManager) -> set[tuple[str, int]]:
+async def pull(manager: LanguageService) -> set[tuple[str, int]]:
     with trio.fail_after(10):
         answer = await manager.workspace_diagnostics()
     assert answer.errors == []
@@ -160,7 +160,7 @@ def test_project_files_skip_ignored_folders_and_say_when_cut_short(root: Path) -
     (root / "node_modules").mkdir()
     (root / "node_modules" / "x.fake").write_text("bad\n")
     (root / "notes.txt").write_text("not a source file\n")
-    manager = LspManager(root, fake_config({"fake": fake_server("ok")}), lambda _: None)
+    manager = LanguageService(root, fake_config({"fake": fake_server("ok")}), lambda _: None)
     files, whole = manager.project_files()
     assert whole and sorted(files["fake"]) == sorted(
         [root / "a.fake", root / "clean.fake", root / "sub" / "b.fake"]

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from codeward.daemon.config import Config, DaemonConfig
-from codeward.daemon.lsp import LspManager
+from codeward.daemon.lsp import LanguageService
 from codeward.daemon.server import Daemon
 from tests.conftest import OpenClient
 from tests.rpc import RpcClient, RpcFailure
@@ -251,16 +251,16 @@ class TestIdleHandover:
     def slow_stop(self, monkeypatch: pytest.MonkeyPatch) -> trio.Event:
         """Sessions whose language servers take until the event is set (or 10 min) to stop."""
         release = trio.Event()
-        real_run = LspManager.run
+        real_run = LanguageService.run
 
-        async def run(self: LspManager, *args: Any, **kwargs: Any) -> None:
+        async def run(self: LanguageService, *args: Any, **kwargs: Any) -> None:
             try:
                 await real_run(self, *args, **kwargs)
             finally:
                 with trio.CancelScope(shield=True), trio.move_on_after(600):
                     await release.wait()
 
-        monkeypatch.setattr(LspManager, "run", run)
+        monkeypatch.setattr(LanguageService, "run", run)
         return release
 
     async def test_open_while_the_idle_session_stops(

@@ -20,6 +20,7 @@ A race between the steps is a tool error, never the content of another file.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import time
@@ -29,6 +30,8 @@ from codeward.daemon.paths import real_path
 from codeward.protocol.errors import ErrorKind, ToolError
 
 DEFAULT_LIMIT = 8 * 1024 * 1024
+Stat = tuple[int, ...]
+UNTRUSTED: Stat = (-1,)  # equal to no real stat: the file is read again next time
 # An open that meets a write lease (EWOULDBLOCK) is asked again this long, this often.
 LEASE_WAIT = 0.1
 _LEASE_RETRY = 0.0005
@@ -43,6 +46,15 @@ _KINDS = (
 
 class Missing(ToolError):
     """`file_not_found` for a path where nothing is (callers may take that as "deleted")."""
+
+
+def stat_key(st: os.stat_result) -> Stat:
+    """What must stay the same for a file not to have changed: mtime, size, inode, ctime."""
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+def content_hash(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def read_file(

@@ -12,6 +12,7 @@ from codeward import __version__
 from codeward.daemon.config import PolicyConfig
 from codeward.daemon.connection import STATEFUL_METHODS, require_session
 from codeward.daemon.session import detect_languages
+from codeward.daemon.tools.host import SessionHost
 from codeward.daemon.tools.registry import REGISTRY, ToolContext
 from codeward.protocol.errors import ErrorCode, RpcError, ToolError
 from codeward.protocol.messages import Incoming
@@ -181,7 +182,7 @@ async def tools_call(conn: Connection, item: Incoming) -> Any:
 async def lua_eval(conn: Connection, item: Incoming) -> LuaEvalResult:
     params = item.params(LuaEvalParams)
     session = require_session(conn)
-    host = session.host_for(conn, conn.policy)
+    host = SessionHost(session, conn, conn.policy)
     try:
         result = await session.lua.eval(params.source, params.args, host)
     except ToolError as exc:  # what the script logged before it failed helps most then

@@ -18,17 +18,14 @@ import trio
 
 from codeward.daemon.config import Config, PolicyConfig, load_project_config
 from codeward.daemon.edits.writer import RootWriter
-from codeward.daemon.git import run_git
-from codeward.daemon.lsp import LspManager
+from codeward.daemon.lsp import LanguageService
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import effective_languages, language_of
 from codeward.daemon.lua import LuaActor
-from codeward.daemon.tools.registry import REGISTRY, Caller, ToolContext
 from codeward.daemon.trust import TrustStore
 from codeward.protocol.errors import ErrorKind, ToolError
 
 log = logging.getLogger(__name__)
-LOGS_BYTES = 64 * 1024  # the most `codeward.log` text one eval hands back to its caller
 
 ProgressListener = Callable[[dict[str, Any]], None]
 
@@ -99,7 +96,9 @@ class Session:
         self._trust_lock = trio.Lock()
         self.policy: PolicyConfig = config.policy
         self.lua = LuaActor(config.lua)
-        self.lsp = LspManager(root, config, self.publish_progress, budget, restricted=not trusted)
+        self.lsp = LanguageService(
+            root, config, self.publish_progress, budget, restricted=not trusted
+        )
         self.writer = RootWriter(root, self.files_changed, config.lsp.max_file_bytes)
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}
@@ -202,9 +201,6 @@ class Session:
         for listener in list(self.progress_listeners.values()):
             listener(message)
 
-    def host_for(self, caller: Caller, policy: PolicyConfig | None = None) -> SessionHost:
-        return SessionHost(self, caller, policy or self.policy)
-
     def info(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -218,56 +214,6 @@ class Session:
 
 def _trust_word(trusted: bool) -> str:
     return "trusted" if trusted else "no longer trusted"
-
-
-class SessionHost:
-    """The host calls a Lua eval makes on behalf of one caller."""
-
-    def __init__(self, session: Session, caller: Caller, policy: PolicyConfig) -> None:
-        self.session = session
-        self.caller = caller
-        self.policy = policy
-        self.messages: list[str] = []  # what `codeward.log` said, for the eval's caller
-        self._logged_bytes = 0
-
-    async def git(self, subcommand: str, args: list[str], opts: dict[str, Any]) -> dict[str, Any]:
-        session, caller = self.session, self.caller
-
-        async def approve(summary: str, argv: list[str]) -> bool | None:
-            if not caller.can_confirm:
-                return None
-            return await caller.confirm(session.id, "git_command", summary, argv)
-
-        return await run_git(
-            session.root,
-            subcommand,
-            list(args),
-            allow_destructive=bool(opts.get("allow_destructive", False)),
-            policy=self.policy,
-            limits=session.config.git,
-            approve=approve,
-            on_files_changed=session.files_changed,
-            exclusive=session.writer.exclusive,
-        )
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        ctx = ToolContext(self.session, self.caller, self.policy)
-        if tool == "git_command":
-            # Already inside a sandboxed eval: run git from here rather than start a second
-            # eval, which could wait for a runtime while this one holds its own.
-            args: Any = REGISTRY.validate(REGISTRY.get(tool), arguments)
-            opts = {"allow_destructive": args.allow_destructive}
-            return await self.git(args.subcommand, list(args.args), opts)
-        return await REGISTRY.call(tool, arguments, ctx)
-
-    def log(self, message: str) -> None:
-        log.info("lua[%s]: %s", self.session.id, message)
-        if self._logged_bytes >= LOGS_BYTES:
-            return
-        self._logged_bytes += len(message)
-        if self._logged_bytes >= LOGS_BYTES:
-            message = "(codeward.log: later lines are only in the daemon log)"
-        self.messages.append(message)
 
 
 class SessionManager:

@@ -13,10 +13,10 @@ the edit from (`stale_edit`); `commit` checks the files again just before it wri
 rolls back the files it replaced when a later one fails.
 """
 
-from codeward.daemon.edits.apply import EditResult, apply_workspace_edit, capture_basis
+from codeward.daemon.edits.apply import EditResult, apply_workspace_edit
 from codeward.daemon.edits.atomic import commit
 from codeward.daemon.edits.plan import Basis, EditPlan, FileChange, prepare
-from codeward.daemon.edits.server_edits import accepting_edits
+from codeward.daemon.edits.server_edits import ServerEdits, run_command
 from codeward.daemon.edits.writer import RootWriter
 
 __all__ = [
@@ -25,9 +25,9 @@ __all__ = [
     "EditResult",
     "FileChange",
     "RootWriter",
-    "accepting_edits",
+    "ServerEdits",
     "apply_workspace_edit",
-    "capture_basis",
     "commit",
     "prepare",
+    "run_command",
 ]

@@ -3,47 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import msgspec
-import trio
 
-from codeward.daemon.files import read_file
-from codeward.daemon.lsp.manager import Answer, LspManager
+from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.lsp.service import Answer
 from codeward.daemon.lsp.types import SEVERITY_NAMES, Diagnostic
-from codeward.protocol.errors import ToolError
-
-ServerDiagnostics = dict[str, tuple[int, list[Diagnostic]]]  # server -> (version, diagnostics)
-
-
-async def server_diagnostics(manager: LspManager, path: Path, language: str) -> ServerDiagnostics:
-    """Each diagnostic server's own diagnostics (with their `data`) for the file's content
-    now: the context a code action request needs, e.g. for ruff's quick fixes."""
-    await manager.flush()
-    try:
-        data, _ = read_file(path, manager.root, manager.config.lsp.max_file_bytes)
-    except ToolError:
-        return {}  # the code action request reports what is wrong with the file
-    language_id = manager.languages[language].language_id or language
-    settle = manager.config.lsp.settle_timeout
-    found: ServerDiagnostics = {}
-
-    async def one(name: str) -> None:
-        try:
-            server = manager.server_for(name, language)
-            await server.connection()
-            doc = server.sync(path, language_id, data, fresh_diagnostics=True)
-            items = await server.document_diagnostics(doc, settle)
-        except ToolError:
-            return  # the code action request reports the server's failure
-        if items is not None:
-            found[name] = (doc.version, items)
-
-    async with trio.open_nursery() as nursery:
-        for name in manager.languages[language].servers:
-            nursery.start_soon(one, name)
-    return found
 
 
 def in_lines(diagnostics: list[Diagnostic], first: int, last: int) -> list[dict[str, Any]]:
@@ -65,6 +31,7 @@ class Action:
     disabled: str | None
     diagnostics: list[dict[str, Any]]
     raw: dict[str, Any]  # the CodeAction or Command as the server sent it
+    encoding: Encoding = "utf-16"  # the server's position encoding
 
     def public(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -112,6 +79,7 @@ def collect(answers: list[Answer], uri: str, kinds: list[str] | None) -> list[Ac
                     else None,
                     diagnostics=_shown(answer, uri, item.get("diagnostics")),
                     raw=item,
+                    encoding=answer.encoding,
                 )
             )
     return found

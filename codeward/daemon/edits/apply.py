@@ -1,8 +1,7 @@
-"""The edit layer as the tools use it: capture what a server saw, prepare, commit, tell."""
+"""The edit layer as the tools use it: prepare, commit, tell."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,6 @@ import trio
 
 from codeward.daemon.edits.plan import Basis, prepare
 from codeward.daemon.edits.writer import RootWriter
-from codeward.daemon.lsp.manager import DocumentContext, LspManager
 from codeward.daemon.lsp.positions import Encoding
 
 
@@ -30,21 +28,6 @@ class EditResult:
         self.edits += other.edits
         self.diff += other.diff
         self.applied = self.applied or other.applied
-
-
-def capture_basis(
-    manager: LspManager, params: Callable[[DocumentContext], Any], bases: dict[str, Basis]
-) -> Callable[[DocumentContext], Any]:
-    """`params`, also recording in `bases[server]` the documents the server has just then:
-    the content the answer to this request will be computed from."""
-
-    def build(ctx: DocumentContext) -> Any:
-        server = manager.servers.get(ctx.server)
-        if server is not None:
-            bases[ctx.server] = Basis.of(server.documents.documents.values())
-        return params(ctx)
-
-    return build
 
 
 async def apply_workspace_edit(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,8 +17,7 @@ from codeward.daemon.edits.workspace import (
     RenameFile,
     operations,
 )
-from codeward.daemon.files import DEFAULT_LIMIT, Missing, read_file
-from codeward.daemon.lsp.documents import Document, content_hash
+from codeward.daemon.files import DEFAULT_LIMIT, Missing, content_hash, read_file
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.uris import uri_to_path
 from codeward.daemon.paths import is_inside, real_path
@@ -32,10 +30,6 @@ class Basis:
     with their version and content hash. Files it had not opened it read from disk."""
 
     documents: dict[Path, tuple[int, str]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, documents: Iterable[Document]) -> Basis:
-        return cls({Path(real_path(d.path)): (d.version, d.hash) for d in documents})
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from codeward.daemon.files import read_file
-from codeward.daemon.lsp.documents import stat_key
-from codeward.daemon.lsp.manager import LspManager
+from codeward.daemon.files import read_file, stat_key
 from codeward.daemon.lsp.positions import split_lines
+from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.uris import real_path
 from codeward.daemon.paths import relative, resolve_input_path
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -31,7 +30,7 @@ class SourceFile:
         return len(self.lines)
 
 
-def source_file(manager: LspManager, path: str) -> SourceFile:
+def source_file(manager: LanguageService, path: str) -> SourceFile:
     """Check `path` (inside the root, a regular file, of a language, text) and read it.
 
     The text comes from the layer's own copy (an open document, or the line cache) when

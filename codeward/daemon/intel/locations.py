@@ -16,8 +16,8 @@ from typing import Any
 import trio
 
 from codeward.daemon.intel.indicators import go_env, indicator, typeshed_module
-from codeward.daemon.lsp.manager import LspManager
 from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.types import Position, Range
 from codeward.daemon.lsp.uris import real_path, uri_to_path
 
@@ -57,7 +57,7 @@ def targets(result: Any) -> list[tuple[str, Any]]:
 class Locator:
     """Turns one answer's URIs and ranges into tool locations; caches per URI."""
 
-    def __init__(self, manager: LspManager) -> None:
+    def __init__(self, manager: LanguageService) -> None:
         self.manager = manager
         self.root = manager.root
         self._root_str = str(manager.root)

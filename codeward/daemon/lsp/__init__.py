@@ -1,5 +1,6 @@
-"""Language servers: one supervised actor per (server, session root), and the manager tools use."""
+"""Language servers: one supervised actor per (server, session root), behind `LanguageService`,
+the one interface the rest of the daemon uses."""
 
-from codeward.daemon.lsp.manager import Answer, DocumentContext, LspManager
+from codeward.daemon.lsp.service import Answer, DocumentContext, LanguageService
 
-__all__ = ["Answer", "DocumentContext", "LspManager"]
+__all__ = ["Answer", "DocumentContext", "LanguageService"]

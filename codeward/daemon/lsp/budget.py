@@ -21,7 +21,7 @@ log = logging.getLogger("codeward.lsp")
 
 
 class Pool(Protocol):
-    """What the budget needs of a session's language servers (an LspManager)."""
+    """What the budget needs of a session's language servers (an LanguageService)."""
 
     @property
     def busy(self) -> bool: ...

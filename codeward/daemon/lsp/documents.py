@@ -7,26 +7,16 @@ anything else, so the server sees every change before the request that needs it.
 from __future__ import annotations
 
 import collections
-import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codeward.daemon.files import UNTRUSTED, Stat, content_hash, stat_key
 from codeward.daemon.lsp.positions import LineIndex
 
+__all__ = ["UNTRUSTED", "Document", "DocumentStore", "Stat", "content_hash", "stat_key"]
+
 Notice = tuple[str, dict[str, Any]]
-Stat = tuple[int, ...]
-UNTRUSTED: Stat = (-1,)  # equal to no real stat: the file is read again next time
-
-
-def stat_key(st: os.stat_result) -> Stat:
-    """What must stay the same for a file not to have changed: mtime, size, inode, ctime."""
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
-
-
-def content_hash(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def decode_text(data: bytes) -> str:

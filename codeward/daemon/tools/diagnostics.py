@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from codeward.daemon.intel.inputs import resolve_inside
-from codeward.daemon.lsp.manager import Found
+from codeward.daemon.lsp.service import Found
 from codeward.daemon.lsp.types import SEVERITY_NAMES, SEVERITY_RANKS
 from codeward.daemon.paths import relative, resolve_input_path
 from codeward.daemon.tools.registry import ToolContext, tool

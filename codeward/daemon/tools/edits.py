@@ -7,14 +7,11 @@ from typing import Annotated, Any
 
 import msgspec
 
-from codeward.daemon.edits import Basis, EditResult, apply_workspace_edit, capture_basis
-from codeward.daemon.edits.actions import Action, collect, in_lines, server_diagnostics
+from codeward.daemon.edits import Basis, EditResult, apply_workspace_edit, run_command
+from codeward.daemon.edits.actions import Action, collect, in_lines
 from codeward.daemon.edits.identifiers import invalid_reason
-from codeward.daemon.edits.server_edits import accepting_edits
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
-from codeward.daemon.lsp.connection import CONTENT_MODIFIED
-from codeward.daemon.lsp.manager import DocumentContext, LspManager
-from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.service import CONTENT_MODIFIED, Answer, DocumentContext, LanguageService
 from codeward.daemon.tools.intel import Character, Line, Path_
 from codeward.daemon.tools.registry import ToolContext, tool
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -121,10 +118,7 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
         return built
 
     method = "textDocument/rangeFormatting" if ranged else "textDocument/formatting"
-    bases: dict[str, Basis] = {}
-    answer = await manager.request(
-        source.path, method, capture_basis(manager, params, bases), wait_ready=False
-    )
+    answer = await manager.request(source.path, method, params, wait_ready=False, snapshot=True)
     edits = answer.result if answer.result is not None else []
     if not isinstance(edits, list):
         raise ToolError(
@@ -137,7 +131,7 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
         ctx.session.writer,
         {"changes": {source.path.as_uri(): edits}},
         answer.encoding,
-        bases.get(answer.server, Basis()),
+        _basis(answer),
         apply=args.apply,
     )
     return {"changed": bool(result.files_changed), "diff": result.diff, "applied": result.applied}
@@ -163,7 +157,7 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
     _check_lines(source, first, last)
     if isinstance(args.apply, str) and not args.apply:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `apply` as an index or a title.")
-    diagnostics = await server_diagnostics(manager, source.path, source.language)
+    diagnostics = await manager.server_diagnostics(source.path)
 
     def params(doc: DocumentContext) -> dict[str, Any]:
         version, items = diagnostics.get(doc.server, (None, []))
@@ -180,16 +174,16 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
             "context": context,
         }
 
-    bases: dict[str, Basis] = {}
     answers, errors = await manager.request_all(
-        source.path, "textDocument/codeAction", capture_basis(manager, params, bases)
+        source.path, "textDocument/codeAction", params, snapshot=True
     )
     actions = collect(answers, source.path.as_uri(), args.kinds)
     result: dict[str, Any] = {"actions": [a.public() for a in actions], **_errors(errors)}
     if args.apply is None:
         return result
     action = _choose(actions, args.apply)
-    done = await _apply_action(ctx, manager, action, bases.get(action.server, Basis()))
+    basis = next((_basis(a) for a in answers if a.server == action.server), Basis())
+    done = await _apply_action(ctx, manager, action, basis)
     return {
         **result,
         "action": {"index": action.index, "title": action.title},
@@ -231,47 +225,40 @@ def _choose(actions: list[Action], choice: int | str) -> Action:
 
 
 async def _apply_action(
-    ctx: ToolContext, manager: LspManager, action: Action, basis: Basis
+    ctx: ToolContext, manager: LanguageService, action: Action, basis: Basis
 ) -> EditResult:
     """The action's edit (resolved first when the server sends it later), then its command."""
     session = ctx.session
-    server = manager.server_for(action.server)
+    server = action.server
     raw = action.raw
     bare_command = isinstance(raw.get("command"), str)
     done = EditResult()
-    if not bare_command and "edit" not in raw and await server.offers("codeAction/resolve"):
-        await manager.flush()
-        basis = Basis.of(server.documents.documents.values())
-        resolved = await server.request("codeAction/resolve", raw)
-        raw = resolved if isinstance(resolved, dict) else raw
+    encoding = action.encoding
+    if (
+        not bare_command
+        and "edit" not in raw
+        and await manager.offers(server, "codeAction/resolve")
+    ):
+        resolved = await manager.ask(server, "codeAction/resolve", raw, snapshot=True)
+        basis, encoding = _basis(resolved), resolved.encoding
+        raw = resolved.result if isinstance(resolved.result, dict) else raw
     if not bare_command and raw.get("edit") is not None:
         done.merge(
-            await apply_workspace_edit(
-                session.writer, raw["edit"], server.encoding, basis, apply=True
-            )
+            await apply_workspace_edit(session.writer, raw["edit"], encoding, basis, apply=True)
         )
     command = raw if bare_command else raw.get("command")
     if isinstance(command, dict) and isinstance(command.get("command"), str):
-        await _execute(ctx, manager, server, command, done)
+        # the edits the server asks for while it runs the command go through the edit layer
+        taken = await run_command(manager, server, command, session.writer)
+        done.merge(taken.result)
+        if taken.refused and not taken.result.applied:
+            raise taken.refused[0]
     return done
 
 
-async def _execute(
-    ctx: ToolContext,
-    manager: LspManager,
-    server: LanguageServer,
-    command: dict[str, Any],
-    done: EditResult,
-) -> None:
-    """workspace/executeCommand; the edits the server asks for meanwhile go through the layer."""
-    await manager.flush()
-    params = {"command": command["command"], "arguments": command.get("arguments") or []}
-    async with accepting_edits(server, ctx.session.writer) as taken:
-        await server.request("workspace/executeCommand", params)
-        await taken.settle()
-    done.merge(taken.result)
-    if taken.refused and not taken.result.applied:
-        raise taken.refused[0]
+def _basis(answer: Answer) -> Basis:
+    """The content the server computed `answer` from (asked with `snapshot=True`)."""
+    return Basis(answer.versions or {})
 
 
 # -- rename_symbol -------------------------------------------------------------------------
@@ -308,7 +295,7 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
             "position": doc.position(args.line, args.character),
         }
 
-    if server.capabilities.supports("textDocument/prepareRename"):
+    if manager.supports(server, "textDocument/prepareRename"):
         try:
             prepared = await manager.request(source.path, "textDocument/prepareRename", position)
         except ToolError as exc:
@@ -321,11 +308,8 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     def params(doc: DocumentContext) -> dict[str, Any]:
         return {**position(doc), "newName": name}
 
-    bases: dict[str, Basis] = {}
     try:
-        answer = await manager.request(
-            source.path, "textDocument/rename", capture_basis(manager, params, bases)
-        )
+        answer = await manager.request(source.path, "textDocument/rename", params, snapshot=True)
     except ToolError as exc:
         if exc.kind is not ErrorKind.LSP_ERROR or "code" not in exc.details:
             raise
@@ -336,7 +320,7 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
         ctx.session.writer,
         answer.result,
         answer.encoding,
-        bases.get(answer.server, Basis()),
+        _basis(answer),
         apply=args.apply,
     )
     if not result.files_changed:  # nothing written: say why, never "0 files changed"

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
+from codeward.daemon.tools.host import SessionHost
 from codeward.daemon.tools.registry import ToolContext, tool
 
 if TYPE_CHECKING:
@@ -96,5 +97,5 @@ class GitArgs(msgspec.Struct, forbid_unknown_fields=True):
 async def git_command(ctx: ToolContext, args: GitArgs) -> dict[str, Any]:
     opts = {"allow_destructive": args.allow_destructive}
     # writes shield themselves in run_git; reads stay cancellable
-    host = ctx.session.host_for(ctx.caller, ctx.policy)
+    host = SessionHost(ctx.session, ctx.caller, ctx.policy)
     return await run_chunk(ctx.session.lua, host, [args.subcommand, args.args, opts])

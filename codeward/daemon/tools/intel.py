@@ -24,8 +24,8 @@ from codeward.daemon.intel.symbols import (
     inside_callable,
     rank,
 )
-from codeward.daemon.lsp.manager import Answer, DocumentContext, LspManager
 from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.lsp.service import Answer, DocumentContext, LanguageService
 from codeward.daemon.lsp.types import Location as LspLocation
 from codeward.daemon.lsp.uris import real_path, uri_to_path
 from codeward.daemon.tools.registry import ToolContext, tool
@@ -135,7 +135,9 @@ def _tool_errors() -> Iterator[None]:
         raise error from None
 
 
-def _at(ctx: ToolContext, path: str, line: int, character: int) -> tuple[LspManager, SourceFile]:
+def _at(
+    ctx: ToolContext, path: str, line: int, character: int
+) -> tuple[LanguageService, SourceFile]:
     manager = ctx.session.lsp
     source = source_file(manager, path)
     check_position(source, line, character)
@@ -154,7 +156,7 @@ def _position_params(line: int, character: int, **extra: Any) -> Any:
 
 
 async def _targets(
-    manager: LspManager, source: SourceFile, method: str, line: int, character: int
+    manager: LanguageService, source: SourceFile, method: str, line: int, character: int
 ) -> tuple[list[Location], bool]:
     """The shaped, sorted, de-duplicated locations of a definition-style request."""
     answer = await manager.request(source.path, method, _position_params(line, character))
@@ -380,7 +382,7 @@ class DeclarationSites:
     starts inside one's name range in the same file, never in another file that happens to
     show under the same indicator."""
 
-    def __init__(self, manager: LspManager, answers: list[Answer]) -> None:
+    def __init__(self, manager: LanguageService, answers: list[Answer]) -> None:
         self.manager = manager
         self._files: dict[str, str] = {}
         self.sites: dict[str, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
@@ -429,7 +431,7 @@ async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
         kinds=frozenset(args.kinds) if args.kinds is not None else None,
         depth=args.depth,
     )
-    manager: LspManager = ctx.session.lsp
+    manager: LanguageService = ctx.session.lsp
     if args.scope == "document":
         if args.path is None:
             raise ToolError(
@@ -443,7 +445,7 @@ async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
 
 
 async def _document_symbols(
-    manager: LspManager, source: SourceFile, limit: int, outline: Outline
+    manager: LanguageService, source: SourceFile, limit: int, outline: Outline
 ) -> dict[str, Any]:
     answer = await manager.request(
         source.path,
@@ -469,7 +471,7 @@ async def _document_symbols(
 
 
 async def _workspace_symbols(
-    manager: LspManager, source: SourceFile | None, query: str, limit: int, outline: Outline
+    manager: LanguageService, source: SourceFile | None, query: str, limit: int, outline: Outline
 ) -> dict[str, Any]:
     files, _ = await trio.to_thread.run_sync(manager.project_files)
     languages = [source.language] if source is not None else sorted(files)
@@ -487,7 +489,7 @@ async def _workspace_symbols(
         partial = not await _workspace_loaded(manager, languages, files)
         answers = await ask()
     # an index still loading (work-done progress) may have answered with some files only
-    partial = partial or any(manager.servers[a.server].progress for a in answers)
+    partial = partial or any(manager.indexing(a.server) for a in answers)
     locator = Locator(manager)
     items = [
         (answer, item)
@@ -565,7 +567,7 @@ class _Locals:
 
     MAX_FILES = 50  # beyond, a contained variable is taken for a local without asking
 
-    def __init__(self, manager: LspManager) -> None:
+    def __init__(self, manager: LanguageService) -> None:
         self.manager = manager
         self.trees: dict[str, tuple[Any, Answer] | None] = {}
 
@@ -602,7 +604,7 @@ _OUTLINE = frozenset({"class", "interface", "struct", "enum", "module", "namespa
 
 
 async def _workspace_loaded(
-    manager: LspManager, languages: list[str], files: dict[str, list[Path]]
+    manager: LanguageService, languages: list[str], files: dict[str, list[Path]]
 ) -> bool:
     """Whether the servers of `languages` have loaded their workspace, which is what
     `workspace/symbol` needs (basedpyright answers it empty until then): per language, one
@@ -651,12 +653,11 @@ async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
             "count": 0,
             "partial": answer.partial,
         }
-    server = manager.server_for(answer.server)
     method = f"callHierarchy/{args.direction}Calls"
     locator = Locator(manager)
     found: list[dict[str, Any]] = []
     for item in items:
-        result = await server.request(method, {"item": item})
+        result = (await answer.follow(method, {"item": item})).result
         uris = [item["uri"]]
         for call in result if isinstance(result, list) else []:
             party = (

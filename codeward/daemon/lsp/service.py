@@ -1,43 +1,57 @@
-"""The language servers of one session, and the request API the code-intelligence tools use.
+"""The language servers of one session behind one interface: the only part of
+`codeward.daemon.lsp` the rest of the daemon uses.
 
-    manager = LspManager(root, config, on_progress)
-    await nursery.start(manager.run)     # owns the server actors; cancel stops them all
+    service = LanguageService(root, config, on_progress)
+    await nursery.start(service.run)     # owns the server actors; cancel stops them all
 
-Request API (every call syncs from disk first: pending file events are flushed, open
+Requests (every call syncs from disk first: pending file events are flushed, open
 documents changed on disk get `didChange`, the named file gets `didOpen`/`didChange`):
 
-- `await manager.request(path, method, params, *, result_type=Any, wait_ready=True,
-  timeout=None) -> Answer`: sends `method` to the first server of the file's language
-  whose capabilities (static or dynamically registered) include it. `params` is a
-  function of a `DocumentContext` (`ctx.text_document`, `ctx.position(line, character)`
-  from 1-based code points to the server's encoding, `ctx.range(...)`), called after the
-  sync. `result_type` decodes the result straight from JSON (msgspec Structs from
-  `codeward.daemon.lsp.types` for hot results such as `list[Location]`). With
-  `wait_ready`, the server must first have analysed the document and ended its work-done
-  progress, within `lsp.ready_timeout`; else the `Answer` is `partial`. The timeout is
-  `lsp.method_timeouts[method]`, else `lsp.request_timeout`; a timeout or cancellation
-  sends `$/cancelRequest`. A `ContentModified` answer is retried once.
-- `await manager.request_all(path, method, params, ...) -> tuple[list[Answer], list[ToolError]]`:
+- `await service.request(path, method, params, *, result_type=Any, wait_ready=True,
+  timeout=None, snapshot=False) -> Answer`: sends `method` to the first server of the
+  file's language whose capabilities (static or dynamically registered) include it.
+  `params` is a function of a `DocumentContext` (`ctx.text_document`,
+  `ctx.position(line, character)` from 1-based code points to the server's encoding,
+  `ctx.range(...)`), called after the sync. `result_type` decodes the result straight from
+  JSON (msgspec Structs from `codeward.daemon.lsp.types` for hot results such as
+  `list[Location]`). With `wait_ready`, the server must first have analysed the document
+  and ended its work-done progress, within `lsp.ready_timeout`; else the `Answer` is
+  `partial`. The timeout is `lsp.method_timeouts[method]`, else `lsp.request_timeout`; a
+  timeout or cancellation sends `$/cancelRequest`. A `ContentModified` answer is retried
+  once. With `snapshot`, `Answer.versions` holds the server's open documents (version,
+  content hash) as it computed the answer: the basis an edit in it is checked against.
+- `await service.request_all(path, method, params, ...) -> (list[Answer], list[ToolError])`:
   the same, to every server of the language that offers `method` (to merge, e.g. code
   actions); the errors of servers that failed come back beside the answers.
-- `await manager.workspace_request(method, params, *, languages, ...) -> list[Answer]`:
+- `await service.workspace_request(method, params, *, languages, ...) -> list[Answer]`:
   a request naming no file (`workspace/symbol`) to each server of `languages` offering it.
+- `await answer.follow(method, params)` / `await service.ask(server, method, params)`: a
+  follow-up to the server that gave an answer (`callHierarchy/incomingCalls`,
+  `codeAction/resolve`). `await service.route(language, method)`: the server's name;
+  `service.supports(server, method)`, `await service.offers(server, method)`.
+- `await service.execute_command(server, command, on_edit)`: `workspace/executeCommand`;
+  the `workspace/applyEdit` requests the server sends meanwhile go to `on_edit(edit,
+  encoding, versions)`. `service.snapshot(server)`: its open documents' versions now.
 - `Answer.point(uri, position)`, `Answer.span(uri, range)`: 1-based code points from the
-  server's positions in any file; `manager.relative(uri)`: root-relative output path or
-  None; `manager.preview(uri, line)`: the trimmed source line (1-based).
-- `manager.known_text(path, stat) -> LineIndex | None`: the text already read when the
+  server's positions in any file; `service.relative(uri)`: root-relative output path or
+  None; `service.preview(uri, line)`: the trimmed source line (1-based);
+  `service.line_index(path)`: the text of a file as the servers see it.
+- `service.known_text(path, stat) -> LineIndex | None`: the text already read when the
   file's stat was `stat` (tool inputs need not read an unchanged file again);
-  `manager.language_or_none(path)`: the configured language of a path (remembered).
-- `await manager.diagnostics(path) -> FileDiagnostics` and
-  `await manager.workspace_diagnostics(folder=...) -> FolderDiagnostics`: fresh diagnostics
-  (get_diagnostics). A folder (or the project) asks every diagnostic server of each of its
-  languages: a server that pulls workspace diagnostics is pulled; one that reports only
-  open files has the folder's files opened, at most `lsp.folder_diagnostics_files` of them
-  per request (the rest make the answer `partial`).
-- `manager.server_for(name)` reaches a server actor (e.g. to set `apply_edit`);
-  `await manager.started(name)` also waits until it runs. A server that was not installed
-  is looked for again (its default command resolved anew) on the next need, at most once
-  every `LOOKUP_INTERVAL` seconds of the trio clock.
+  `service.language_or_none(path)`: the configured language of a path (remembered).
+
+Diagnostics: `await service.diagnostics(path) -> FileDiagnostics`,
+`await service.workspace_diagnostics(folder=...) -> FolderDiagnostics` (fresh, as
+get_diagnostics shows them: a folder asks every diagnostic server of each of its
+languages; a server that pulls workspace diagnostics is pulled, one that reports only
+open files has the folder's files opened, at most `lsp.folder_diagnostics_files` of them
+per request, the rest making the answer `partial`), and
+`await service.server_diagnostics(path)`: each server's own items, for code actions.
+
+The session's hooks: `files_changed(paths)`, `status()`, `park(reason)`,
+`restart_failed()`, `await set_restricted(bool)`, `busy`, `last_used`. A server that was
+not installed is looked for again (its default command resolved anew) on the next need,
+at most once every `LOOKUP_INTERVAL` seconds of the trio clock.
 
 Errors are `ToolError`s: `unsupported_file_type` (no language for the file),
 `lsp_unavailable` (not installed, naming what to install, every missing server of the
@@ -52,7 +66,7 @@ import importlib
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +76,7 @@ import trio
 from codeward.daemon.config import Config, ServerConfig
 from codeward.daemon.files import Missing, read_file
 from codeward.daemon.lsp.budget import ServerBudget
+from codeward.daemon.lsp.commands import EditCapture
 from codeward.daemon.lsp.connection import CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED
 from codeward.daemon.lsp.defaults import (
     command_available,
@@ -85,12 +100,30 @@ from codeward.daemon.lsp.watcher import (
 )
 from codeward.protocol.errors import ErrorKind, ToolError
 
+__all__ = [
+    "CONTENT_MODIFIED",
+    "Answer",
+    "DocumentContext",
+    "FileDiagnostics",
+    "FolderDiagnostics",
+    "Found",
+    "LanguageService",
+    "OnEdit",
+    "ServerDiagnostics",
+    "Versions",
+]
+
 RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than our read
 FOLDER_CONCURRENCY = 8  # files asked about at once, per server, for a folder's diagnostics
 LOOKUP_INTERVAL = 1.0  # a server that was not installed is looked for again at most this often
 # Error codes of an answer worth one more try: the content changed, or the server cancelled
 # the request itself (codeward's own cancellations never come back as answers).
 RETRIED_CODES = frozenset({CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED})
+
+Versions = dict[Path, tuple[int, str]]  # canonical path -> (version, content hash)
+# a server's own edit during a command: (WorkspaceEdit, its encoding, its documents) -> answer
+OnEdit = Callable[[Any, Encoding, Versions], Awaitable[dict[str, Any]]]
+ServerDiagnostics = dict[str, tuple[int, list[Diagnostic]]]  # server -> (version, items)
 
 
 @dataclass
@@ -126,11 +159,18 @@ class Answer:
     result: Any
     partial: bool
     encoding: Encoding
-    manager: LspManager = field(repr=False)
+    service: LanguageService = field(repr=False)
+    # with `snapshot=True`: the server's open documents when it was asked (see `snapshot`)
+    versions: Versions | None = field(default=None, repr=False)
 
     def point(self, uri: str, position: Position | dict[str, int]) -> tuple[int, int]:
         """1-based (line, character) in code points of a server position in `uri`."""
-        return self.manager.to_client(uri, position, self.encoding)
+        return self.service.to_client(uri, position, self.encoding)
+
+    async def follow(self, method: str, params: Any, *, result_type: Any = Any) -> Any:
+        """A follow-up request to the server that gave this answer (`callHierarchy/...`,
+        `codeAction/resolve`): the result, as that server computed it."""
+        return await self.service.ask(self.server, method, params, result_type=result_type)
 
     def span(self, uri: str, rng: Range | dict[str, Any]) -> tuple[int, int, int, int]:
         """1-based (line, character, end_line, end_character) of a server range in `uri`."""
@@ -172,7 +212,7 @@ class FileDiagnostics:
     errors: list[ToolError]  # servers that failed; their diagnostics are missing
 
 
-class LspManager:
+class LanguageService:
     def __init__(
         self,
         root: Path,
@@ -199,6 +239,7 @@ class LspManager:
         self.budget = budget
         self.last_used = 0.0  # trio time of its last request's end
         self._in_flight = 0  # requests through `_ask`
+        self._commands: dict[str, trio.Lock] = {}  # one executeCommand at a time per server
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -357,6 +398,69 @@ class LspManager:
             with contextlib.suppress(ToolError):
                 self.server_for(name, language).start()
 
+    # -- follow-ups, snapshots and commands ---------------------------------------------
+
+    def snapshot(self, server: str) -> Versions:
+        """The documents `server` has open now, by canonical path: (version, content hash),
+        the content an edit it computes from now on is computed from."""
+        actor = self.servers.get(server)
+        if actor is None:
+            return {}
+        return {
+            Path(real_path(d.path)): (d.version, d.hash) for d in actor.documents.documents.values()
+        }
+
+    def supports(self, server: str, method: str) -> bool:
+        """Whether server `server` offers `method` now (no wait for a registration)."""
+        actor = self.servers.get(server)
+        return actor is not None and actor.capabilities.supports(method)
+
+    async def offers(self, server: str, method: str) -> bool:
+        """Whether server `server` (started on need) offers `method`."""
+        return await (await self.started(server)).offers(method)
+
+    async def ask(
+        self,
+        server: str,
+        method: str,
+        params: Any,
+        *,
+        result_type: Any = Any,
+        timeout: float | None = None,
+        snapshot: bool = False,
+    ) -> Answer:
+        """`method` to server `server` after the disk sync: a follow-up to one of its
+        answers (`callHierarchy/incomingCalls`, `codeAction/resolve`)."""
+        actor = await self.started(server)
+        await self.flush()
+        versions = self.snapshot(server) if snapshot else None
+        result = await actor.request(method, params, timeout=timeout, result_type=result_type)
+        return Answer(actor.name, result, False, actor.encoding, self, versions)
+
+    async def execute_command(self, server: str, command: dict[str, Any], on_edit: OnEdit) -> Any:
+        """`workspace/executeCommand` on server `server`; each `workspace/applyEdit` it sends
+        meanwhile (or within `COMMAND_EDIT_GRACE` seconds after its answer, as ruff does)
+        goes to `on_edit(edit, encoding, versions)`, whose answer the server gets. One
+        command at a time per server; outside a command its edit requests are refused."""
+        actor = await self.started(server)
+        await self.flush()
+        params = {"command": command["command"], "arguments": command.get("arguments") or []}
+        lock = self._commands.setdefault(server, trio.Lock())
+        async with lock:
+            capture = EditCapture(lambda edit: on_edit(edit, actor.encoding, self.snapshot(server)))
+            previous, actor.apply_edit = actor.apply_edit, capture.apply_edit
+            try:
+                result = await actor.request("workspace/executeCommand", params)
+                await capture.settle()
+            finally:
+                actor.apply_edit = previous
+        return result
+
+    def indexing(self, server: str) -> bool:
+        """Whether server `server` reports work-done progress (an index still loading)."""
+        actor = self.servers.get(server)
+        return actor is not None and bool(actor.progress)
+
     # -- file events --------------------------------------------------------------------
 
     def files_changed(self, paths: Sequence[Path]) -> None:
@@ -473,7 +577,11 @@ class LspManager:
     def _language_id(self, language: str) -> str:
         return self.languages[language].language_id or language
 
-    async def route(self, language: str, method: str) -> LanguageServer:
+    async def route(self, language: str, method: str) -> str:
+        """The name of the first server of `language` (routing order) offering `method`."""
+        return (await self._route(language, method)).name
+
+    async def _route(self, language: str, method: str) -> LanguageServer:
         """The first server of `language` (routing order) that offers `method`, started.
 
         A server that is missing or failed ends the search when it would offer `method`
@@ -524,12 +632,13 @@ class LspManager:
         result_type: Any = Any,
         wait_ready: bool = True,
         timeout: float | None = None,
+        snapshot: bool = False,
     ) -> Answer:
         """Send a request about `path` to the server that offers `method` (see the module doc)."""
         language = self.language(path)
-        server = await self.route(language, method)
+        server = await self._route(language, method)
         return await self._ask(
-            server, path, language, method, params, result_type, wait_ready, timeout
+            server, path, language, method, params, result_type, wait_ready, timeout, snapshot
         )
 
     async def request_all(
@@ -541,6 +650,7 @@ class LspManager:
         result_type: Any = Any,
         wait_ready: bool = False,
         timeout: float | None = None,
+        snapshot: bool = False,
     ) -> tuple[list[Answer], list[ToolError]]:
         """`method` to every server of the file's language that offers it, concurrently."""
         language = self.language(path)
@@ -553,7 +663,15 @@ class LspManager:
                 server = await self.started(name, language)
                 if await server.offers(method):
                     answers[i] = await self._ask(
-                        server, path, language, method, params, result_type, wait_ready, timeout
+                        server,
+                        path,
+                        language,
+                        method,
+                        params,
+                        result_type,
+                        wait_ready,
+                        timeout,
+                        snapshot,
                     )
             except ToolError as exc:
                 errors.append(exc)
@@ -605,6 +723,7 @@ class LspManager:
         result_type: Any,
         wait_ready: bool,
         timeout: float | None,
+        snapshot: bool = False,
     ) -> Answer:
         """One request, retried once when the server answers that the content changed or
         that it cancelled the request itself, or when it broke and restarted."""
@@ -621,9 +740,11 @@ class LspManager:
                 ctx = DocumentContext(
                     server.name, path, doc.uri, doc.text, doc.version, server.encoding, doc.index
                 )
+                built = params(ctx)
+                versions = self.snapshot(server.name) if snapshot else None
                 try:
                     result = await server.request(
-                        method, params(ctx), timeout=timeout, result_type=result_type
+                        method, built, timeout=timeout, result_type=result_type
                     )
                 except ToolError as exc:
                     if attempt == 1 and (
@@ -646,7 +767,7 @@ class LspManager:
                         server=server.name,
                         code=CONTENT_MODIFIED,
                     )
-                return Answer(server.name, result, partial, server.encoding, self)
+                return Answer(server.name, result, partial, server.encoding, self, versions)
             raise AssertionError("unreachable")
         finally:
             self._in_flight -= 1
@@ -775,6 +896,35 @@ class LspManager:
             raise self.missing(errors, self.languages[language].servers)
         errors = in_routing_order(errors, self.languages[language].servers)
         return FileDiagnostics(found, digest, partial or bool(errors), errors)
+
+    async def server_diagnostics(self, path: Path) -> ServerDiagnostics:
+        """Each diagnostic server's own diagnostics (with their `data`) for the file's
+        content now, by server: the context a code action request needs (ruff's quick
+        fixes). A server that fails or does not answer in time is left out."""
+        language = self.language(path)
+        await self.flush()
+        try:
+            data, _ = read_file(path, self.root, self.config.lsp.max_file_bytes)
+        except ToolError:
+            return {}  # the code action request reports what is wrong with the file
+        settle = self.config.lsp.settle_timeout
+        found: ServerDiagnostics = {}
+
+        async def one(name: str) -> None:
+            try:
+                server = self.server_for(name, language)
+                await server.connection()
+                doc = server.sync(path, self._language_id(language), data, fresh_diagnostics=True)
+                items = await server.document_diagnostics(doc, settle)
+            except ToolError:
+                return  # the code action request reports the server's failure
+            if items is not None:
+                found[name] = (doc.version, items)
+
+        async with trio.open_nursery() as nursery:
+            for name in self.languages[language].servers:
+                nursery.start_soon(one, name)
+        return found
 
     async def workspace_diagnostics(
         self, languages: Sequence[str] | None = None, folder: Path | None = None

@@ -1,0 +1,182 @@
+"""Rules of the import graph, checked by reading every import of the package.
+
+The language-server layer is closed: outside `codeward/daemon/lsp/`, code imports only its
+interface (`lsp.service`) and the value types it declares public, never a server's internals
+(the actor, its connection, documents or process). And modules import in one direction:
+the session never imports the tools that use it."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import codeward
+from codeward.daemon.lsp import service
+
+PACKAGE = Path(codeward.__file__).parent
+LSP = "codeward.daemon.lsp"
+
+# What the rest of the daemon may import from the layer, module by module (None: any name).
+PUBLIC: dict[str, frozenset[str] | None] = {
+    LSP: frozenset({"Answer", "DocumentContext", "LanguageService"}),
+    f"{LSP}.service": frozenset(service.__all__),
+    f"{LSP}.types": None,  # value types of the servers' replies (Location, Diagnostic...)
+    f"{LSP}.positions": None,  # Encoding, LineIndex: positions in the servers' encodings
+    f"{LSP}.uris": None,  # file URIs and paths
+    f"{LSP}.defaults": None,  # the built-in languages and servers of the config
+    f"{LSP}.budget": None,  # the daemon-wide cap on live servers, shared by sessions
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(source: str, package: str) -> Iterator[tuple[int, str, str | None]]:
+    """(line, module, name) of every import in `source` (a module of `package`), relative
+    ones resolved; name is None for `import module`. Imports under `if TYPE_CHECKING:` and
+    inside functions count too."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, None
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, module] if module else base)
+            for alias in node.names:
+                yield node.lineno, module, alias.name
+
+
+def _sources() -> Iterator[tuple[str, str, Path]]:
+    """(module, its package, path) of every module of codeward."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module_name(path)
+        yield name, name if path.name == "__init__.py" else name.rpartition(".")[0], path
+
+
+def _allowed(module: str, name: str | None) -> bool:
+    if module == LSP and name is not None and f"{LSP}.{name}" in PUBLIC:
+        return True  # `from codeward.daemon.lsp import service`
+    if module not in PUBLIC:
+        return False
+    names = PUBLIC[module]
+    return name is None or names is None or name in names
+
+
+def _violations(source: str, package: str) -> list[str]:
+    found: list[str] = []
+    for line, module, name in _imports(source, package):
+        inside = module == LSP or module.startswith(LSP + ".")
+        if inside and not _allowed(module, name):
+            shown = f"from {module} import {name}" if name is not None else f"import {module}"
+            found.append(f"{line}: {shown}")
+    return found
+
+
+def test_nothing_outside_the_layer_imports_its_internals() -> None:
+    violations: list[str] = []
+    checked = 0
+    for _, package, path in _sources():
+        if path.is_relative_to(PACKAGE / "daemon" / "lsp"):
+            continue
+        shown = path.relative_to(PACKAGE.parent)
+        violations += [f"{shown}:{v}" for v in _violations(path.read_text(), package)]
+        checked += 1
+    assert checked > 50  # the walk found the package's modules
+    assert violations == []
+
+
+def test_the_check_sees_internal_imports() -> None:
+    """The inspection itself: each way of reaching an internal module is caught."""
+    probe = (
+        "from codeward.daemon.lsp.server import LanguageServer\n"
+        "import codeward.daemon.lsp.connection\n"
+        "from codeward.daemon.lsp import documents\n"
+        "from ..lsp.process import ServerProcess\n"
+        "from codeward.daemon.lsp.service import LanguageService, RACY_NS\n"
+        "from codeward.daemon.lsp.types import Location\n"
+        "from codeward.daemon.lsp import LanguageService as Service, service\n"
+        "import codeward.daemon.lsp\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from codeward.daemon.lsp.watcher import watch_root\n"
+    )
+    assert _violations(probe, "codeward.daemon.tools") == [
+        "1: from codeward.daemon.lsp.server import LanguageServer",
+        "2: import codeward.daemon.lsp.connection",
+        "3: from codeward.daemon.lsp import documents",
+        "4: from codeward.daemon.lsp.process import ServerProcess",
+        "5: from codeward.daemon.lsp.service import RACY_NS",
+        "11: from codeward.daemon.lsp.watcher import watch_root",
+    ]
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the codeward modules it imports (`from package import module` included)."""
+    sources = list(_sources())
+    names = {name for name, _, _ in sources}
+    graph: dict[str, set[str]] = {}
+    for name, package, path in sources:
+        edges = graph.setdefault(name, set())
+        for _, module, imported in _imports(path.read_text(), package):
+            target = f"{module}.{imported}" if imported is not None else module
+            if target in names:
+                edges.add(target)
+            elif module in names:
+                edges.add(module)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for other in graph.get(node, ()):
+            if other not in order:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], order[other])
+        if low[node] == order[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return found
+
+
+def test_the_session_and_the_tools_import_in_one_direction() -> None:
+    graph = _graph()
+    assert "codeward.daemon.session" in graph["codeward.daemon.tools.host"]
+    through = [
+        c
+        for c in _circles(graph)
+        if any(m.startswith(("codeward.daemon.session", "codeward.daemon.tools")) for m in c)
+    ]
+    assert through == []
+
+
+def test_circles_are_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e", "d"}}
+    assert _circles(graph) == [{"a", "b", "c"}]
