@@ -14,6 +14,14 @@ the start of its first pull in one piece, then reads nothing more until a byte c
 through FIFO. `env` behaves as `ok` once it has logged how it was started:
 `{"started": {"env": ..., "argv": ..., "cwd": ...}}`.
 
+Readiness modes load for a moment after the first didOpen (a timer thread), answering
+hovers with null, pulls with empty reports and workspace symbols with nothing until then:
+`quiescent` (rust-analyzer: `experimental/serverStatus`, a progress gap before it loads;
+`quiescent-never` never becomes quiescent), `indexing` (intelephense: publishes `[]` with no
+version at didOpen, then an indexing progress around the real diagnostics), `project`
+(tsserver: workspace symbols fail with "No Project" while no file is open, diagnostics
+published once the project loaded), `service-ready` (jdtls: `language/status`).
+
 Fault modes for supervision: `grow` takes 64 MiB more memory at each hover before it answers
 (`grow-silent` never answers); `silent-hover` never answers hovers and ignores
 `$/cancelRequest`; `unready-silent` does that and never publishes diagnostics either.
@@ -26,6 +34,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -38,14 +47,18 @@ _next_id = 1000
 _batch: list[bytes] | None = None  # frames kept to be written in one piece
 
 
+_writing = threading.Lock()  # the loading timer writes too
+
+
 def send(message: dict[str, Any]) -> None:
     body = json.dumps({"jsonrpc": "2.0", **message}).encode()
     frame = b"Content-Length: %d\r\n\r\n" % len(body) + body
     if _batch is not None:
         _batch.append(frame)
         return
-    stdout.write(frame)
-    stdout.flush()
+    with _writing:
+        stdout.write(frame)
+        stdout.flush()
 
 
 def write_batch() -> None:
@@ -156,6 +169,65 @@ class Workspace:
         send({"method": progress, "params": {"token": "pass", "value": {"kind": "end"}}})
 
 
+LOADING_MODES = ("quiescent", "quiescent-never", "indexing", "project", "service-ready")
+LOAD_DELAY = 0.3  # seconds from the first didOpen until it has loaded
+
+
+def progress(token: str, kind: str, title: str = "") -> None:
+    value = {"kind": kind, "title": title} if title else {"kind": kind}
+    send({"method": "$/progress", "params": {"token": token, "value": value}})
+
+
+class Loading:
+    """A server that loads after its first didOpen and answers wrongly until then."""
+
+    def __init__(self) -> None:
+        self.loaded = False
+        self.started = False
+        self.texts: dict[str, tuple[int, str]] = {}
+
+    def initialized(self) -> None:
+        if MODE.startswith("quiescent"):
+            send({"method": "experimental/serverStatus", "params": {"quiescent": False}})
+            progress("fetch", "begin", "Fetching")
+            progress("fetch", "end")  # a gap: nothing active, still not loaded
+        if MODE == "service-ready":
+            send({"method": "language/status", "params": {"type": "Started", "message": "Ready"}})
+
+    def opened(self, uri: str, version: int, text: str) -> None:
+        self.texts[uri] = (version, text)
+        if MODE == "indexing":  # a placeholder, before its indexing begins
+            placeholder = {"uri": uri, "diagnostics": []}
+            send({"method": "textDocument/publishDiagnostics", "params": placeholder})
+        if not self.started:
+            self.started = True
+            timer = threading.Timer(LOAD_DELAY, self.load)
+            timer.daemon = True
+            timer.start()
+        else:
+            self.changed(uri, version, text)
+
+    def changed(self, uri: str, version: int, text: str) -> None:
+        self.texts[uri] = (version, text)
+        if self.loaded and MODE in ("indexing", "project", "service-ready"):
+            publish(uri, version, text)
+
+    def load(self) -> None:
+        if MODE == "quiescent-never":
+            return
+        title = "Indexing" if MODE != "project" else "Initializing JS/TS language features"
+        progress("load", "begin", title)
+        self.loaded = True
+        if MODE in ("indexing", "project", "service-ready"):
+            for uri, (version, text) in list(self.texts.items()):
+                publish(uri, version, text)
+        progress("load", "end")
+        if MODE == "quiescent":
+            send({"method": "experimental/serverStatus", "params": {"quiescent": True}})
+        if MODE == "service-ready":
+            send({"method": "language/status", "params": {"type": "ServiceReady"}})
+
+
 def main() -> None:
     if MODE == "env" and LOG:  # otherwise as "ok": how it was started goes to LOG first
         with open(LOG, "a") as f:
@@ -171,6 +243,7 @@ def main() -> None:
     texts: dict[str, str] = {}
     hoard: list[bytearray] = []  # what the `grow` modes hold on to
     workspace = Workspace()
+    loading = Loading() if MODE in LOADING_MODES else None
     while True:
         message = receive()
         if message is None:
@@ -188,6 +261,14 @@ def main() -> None:
             }
             if MODE == "empty-rename":  # renames answered with an edit that changes nothing
                 capabilities["renameProvider"] = True
+            if loading is not None:
+                capabilities["workspaceSymbolProvider"] = True
+                workspace.root = params["rootPath"]
+                if MODE.startswith("quiescent"):
+                    capabilities["diagnosticProvider"] = {
+                        "interFileDependencies": False,
+                        "workspaceDiagnostics": False,
+                    }
             if MODE == "busy-symbols":  # an index that never finishes loading
                 capabilities["workspaceSymbolProvider"] = True
                 workspace.root = params["rootPath"]
@@ -205,6 +286,8 @@ def main() -> None:
         elif method == "workspace/diagnostic":
             workspace.start(msg_id, params)
         elif method == "initialized":
+            if loading is not None:
+                loading.initialized()
             if MODE == "busy-symbols":
                 ask("window/workDoneProgress/create", {"token": "index"})
                 begin = {"kind": "begin", "title": "Indexing"}
@@ -232,13 +315,26 @@ def main() -> None:
         elif method == "textDocument/didOpen":
             doc = params["textDocument"]
             texts[doc["uri"]] = doc["text"]
-            if MODE != "unready-silent":
+            if loading is not None:
+                loading.opened(doc["uri"], doc["version"], doc["text"])
+            elif MODE != "unready-silent":
                 publish(doc["uri"], doc["version"], doc["text"])
         elif method == "textDocument/didChange":
             doc = params["textDocument"]
             texts[doc["uri"]] = params["contentChanges"][-1]["text"]
-            if MODE != "unready-silent":
+            if loading is not None:
+                loading.changed(doc["uri"], doc["version"], texts[doc["uri"]])
+            elif MODE != "unready-silent":
                 publish(doc["uri"], doc["version"], texts[doc["uri"]])
+        elif method == "textDocument/diagnostic":  # the quiescent modes pull
+            assert loading is not None
+            text = texts[params["textDocument"]["uri"]] if loading.loaded else ""
+            send({"id": msg_id, "result": {"kind": "full", "items": diagnostics_of(text)}})
+        elif method == "workspace/symbol" and loading is not None and not loading.loaded:
+            if MODE == "project" and not loading.texts:
+                send({"id": msg_id, "error": {"code": -32603, "message": "No Project."}})
+            else:
+                send({"id": msg_id, "result": []})
         elif method == "workspace/symbol":
             where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}
             uri = f"file://{workspace.root}/a.fake"
@@ -268,6 +364,9 @@ def main() -> None:
                 if MODE == "grow-silent":
                     continue
             if MODE == "unready-silent":
+                continue
+            if loading is not None and not loading.loaded:
+                send({"id": msg_id, "result": None})
                 continue
             if MODE == "crash-on-hover":
                 os._exit(1)

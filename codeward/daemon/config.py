@@ -18,6 +18,8 @@ from codeward.protocol.errors import ToolError
 
 Approval = Literal["allow", "confirm", "deny"]
 Untrusted = Literal["default", "off", "run"]
+# When its answers can be trusted (codeward.daemon.lsp.readiness says what each means).
+ReadyWhen = Literal["idle", "quiescent", "project", "indexed", "service_ready"]
 _STRICTNESS: dict[str, int] = {"allow": 0, "confirm": 1, "deny": 2}
 
 
@@ -101,6 +103,10 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # In an untrusted root: "default" (codeward's restricted configuration of a server it
     # knows, else not started), "off" (never started there), "run" (started as configured)
     untrusted: Untrusted = "default"
+    # When its answers can be trusted: "idle" (no work-done progress), "quiescent"
+    # (rust-analyzer's server status), "project" (tsserver: a file open and loaded),
+    # "indexed" (its indexing progress ended), "service_ready" (jdtls' language/status)
+    ready_when: ReadyWhen = "idle"
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -80,6 +80,8 @@ def client_capabilities() -> dict[str, Any]:
             "callHierarchy": {"dynamicRegistration": True},
         },
         "window": {"workDoneProgress": True, "showMessage": {}},
+        # rust-analyzer then says when it is quiescent (lsp/readiness.py)
+        "experimental": {"serverStatusNotification": True},
         # clangd's own name for positionEncodings (clangd before 15 reads only this one).
         "offsetEncoding": ["utf-8", "utf-16"],
     }

@@ -93,12 +93,14 @@ def default_servers() -> dict[str, ServerConfig]:
             command=["typescript-language-server", "--stdio"],
             languages=["typescript", "typescriptreact", "javascript", "javascriptreact"],
             install_hint="npm install -g typescript-language-server typescript",
+            ready_when="project",
         ),
         "rust-analyzer": ServerConfig(
             command=["rust-analyzer"],
             languages=["rust"],
             install_hint="rustup component add rust-analyzer",
             max_rss_mb=8192,
+            ready_when="quiescent",
         ),
         "elixir-ls": ServerConfig(
             command=["elixir-ls"],
@@ -147,7 +149,8 @@ def default_languages() -> dict[str, LanguageConfig]:
 
 def effective_servers(config: Config) -> dict[str, ServerConfig]:
     """The default servers, with the user's entries of the same name replacing them; what
-    such an entry leaves empty (install hint, memory cap, fault workarounds) is kept."""
+    such an entry leaves empty (install hint, memory cap, fault workarounds, readiness) is
+    kept."""
     servers = default_servers()
     for name, entry in config.servers.items():
         default = servers.get(name)
@@ -158,6 +161,7 @@ def effective_servers(config: Config) -> dict[str, ServerConfig]:
                 max_rss_mb=entry.max_rss_mb or default.max_rss_mb,
                 exclusive_methods=entry.exclusive_methods or default.exclusive_methods,
                 broken_when=entry.broken_when or default.broken_when,
+                ready_when=default.ready_when if entry.ready_when == "idle" else entry.ready_when,
             )
         servers[name] = entry
     return servers

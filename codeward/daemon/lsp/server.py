@@ -40,6 +40,7 @@ from codeward.daemon.lsp.defaults import command_available
 from codeward.daemon.lsp.documents import UNTRUSTED, Document, DocumentStore, Stat
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.process import ServerProcess, group_rss, is_stopped
+from codeward.daemon.lsp.readiness import readiness_for
 from codeward.daemon.lsp.types import (
     ConfigurationParams,
     Diagnostic,
@@ -140,6 +141,7 @@ class LanguageServer:
         self.messages: collections.deque[str] = collections.deque(maxlen=50)
         self.documents = DocumentStore(max(1, lsp.max_open_documents))
         self.capabilities = ServerCapabilities()
+        self.readiness = readiness_for(config.ready_when)  # made anew for each process
         self.published: dict[str, Published] = {}
         self.analysed: dict[str, int] = {}  # uri -> version answered by a diagnostic pull
         self.progress: dict[int | str, str] = {}  # active work-done progress: token -> title
@@ -334,6 +336,7 @@ class LanguageServer:
         self.analysed.clear()
         self.progress.clear()
         self.announced.clear()
+        self.readiness = readiness_for(self.config.ready_when)
         io_scope = trio.CancelScope(shield=True)
         reason = "it stopped"
         self._halt_scope = halt = trio.CancelScope()
@@ -683,6 +686,8 @@ class LanguageServer:
             published = self.published.get(doc.uri)
             return published is not None and (published.version or 0) >= doc.version
 
+        if self.readiness.strict and not await self.until_ready(self.lsp.ready_timeout):
+            return None
         with trio.move_on_after(settle):
             if not self.pulls_diagnostics:
                 # A server may register pull diagnostics only after `initialized`.
@@ -801,7 +806,7 @@ class LanguageServer:
         """Wait until the server has analysed `doc` and its work-done progress ended."""
 
         def ready() -> bool:
-            if self.progress:
+            if not self.ready:
                 return False
             if self.analysed.get(doc.uri) == doc.version:
                 return True
@@ -825,6 +830,15 @@ class LanguageServer:
         wait = self.lsp.ready_timeout if expected else REGISTRATION_GRACE
         grace = self._running_since + wait - trio.current_time()
         return await self.wait_for(lambda: self.capabilities.supports(method), max(grace, 0))
+
+    @property
+    def ready(self) -> bool:
+        """Whether its answers can be trusted now, as its kind's readiness policy says."""
+        return self.readiness.ready(self.progress, len(self.documents))
+
+    async def until_ready(self, timeout: float) -> bool:
+        """Wait until it is `ready`; False when it was not within `timeout`."""
+        return await self.wait_for(lambda: self.ready, timeout)
 
     async def wait_idle(self, timeout: float) -> bool:
         """Wait until no work-done progress is active."""
@@ -881,7 +895,12 @@ class LanguageServer:
         raise ResponseError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def _on_notification(self, method: str, message: Incoming) -> None:
+        readiness = self.readiness
+        if method in readiness.listens and readiness.observe(method, message.decode()):
+            self._touch()
         if method == "textDocument/publishDiagnostics":
+            if not readiness.counts():
+                return  # a placeholder published before it began to load
             params = message.decode(PublishDiagnosticsParams)
             version = params.version
             if version is None:

@@ -457,9 +457,10 @@ class LanguageService:
         return result
 
     def indexing(self, server: str) -> bool:
-        """Whether server `server` reports work-done progress (an index still loading)."""
+        """Whether server `server` is not ready (an index still loading, as its readiness
+        policy tells: work-done progress for most)."""
         actor = self.servers.get(server)
-        return actor is not None and bool(actor.progress)
+        return actor is not None and not actor.ready
 
     # -- file events --------------------------------------------------------------------
 
@@ -703,15 +704,32 @@ class LanguageService:
                 server = await self.started(name)
                 if not await server.offers(method):
                     continue
+                ready = await self._loaded(server, languages)
                 result = await server.request(
                     method, params, timeout=timeout, result_type=result_type
                 )
-                answers.append(Answer(server.name, result, False, server.encoding, self))
+                answers.append(Answer(server.name, result, not ready, server.encoding, self))
             except ToolError as exc:
                 errors.append(exc)
         if not answers and errors:
             raise self.missing(errors, names)
         return answers
+
+    async def _loaded(self, server: LanguageServer, languages: Sequence[str]) -> bool:
+        """Whether a server whose readiness policy is strict became ready for a request
+        naming no file within `lsp.ready_timeout` (one that loads nothing until a file is
+        open gets the first project file of its languages opened)."""
+        readiness = server.readiness
+        if not readiness.strict:
+            return True
+        if readiness.needs_document and not len(server.documents):
+            files, _ = await trio.to_thread.run_sync(self.project_files)
+            mine = [lang for lang in languages if server.name in self.languages[lang].servers]
+            first = [(min(files[lang]), lang) for lang in mine if files.get(lang)]
+            if first:
+                path, language = min(first)
+                await self._open(server, path, language)
+        return await server.until_ready(self.config.lsp.ready_timeout)
 
     async def _ask(
         self,

@@ -489,7 +489,7 @@ async def _workspace_symbols(
         partial = not await _workspace_loaded(manager, languages, files)
         answers = await ask()
     # an index still loading (work-done progress) may have answered with some files only
-    partial = partial or any(manager.indexing(a.server) for a in answers)
+    partial = partial or any(a.partial or manager.indexing(a.server) for a in answers)
     locator = Locator(manager)
     items = [
         (answer, item)
