@@ -15,7 +15,6 @@ import msgspec
 import pytest
 import trio
 
-from codeward.daemon.lsp.manager import DocumentContext, LspManager
 from codeward.daemon.lsp.readiness import (
     Indexed,
     Project,
@@ -24,6 +23,7 @@ from codeward.daemon.lsp.readiness import (
     ServiceReady,
     readiness_for,
 )
+from codeward.daemon.lsp.service import DocumentContext, LanguageService
 from tests.lsp_support import fake_config, fake_server, running
 
 BAD = "good\nbad line\n"
@@ -45,7 +45,7 @@ def doc(tmp_path: Path) -> Path:
     return path
 
 
-async def hover(manager: LspManager, path: Path) -> Any:
+async def hover(manager: LanguageService, path: Path) -> Any:
     return await manager.request(path, "textDocument/hover", hover_params)
 
 

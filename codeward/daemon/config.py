@@ -107,6 +107,10 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # (rust-analyzer's server status), "project" (tsserver: a file open and loaded),
     # "indexed" (its indexing progress ended), "service_ready" (jdtls' language/status)
     ready_when: ReadyWhen = "idle"
+    # Where a file's diagnostics come from: "server" (its pull, else its pushes), or
+    # "tsserver" (asked of tsserver through typescript-language-server: its pushes come in
+    # stages, the first often without the type errors)
+    diagnostics_from: Literal["server", "tsserver"] = "server"
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -94,6 +94,7 @@ def default_servers() -> dict[str, ServerConfig]:
             languages=["typescript", "typescriptreact", "javascript", "javascriptreact"],
             install_hint="npm install -g typescript-language-server typescript",
             ready_when="project",
+            diagnostics_from="tsserver",
         ),
         "rust-analyzer": ServerConfig(
             command=["rust-analyzer"],
@@ -162,6 +163,11 @@ def effective_servers(config: Config) -> dict[str, ServerConfig]:
                 exclusive_methods=entry.exclusive_methods or default.exclusive_methods,
                 broken_when=entry.broken_when or default.broken_when,
                 ready_when=default.ready_when if entry.ready_when == "idle" else entry.ready_when,
+                diagnostics_from=(
+                    entry.diagnostics_from
+                    if entry.diagnostics_from != "server"
+                    else default.diagnostics_from
+                ),
             )
         servers[name] = entry
     return servers

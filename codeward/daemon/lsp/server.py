@@ -29,6 +29,7 @@ import msgspec
 import trio
 
 from codeward.daemon.config import LspConfig, ServerConfig
+from codeward.daemon.lsp import tsserver
 from codeward.daemon.lsp.capabilities import ServerCapabilities, client_capabilities
 from codeward.daemon.lsp.connection import (
     ConnectionClosed,
@@ -688,6 +689,14 @@ class LanguageServer:
 
         if self.readiness.strict and not await self.until_ready(self.lsp.ready_timeout):
             return None
+        if self.config.diagnostics_from == "tsserver":
+            version = doc.version
+            with trio.move_on_after(settle):
+                pulled = await tsserver.diagnostics(self, str(doc.path), settle)
+                if pulled is not None and doc.version == version:
+                    self.analysed[doc.uri] = version
+                    self._touch()
+                    return pulled
         with trio.move_on_after(settle):
             if not self.pulls_diagnostics:
                 # A server may register pull diagnostics only after `initialized`.

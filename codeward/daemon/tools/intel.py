@@ -488,7 +488,8 @@ async def _workspace_symbols(
         # nothing: maybe a server that has not loaded its workspace yet; wait for that only
         partial = not await _workspace_loaded(manager, languages, files)
         answers = await ask()
-    # an index still loading (work-done progress) may have answered with some files only
+    # an index still loading (not ready: its work-done progress, say) may have answered
+    # with some files only
     partial = partial or any(a.partial or manager.indexing(a.server) for a in answers)
     locator = Locator(manager)
     items = [

@@ -1,0 +1,87 @@
+"""A file's diagnostics asked of tsserver itself, through typescript-language-server.
+
+typescript-language-server publishes a file's diagnostics in stages, one push per kind
+tsserver reports (syntax first, within 50 ms, then semantic errors and suggestions once
+checked), and nothing says which push is the last: the first push after an edit is often
+`[]` for a file full of type errors. Its `typescript.tsserverRequest` command asks tsserver
+for each kind synchronously instead: a pull that answers for the content it was sent.
+tsserver counts lines and offsets from 1, offsets in UTF-16 code units.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from codeward.daemon.lsp.types import Diagnostic, Position, Range
+
+if TYPE_CHECKING:
+    from codeward.daemon.lsp.server import LanguageServer
+
+COMMAND = "typescript.tsserverRequest"
+KINDS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync", "suggestionDiagnosticsSync")
+SEVERITY = {"error": 1, "warning": 2, "message": 3, "suggestion": 4}
+
+
+class Location(msgspec.Struct):
+    line: int
+    offset: int
+
+
+class TsDiagnostic(msgspec.Struct, rename="camel"):
+    start: Location
+    end: Location
+    text: str
+    code: int | None = None
+    category: str = "error"
+    reports_unnecessary: Any = None
+    reports_deprecated: Any = None
+    source: str | None = None
+
+
+class Response(msgspec.Struct):
+    success: bool = False
+    body: list[TsDiagnostic] | None = None
+    message: str | None = None
+
+
+def _position(location: Location) -> Position:
+    return Position(max(location.line - 1, 0), max(location.offset - 1, 0))
+
+
+def _flag(value: Any) -> bool:
+    """tsserver marks `reportsUnnecessary` / `reportsDeprecated` with `true` or `{}`."""
+    return value is not None and value is not False
+
+
+def to_lsp(item: TsDiagnostic) -> Diagnostic:
+    tags = (
+        [1] if _flag(item.reports_unnecessary) else [2] if _flag(item.reports_deprecated) else None
+    )
+    return Diagnostic(
+        range=Range(_position(item.start), _position(item.end)),
+        message=item.text,
+        severity=SEVERITY.get(item.category, 1),
+        code=item.code,
+        source=item.source or "typescript",
+        tags=tags,
+    )
+
+
+async def diagnostics(server: LanguageServer, path: str, timeout: float) -> list[Diagnostic] | None:
+    """tsserver's syntax, semantic and suggestion diagnostics of the open file `path`, in
+    that order (as typescript-language-server would publish them); None when tsserver
+    refused one of the requests (its pushes are then the answer)."""
+    found: list[Diagnostic] = []
+    for kind in KINDS:
+        response = await server.request(
+            "workspace/executeCommand",
+            {"command": COMMAND, "arguments": [kind, {"file": path}]},
+            timeout=timeout,
+            result_type=Response | None,
+        )
+        if response is None or not response.success:
+            return None
+        found.extend(to_lsp(item) for item in response.body or ())
+    return found

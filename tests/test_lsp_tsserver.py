@@ -1,0 +1,37 @@
+"""tsserver's diagnostics in LSP terms (the real server: tests/test_langs_typescript.py)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from codeward.daemon.lsp import tsserver
+from codeward.daemon.lsp.types import Diagnostic, Position, Range
+
+
+def test_tsserver_diagnostics_become_lsp_ones() -> None:
+    body = b"""{"seq": 0, "type": "response", "success": true, "body": [
+        {"start": {"line": 3, "offset": 55}, "end": {"line": 3, "offset": 58},
+         "text": "Type 'string' is not assignable to type 'number'.", "code": 2322,
+         "category": "error"},
+        {"start": {"line": 3, "offset": 55}, "end": {"line": 3, "offset": 58},
+         "text": "'bad' is declared but its value is never read.", "code": 6133,
+         "category": "suggestion", "reportsUnnecessary": true},
+        {"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 4},
+         "text": "old", "category": "warning", "reportsDeprecated": {}}]}"""
+    response = msgspec.json.decode(body, type=tsserver.Response)
+    assert response.success and response.body is not None
+    found = [tsserver.to_lsp(item) for item in response.body]
+    where = Range(Position(2, 54), Position(2, 57))
+    assert found == [
+        Diagnostic(
+            where, "Type 'string' is not assignable to type 'number'.", 1, 2322, "typescript"
+        ),
+        Diagnostic(
+            where, "'bad' is declared but its value is never read.", 4, 6133, "typescript", [1]
+        ),
+        Diagnostic(Range(Position(0, 0), Position(0, 3)), "old", 2, None, "typescript", [2]),
+    ]
+    refused = msgspec.json.decode(
+        b'{"success": false, "message": "No Project."}', type=tsserver.Response
+    )
+    assert not refused.success and refused.body is None
