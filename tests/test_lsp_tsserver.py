@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
+import trio
 
 from codeward.daemon.lsp import tsserver
 from codeward.daemon.lsp.types import Diagnostic, Position, Range
+from tests.lsp_support import fake_config, fake_server, running
 
 
 def test_tsserver_diagnostics_become_lsp_ones() -> None:
@@ -35,3 +39,13 @@ def test_tsserver_diagnostics_become_lsp_ones() -> None:
         b'{"success": false, "message": "No Project."}', type=tsserver.Response
     )
     assert not refused.success and refused.body is None
+
+
+async def test_a_server_without_the_command_falls_back_to_its_pushes(tmp_path: Path) -> None:
+    doc = tmp_path / "a.fake"
+    doc.write_text("good\nbad line\n")
+    server = msgspec.structs.replace(fake_server("ok"), diagnostics_from="tsserver")
+    async with running(tmp_path, fake_config({"fake": server})) as (manager, _):
+        with trio.fail_after(10):
+            found = await manager.diagnostics(doc)
+    assert [d.message for d in found.diagnostics] == ["bad line 2"] and not found.partial

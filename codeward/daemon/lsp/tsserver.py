@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from codeward.daemon.lsp.types import Diagnostic, Position, Range
+from codeward.protocol.errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
     from codeward.daemon.lsp.server import LanguageServer
@@ -72,15 +73,21 @@ def to_lsp(item: TsDiagnostic) -> Diagnostic:
 async def diagnostics(server: LanguageServer, path: str, timeout: float) -> list[Diagnostic] | None:
     """tsserver's syntax, semantic and suggestion diagnostics of the open file `path`, in
     that order (as typescript-language-server would publish them); None when tsserver
-    refused one of the requests (its pushes are then the answer)."""
+    refused one of the requests, or the server has no such command (its pushes are then
+    the answer)."""
     found: list[Diagnostic] = []
     for kind in KINDS:
-        response = await server.request(
-            "workspace/executeCommand",
-            {"command": COMMAND, "arguments": [kind, {"file": path}]},
-            timeout=timeout,
-            result_type=Response | None,
-        )
+        try:
+            response = await server.request(
+                "workspace/executeCommand",
+                {"command": COMMAND, "arguments": [kind, {"file": path}]},
+                timeout=timeout,
+                result_type=Response | None,
+            )
+        except ToolError as exc:
+            if exc.kind is ErrorKind.LSP_ERROR and "code" in exc.details:
+                return None  # an error answer: not this server's command after all
+            raise
         if response is None or not response.success:
             return None
         found.extend(to_lsp(item) for item in response.body or ())
