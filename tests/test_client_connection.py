@@ -347,10 +347,12 @@ def test_oversized_frame_raises_connection_lost(sock_path: Path) -> None:
     def huge(peer: Peer, req: dict[str, Any]) -> None:
         peer.send_raw(b'{"x": "' + b"a" * 2048)
 
-    with FakeDaemon(sock_path, responder({"x": huge})), open_conn(sock_path) as conn:
-        conn._decoder.max_message = 1024
-        with pytest.raises(ConnectionLost, match="bad frame"):
-            conn.request("x")
+    with (
+        FakeDaemon(sock_path, responder({"x": huge})),
+        Connection(connect_socket(sock_path), max_message=1024) as conn,
+        pytest.raises(ConnectionLost, match="bad frame"),
+    ):
+        conn.request("x")
 
 
 def test_timeout_cancels_the_request(sock_path: Path) -> None:

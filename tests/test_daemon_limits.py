@@ -376,7 +376,7 @@ class TestBackpressure:
         assert "result" in await wire.next()
         await wire.send(*(fetch(i) for i in range(2, 2 + IN_FLIGHT + 3)))
         conn = await connection_of(daemon)
-        assert conn.paused and len(conn._inflight) == IN_FLIGHT
+        assert conn.paused and conn.running == IN_FLIGHT
         cancel = {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}}
         await wire.send(cancel)  # read only once there is room: it waits behind the fetches
         wire.close()

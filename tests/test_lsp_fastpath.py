@@ -16,7 +16,6 @@ import trio
 
 from codeward.daemon import paths
 from codeward.daemon.config import Config
-from codeward.daemon.connection import Connection
 from codeward.daemon.intel.inputs import resolve_inside
 from codeward.daemon.intel.locations import Locator
 from codeward.daemon.lsp import service as manager_module
@@ -27,9 +26,10 @@ from codeward.daemon.lsp.documents import DocumentStore
 from codeward.daemon.lsp.positions import ENCODINGS, LineIndex
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.types import Range
+from codeward.daemon.outbox import Outbox
 from codeward.daemon.paths import resolve_input_path
 from codeward.protocol.errors import ErrorKind, ToolError
-from codeward.protocol.framing import ContentLengthDecoder, Framing
+from codeward.protocol.framing import ContentLengthDecoder
 
 
 @pytest.fixture
@@ -267,17 +267,16 @@ async def test_a_closed_pipe_fails_requests_at_once() -> None:
 async def test_replies_go_straight_to_the_socket_and_keep_their_order() -> None:
     mine, theirs = socket.socketpair()
     stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
-    conn = Connection(SimpleNamespace(config=Config()), stream, 1)  # type: ignore[arg-type]
-    conn.framing = Framing.NDJSON
+    outbox = Outbox(stream, lambda: None)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(conn.outbox.run)
-        conn._queue(b'{"n":1}')  # idle: on the socket before any checkpoint
+        nursery.start_soon(outbox.run)
+        outbox.put(b'{"n":1}\n')  # idle: on the socket before any checkpoint
         theirs.setblocking(False)
         assert theirs.recv(100) == b'{"n":1}\n'
         big = b'{"big":"' + b"x" * (4 << 20) + b'"}'  # more than the socket buffer
-        conn._queue(big)
-        conn._queue(b'{"n":2}')
-        queued = conn.outbox.queued_bytes
+        outbox.put(big + b"\n")
+        outbox.put(b'{"n":2}\n')
+        queued = outbox.queued_bytes
         assert len(b'{"n":2}\n') < queued <= len(big) + len(b'\n{"n":2}\n')
 
         def drain() -> bytes:
@@ -290,12 +289,12 @@ async def test_replies_go_straight_to_the_socket_and_keep_their_order() -> None:
         data = await trio.to_thread.run_sync(drain)
         assert data == big + b'\n{"n":2}\n'
         with trio.fail_after(5):
-            await conn.flush()
-        assert conn.outbox.queued_bytes == 0 and conn.outbox.peak_bytes == queued
+            await outbox.flush()
+        assert outbox.queued_bytes == 0 and outbox.peak_bytes == queued
         theirs.close()  # the client goes away: a write fails and the connection is closed
         for _ in range(3):
-            conn._queue(b'{"n":3}')
-        assert conn.closed and conn.outbox.queued_bytes == 0
+            outbox.put(b'{"n":3}\n')
+        assert outbox.closed and outbox.queued_bytes == 0
         nursery.cancel_scope.cancel()
     mine.close()
 

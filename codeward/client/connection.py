@@ -1,14 +1,13 @@
 """A blocking JSON-RPC connection to the daemon: NDJSON over a Unix socket, stdlib only.
 
 Requests are answered one at a time; while a reply is awaited, the daemon's own requests
-(`client/confirm`) are answered and its notifications (`$/progress`) are passed on.
+(`client/confirm`) are answered and its notifications (`$/progress`) are passed on. The
+JSON-RPC state is the sans-IO `Peer` the daemon uses too, with the stdlib `json` codec.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import json
 import socket
 import time
 from collections import deque
@@ -18,7 +17,19 @@ from typing import Any
 
 from codeward import __version__
 from codeward.protocol.errors import ErrorCode
-from codeward.protocol.framing import FrameError, NdjsonDecoder
+from codeward.protocol.framing import DEFAULT_MAX_MESSAGE, FrameError, Framing
+from codeward.protocol.jsoncodec import JsonCodec, JsonMessage
+from codeward.protocol.peer import (
+    BatchReceived,
+    Event,
+    Id,
+    InvalidMessage,
+    NotificationReceived,
+    Peer,
+    RequestReceived,
+    ResponseReceived,
+    UnmatchedResponse,
+)
 
 PROTOCOL_VERSION = 1
 CONNECT_TIMEOUT = 5.0
@@ -83,10 +94,6 @@ def connect_socket(path: Path, timeout: float = CONNECT_TIMEOUT) -> socket.socke
     return sock
 
 
-def _encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
-
-
 class Connection:
     """One connection to the daemon. Not thread-safe: one request at a time."""
 
@@ -96,11 +103,11 @@ class Connection:
         *,
         on_confirm: ConfirmHandler | None = None,
         on_progress: ProgressHandler | None = None,
+        max_message: int = DEFAULT_MAX_MESSAGE,
     ) -> None:
         self._sock = sock
-        self._decoder = NdjsonDecoder()
-        self._pending: deque[bytes] = deque()
-        self._ids = itertools.count(1)
+        self._peer = Peer(JsonCodec(), Framing.NDJSON, max_message=max_message)
+        self._events: deque[Event] = deque()
         self._closed = False
         self._farewell = ""  # why the daemon closes this connection, when it said so
         self.on_confirm = on_confirm
@@ -128,32 +135,28 @@ class Connection:
     def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
         """Send a request and return its result; raise `RemoteError` for an error reply,
         `ConnectionLost`, or `RequestTimeout` (after sending `$/cancelRequest`)."""
-        msg_id = next(self._ids)
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-        if params is not None:
-            message["params"] = params
+        self._ensure_open()
+        msg_id, frame = self._peer.send_request(method, params)
         deadline = None if timeout is None else time.monotonic() + timeout
-        self._send(message)
+        self._send(frame)
         try:
             while True:
-                reply = self._receive(deadline)
-                if reply is None:
-                    self._cancel(msg_id)
+                event = self._receive(deadline)
+                if event is None:
+                    self._cancel(msg_id, method)
                     raise RequestTimeout(
                         f"No reply to {method} within {timeout:g} s; the request was cancelled."
                     )
-                answer = self._dispatch(reply, msg_id)
+                answer = self._handle(event, msg_id)
                 if answer is not None:
                     return self._result_of(answer)
         except KeyboardInterrupt:
-            self._cancel(msg_id)
+            self._cancel(msg_id, method)
             raise
 
     def notify(self, method: str, params: Any = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        self._send(message)
+        self._ensure_open()
+        self._send(self._peer.notify(method, params))
 
     def initialize(self, client_name: str = "codeward-cli") -> dict[str, Any]:
         """Declare who we are and which daemon-to-client requests we can take."""
@@ -178,34 +181,38 @@ class Connection:
         deadline = time.monotonic() + timeout
         try:
             while True:
-                reply = self._receive(deadline)
-                if reply is None:
+                event = self._receive(deadline)
+                if event is None:
                     return False
-                self._dispatch(reply, None)
+                self._handle(event, None)
         except ConnectionLost:
             return True
 
     # -- internals -------------------------------------------------------------------------
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _ensure_open(self) -> None:
         if self._closed:
             raise ConnectionLost("The connection to the daemon is closed.")
+
+    def _send(self, frame: bytes) -> None:
+        self._ensure_open()
         try:
             self._sock.settimeout(CONNECT_TIMEOUT)
-            self._sock.sendall(_encode(message))
+            self._sock.sendall(frame)
         except OSError as exc:
             self.close()
             raise ConnectionLost(f"The daemon closed the connection ({exc.strerror}).") from None
 
-    def _cancel(self, msg_id: int) -> None:
-        with contextlib.suppress(ConnectionLost):
-            self.notify("$/cancelRequest", {"id": msg_id})
+    def _cancel(self, msg_id: Id, method: str) -> None:
+        frame = self._peer.abandon(msg_id, method)
+        if frame is not None:
+            with contextlib.suppress(ConnectionLost):
+                self._send(frame)
 
-    def _receive(self, deadline: float | None) -> Any | None:
-        """The next decoded message, or None when `deadline` passed first."""
-        while not self._pending:
-            if self._closed:
-                raise ConnectionLost("The connection to the daemon is closed.")
+    def _receive(self, deadline: float | None) -> Event | None:
+        """The next event, or None when `deadline` passed first."""
+        while not self._events:
+            self._ensure_open()
             if deadline is None:
                 self._sock.settimeout(None)
             else:
@@ -228,61 +235,57 @@ class Connection:
                     self._farewell or "The daemon closed the connection before it replied."
                 )
             try:
-                self._pending.extend(self._decoder.feed(data))
+                self._events.extend(self._peer.receive_data(data))
             except FrameError as exc:
                 self.close()
                 raise ConnectionLost(f"The daemon sent a bad frame: {exc}") from None
-        line = self._pending.popleft()
-        try:
-            return json.loads(line)
-        except ValueError:
-            self.close()
-            raise ConnectionLost("The daemon sent a message that is not JSON.") from None
+        return self._events.popleft()
 
-    def _dispatch(self, message: Any, awaited: int | None) -> dict[str, Any] | None:
-        """Handle one incoming message (or batch); return it if it is the reply to `awaited`."""
-        if isinstance(message, list):
+    def _handle(self, event: Event, awaited: Id | None) -> JsonMessage | None:
+        """Handle one event (or batch); return the reply to `awaited` if it is that."""
+        if isinstance(event, ResponseReceived):
+            return event.message if event.id == awaited else None
+        if isinstance(event, BatchReceived):
             reply = None
-            for item in message:
-                reply = self._dispatch(item, awaited) or reply
+            for item in event.events:
+                reply = self._handle(item, awaited) or reply
             return reply
-        if not isinstance(message, dict):
-            return None
-        method = message.get("method")
-        if isinstance(method, str):
-            if "id" in message:
-                self._answer(message["id"], method, message.get("params"))
-            elif method == "$/progress" and self.on_progress is not None:
-                params = message.get("params")
+        if isinstance(event, RequestReceived):
+            self._answer(event.message)
+        elif isinstance(event, NotificationReceived):
+            message = event.message
+            if message.method == "$/progress" and self.on_progress is not None:
+                params = message.payload
                 self.on_progress(params if isinstance(params, dict) else {})
-            return None
-        if awaited is not None and message.get("id") == awaited:
-            return message
-        error = message.get("error")
-        if message.get("id") is None and isinstance(error, dict):  # the daemon says goodbye
-            self._farewell = f"The daemon closed the connection: {error.get('message')}"
+        elif isinstance(event, UnmatchedResponse):
+            error = event.message.error
+            if event.id is None and isinstance(error, dict):  # the daemon says goodbye
+                self._farewell = f"The daemon closed the connection: {error.get('message')}"
+        elif isinstance(event, InvalidMessage) and event.error.code == ErrorCode.PARSE_ERROR:
+            self.close()
+            raise ConnectionLost("The daemon sent a message that is not JSON.")
         return None
 
-    def _answer(self, msg_id: Any, method: str, params: Any) -> None:
+    def _answer(self, message: JsonMessage) -> None:
         """Reply to a request from the daemon."""
-        if method == "client/confirm" and self.on_confirm is not None:
+        msg_id = message.id
+        assert msg_id is not None
+        if message.method == "client/confirm" and self.on_confirm is not None:
+            params = message.payload
             approved = bool(self.on_confirm(params if isinstance(params, dict) else {}))
-            self._send({"jsonrpc": "2.0", "id": msg_id, "result": {"approved": approved}})
+            self._send(self._peer.respond(msg_id, {"approved": approved}))
             return
         self._send(
-            {
-                "jsonrpc": "2.0",
-                "id": msg_id,
-                "error": {
-                    "code": int(ErrorCode.METHOD_NOT_FOUND),
-                    "message": f"This client does not handle {method}.",
-                },
-            }
+            self._peer.respond_error(
+                msg_id,
+                int(ErrorCode.METHOD_NOT_FOUND),
+                f"This client does not handle {message.method}.",
+            )
         )
 
     @staticmethod
-    def _result_of(reply: dict[str, Any]) -> Any:
-        error = reply.get("error")
+    def _result_of(reply: JsonMessage) -> Any:
+        error = reply.error
         if error is not None:
             if not isinstance(error, dict):
                 raise RemoteError(int(ErrorCode.INTERNAL_ERROR), "The daemon sent a bad error.")
@@ -290,4 +293,4 @@ class Connection:
             if not isinstance(code, int):
                 code = int(ErrorCode.INTERNAL_ERROR)
             raise RemoteError(code, str(error.get("message", "")), error.get("data"))
-        return reply.get("result")
+        return reply.payload

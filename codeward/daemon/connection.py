@@ -1,6 +1,7 @@
 """One client connection: frames in, concurrent requests, one writer, cancellation.
 
-The reader task decodes frames (framing chosen from the first byte) and starts each request
+The reader task feeds the bytes it reads to the connection's sans-IO JSON-RPC `Peer` (framing
+chosen from the first byte; ids in flight, cancellation, batches) and starts each request
 in the connection's own nursery; it stops reading while too many of the client's requests
 run or too many of its reply bytes wait (backpressure). Replies go through the connection's
 outbox and its one writer task.
@@ -16,49 +17,61 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import msgspec
 import trio
 
-from codeward.daemon.config import PolicyConfig
+from codeward.daemon.config import Config, PolicyConfig
 from codeward.daemon.mcp import McpDialect
 from codeward.daemon.outbox import Outbox
 from codeward.daemon.peer import hung_up, wait_hung_up
 from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
-from codeward.protocol.framing import (
-    FrameDecoder,
-    FrameError,
-    Framing,
-    detect_framing,
-    encode_frame,
-    make_decoder,
-)
-from codeward.protocol.messages import (
-    Id,
-    Incoming,
-    Notification,
-    Request,
-    Response,
-    decode_batch,
-    encode,
-    error_response,
-)
+from codeward.protocol.framing import FrameError, Framing
+from codeward.protocol.messages import CODEC, ErrorObject, Id, Incoming, Response
 from codeward.protocol.methods import ClientCapabilities, ConfirmParams, ConfirmResult
+from codeward.protocol.peer import (
+    BatchReceived,
+    CancelReceived,
+    Event,
+    InvalidMessage,
+    Peer,
+    RequestReceived,
+    ResponseReceived,
+)
 
 if TYPE_CHECKING:
-    from codeward.daemon.server import Daemon
-    from codeward.daemon.session import Session
+    from codeward.daemon.session import Session, SessionManager
 
 log = logging.getLogger(__name__)
 
 READ_SIZE = 65536
 FAREWELL_SECONDS = 1.0  # how long a last error frame may take to reach a closing client
 Handler = Callable[["Connection", Incoming], Awaitable[Any]]
-# Requests that change the connection's state: they take effect before any later one starts.
-STATEFUL_METHODS = frozenset({"initialize", "session/open", "session/close"})
+
+
+class Dispatch(NamedTuple):
+    """What a connection runs (given by the daemon, so this module imports no handler)."""
+
+    handlers: Mapping[str, Handler]
+    # Requests that change the connection's state: they take effect before any later one.
+    stateful: frozenset[str]
+    # Whether a request runs to completion when its client disconnects.
+    outlives_client: Callable[[Incoming], bool]
+
+
+class Host(Protocol):
+    """The daemon, as its connections and their handlers see it."""
+
+    config: Config
+    sessions: SessionManager
+    dispatch: Dispatch
+
+    def status(self) -> dict[str, Any]: ...
+
+    def request_stop(self) -> None: ...
 
 
 class Turn:
@@ -85,25 +98,28 @@ class Turn:
 
 
 class Connection:
-    def __init__(self, daemon: Daemon, stream: trio.abc.Stream, conn_id: int) -> None:
+    def __init__(self, daemon: Host, stream: trio.abc.Stream, conn_id: int) -> None:
         self.daemon = daemon
         self.stream = stream
         self.id = conn_id
-        self.framing: Framing | None = None
+        self._dispatch = daemon.dispatch
+        self._limits = daemon.config.daemon  # this connection's (a reload: the next ones')
+        self.peer = Peer(
+            CODEC,
+            id_prefix="codeward-",
+            max_message=self._limits.max_message_bytes,
+            max_header=self._limits.max_header_bytes,
+        )
         self.capabilities = ClientCapabilities()
         self.session: Session | None = None
         self.policy: PolicyConfig | None = None  # the narrowing this client asked for
         self.mcp: McpDialect | None = None  # the MCP dialect, when the first line chose it
         self._first_frame = True
-        self._decoder: FrameDecoder | None = None
-        # requests in flight: their cancel scopes, and the messages (a disconnect spares
-        # the ones that change files)
-        self._inflight: dict[Id, tuple[trio.CancelScope, Incoming]] = {}
+        # The peer's requests in flight carry (cancel scope, message) handles: a disconnect
+        # spares the ones that change files.
+        self._running = 0  # requests whose handler runs (or waits for its turn)
         self._barrier: list[trio.Event] = []  # the last stateful request's end, if any
         self._since_barrier: list[trio.Event] = []  # starts of the requests after it
-        self._pending: dict[Id, trio.MemorySendChannel[Response]] = {}
-        self._next_out_id = 0
-        self._limits = daemon.config.daemon  # this connection's (a reload: the next ones')
         self.outbox = Outbox(stream, self._progressed)
         self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
         self._tasks = 0  # request, batch and MCP call tasks not yet finished
@@ -123,9 +139,18 @@ class Connection:
     # ---- life ----------------------------------------------------------------------------
 
     @property
+    def framing(self) -> Framing | None:
+        return self.peer.framing
+
+    @property
     def closed(self) -> bool:
         """Whether nothing more can be written to the client."""
         return self.outbox.closed
+
+    @property
+    def running(self) -> int:
+        """How many requests' handlers run (or wait for their turn)."""
+        return self._running
 
     @property
     def busy(self) -> bool:
@@ -145,7 +170,7 @@ class Connection:
             self.reader_done.set()
             self.outbox.close()
             self.unbind()
-            for channel in self._pending.values():
+            for channel in self.peer.fail_all().values():
                 channel.close()
             await trio.aclose_forcefully(self.stream)
             self.done.set()
@@ -173,7 +198,6 @@ class Connection:
 
     async def _read_loop(self, requests: trio.Nursery) -> str:
         """Read and dispatch frames; why it stopped: "eof", "reset" or "framing"."""
-        limits = self._limits
         while True:
             if self._full():
                 await self._wait_for_room()
@@ -185,15 +209,7 @@ class Connection:
                 return "eof"
             self.last_active = trio.current_time()
             try:
-                if self._decoder is None:
-                    data = data.lstrip()
-                    if not data:
-                        continue
-                    self.framing = detect_framing(data)
-                    self._decoder = make_decoder(
-                        self.framing, limits.max_message_bytes, limits.max_header_bytes
-                    )
-                frames = self._decoder.feed(data)
+                frames = self.peer.frames(data)
             except FrameError as exc:
                 self._fatal(str(exc))
                 return "framing"
@@ -204,18 +220,15 @@ class Connection:
 
     def _fatal(self, reason: str) -> None:
         """A framing error: say so where possible, then close."""
-        if self.framing is None:
-            self.framing = Framing.NDJSON
-        response = error_response(None, ErrorCode.INVALID_REQUEST, f"{reason} Closing.")
-        self._queue(encode(response))
+        self.outbox.put(
+            self.peer.respond_error(None, ErrorCode.INVALID_REQUEST, f"{reason} Closing.")
+        )
         log.info("connection %d: %s", self.id, reason)
 
     def close_with(self, message: str) -> None:
         """Close now (nothing may be in flight), with a last JSON-RPC error saying why."""
-        if self.framing is None:
-            self.framing = Framing.NDJSON
         if not self.outbox.queued_bytes:  # else the stream may be mid-frame: just close
-            self._queue(encode(error_response(None, ErrorCode.CONNECTION_CLOSED, message)))
+            self.outbox.put(self.peer.respond_error(None, ErrorCode.CONNECTION_CLOSED, message))
         log.info("connection %d: %s", self.id, message)
         self.closing = True
         self._life.cancel()
@@ -235,13 +248,14 @@ class Connection:
             return
         self.gone = True
         self.outbox.close()
-        for channel in self._pending.values():
+        for channel in self.peer.pending.values():
             channel.close()  # no answer to a confirmation can come any more
         self._cancel_reads()
 
     def _cancel_reads(self) -> None:
-        for scope, item in list(self._inflight.values()):
-            if not _outlives_client(item):
+        outlives_client = self._dispatch.outlives_client
+        for scope, item in list(self.peer.inbound.values()):
+            if not outlives_client(item):
                 scope.cancel()
         if self.mcp is not None:
             self.mcp.cancel(writes=False)
@@ -254,7 +268,7 @@ class Connection:
         self._cancel_reads()
         with trio.move_on_after(grace):
             await self._wait_until(lambda: self._tasks == 0)
-        for scope, _item in list(self._inflight.values()):
+        for scope, _item in list(self.peer.inbound.values()):
             scope.cancel()  # a write's own shielded step still completes
         if self.mcp is not None:
             self.mcp.cancel(writes=True)
@@ -272,8 +286,12 @@ class Connection:
         self._queue(body)
 
     def _queue(self, body: bytes) -> None:
-        if self.framing is not None:
-            self.outbox.put(encode_frame(self.framing, body))
+        if self.peer.framing is not None:
+            self.outbox.put(self.peer.frame(body))
+
+    def _queue_frame(self, frame: bytes) -> None:
+        if self.peer.framing is not None:
+            self.outbox.put(frame)
 
     # ---- backpressure --------------------------------------------------------------------
 
@@ -320,7 +338,7 @@ class Connection:
     async def _wait_for_slot(self) -> None:
         """A batch starts its next request only while fewer than the limit run."""
         most = self._limits.max_requests_in_flight
-        await self._wait_until(lambda: self.closed or self.stopping or len(self._inflight) < most)
+        await self._wait_until(lambda: self.closed or self.stopping or self._running < most)
 
     async def _wait_until(self, ready: Callable[[], bool]) -> None:
         while not ready():
@@ -350,54 +368,72 @@ class Connection:
     async def _dispatch_frame(self, frame: bytes, requests: trio.Nursery) -> None:
         if self._first_frame:
             self._first_frame = False
-            if self.framing is Framing.NDJSON and mcp.is_opening(frame):
+            if self.peer.framing is Framing.NDJSON and mcp.is_opening(frame):
                 self.mcp = McpDialect(self)
         if self.mcp is not None:
             if self._full():
                 await self._wait_for_room()
             self.mcp.receive(frame, requests)
             return
-        try:
-            items, is_batch = decode_batch(frame)
-        except RpcError as exc:
-            self._queue(encode(error_response(None, exc.code, exc.message)))
-            return
-        if is_batch:
+        event = self.peer.receive_frame(frame)
+        if isinstance(event, RequestReceived):
+            await self._request(event.message, requests)
+        elif isinstance(event, BatchReceived):
+            work = [self._attach(e) for e in event.events]
             if self._full():
                 await self._wait_for_room()
             turns = [  # each request takes its turn now, in arrival order
-                self._turn(i) if isinstance(i, Incoming) and i.kind == "request" else None
-                for i in items
+                self._turn(e.message) if isinstance(e, RequestReceived) else None
+                for e in event.events
             ]
             self._tasks += 1
-            requests.start_soon(self._run_batch, items, turns)
-            return
-        item = items[0]
-        if isinstance(item, RpcError):
-            self._queue(encode(error_response(None, item.code, item.message)))
-        elif item.kind == "request":
-            if self._full():
-                await self._wait_for_room()
-            if self.gone and not _outlives_client(item):
-                return  # read after its client left: nobody wants its answer
-            if item.id in self._inflight:
-                self._queue(encode(_duplicate_id(item.id)))
-                return
-            if self.stopping:
-                self._queue(encode(_stopping(item.id)))
-                return
-            scope = trio.CancelScope()
-            self._inflight[item.id] = (scope, item)  # type: ignore[index]
-            self._tasks += 1
-            requests.start_soon(self._reply_one, item, scope, self._turn(item))
-        elif item.kind == "notification":
-            self._notification(item)
+            requests.start_soon(self._run_batch, work, turns)
         else:
-            self._response(item)
+            self._other(event)
+
+    def _attach(self, event: Event) -> tuple[Event, trio.CancelScope | None]:
+        """A request's cancel scope, made at once: a `$/cancelRequest` may come before it runs."""
+        if not isinstance(event, RequestReceived):
+            return event, None
+        item: Incoming = event.message
+        scope = trio.CancelScope()
+        self.peer.attach(item.id, (scope, item))  # type: ignore[arg-type]
+        return event, scope
+
+    async def _request(self, item: Incoming, requests: trio.Nursery) -> None:
+        msg_id = item.id
+        assert msg_id is not None
+        _, scope = self._attach(RequestReceived(item))
+        assert scope is not None
+        if self._full():
+            await self._wait_for_room()
+        if self.gone and not self._dispatch.outlives_client(item):
+            self.peer.finish(msg_id)  # read after its client left: nobody wants its answer
+            return
+        if self.stopping:
+            self.peer.finish(msg_id)
+            self._queue(_stopping(msg_id))
+            return
+        self._tasks += 1
+        self._running += 1
+        requests.start_soon(self._reply_one, item, scope, self._turn(item))
+
+    def _other(self, event: Event) -> None:
+        """Anything but a request: errors answered, cancellations and replies applied."""
+        if isinstance(event, InvalidMessage):
+            error = event.error
+            self._queue(CODEC.error(event.id, error.code, error.message))
+        elif isinstance(event, CancelReceived):
+            handle = self.peer.inbound.get(event.id)
+            if handle is not None:
+                handle[0].cancel()
+        elif isinstance(event, ResponseReceived):
+            self._response(event)
+        # notifications ("initialized", "exit"), late or unmatched replies need nothing
 
     def _turn(self, item: Incoming) -> Turn:
         """The next place in this connection's order (see `Turn`)."""
-        if item.method not in STATEFUL_METHODS:
+        if item.method not in self._dispatch.stateful:
             turn = Turn(self._barrier, stateful=False)
             assert turn.started is not None
             if len(self._since_barrier) >= 64:  # a long run of plain requests: forget started ones
@@ -411,23 +447,23 @@ class Connection:
 
     async def _reply_one(self, item: Incoming, scope: trio.CancelScope, turn: Turn) -> None:
         try:
-            response = await self._handle_request(item, scope, turn)
-            self._queue(encode(response))
+            self._queue(await self._handle_request(item, scope, turn))
         finally:
             self._task_done()
 
-    async def _run_batch(self, items: list[Incoming | RpcError], turns: list[Turn | None]) -> None:
+    async def _run_batch(
+        self, work: list[tuple[Event, trio.CancelScope | None]], turns: list[Turn | None]
+    ) -> None:
         """Run a batch's requests concurrently; answer them in one array, within its bound."""
         limit = self._limits.max_batch_reply_bytes
-        bodies: list[bytes | None] = [None] * len(items)
+        bodies: list[bytes | None] = [None] * len(work)
         held = 0
         dropped = False  # a reply was over the bound: later requests are not run
 
-        def keep(index: int, response: Response, ran: bool = True) -> None:
+        def keep(index: int, msg_id: Id | None, body: bytes, ran: bool = True) -> None:
             nonlocal held, dropped
-            body = encode(response)
-            if held + len(body) > limit and response.id is not None:
-                body = encode(_too_large(response.id, limit, ran))
+            if held + len(body) > limit and msg_id is not None:
+                body = _too_large(msg_id, limit, ran)
                 dropped = True
             held += len(body)
             self._batch_bytes += len(body)
@@ -436,39 +472,38 @@ class Connection:
         async def run(index: int, item: Incoming, scope: trio.CancelScope, turn: Turn) -> None:
             self._batch_items += 1
             try:
-                keep(index, await self._handle_request(item, scope, turn))
+                keep(index, item.id, await self._handle_request(item, scope, turn))
             finally:
                 self._batch_items -= 1
 
         try:
             async with trio.open_nursery() as nursery:
-                for index, item in enumerate(items):
-                    if isinstance(item, RpcError):
-                        keep(index, error_response(None, item.code, item.message))
+                for index, (event, scope) in enumerate(work):
+                    if isinstance(event, InvalidMessage):
+                        error = event.error
+                        keep(index, None, CODEC.error(event.id, error.code, error.message))
                         continue
-                    if item.kind == "notification":
-                        self._notification(item)
+                    if not isinstance(event, RequestReceived):
+                        self._other(event)
                         continue
-                    if item.kind != "request":
-                        self._response(item)
-                        continue
+                    item: Incoming = event.message
+                    msg_id = item.id
+                    assert msg_id is not None
                     turn = turns[index]
-                    assert turn is not None
+                    assert turn is not None and scope is not None
                     if not dropped:
                         await self._wait_for_slot()
                     if dropped:
-                        keep(index, _too_large(item.id, limit, ran=False))
-                    elif item.id in self._inflight:
-                        keep(index, _duplicate_id(item.id))
+                        keep(index, msg_id, _too_large(msg_id, limit, ran=False))
                     elif self.stopping:
-                        keep(index, _stopping(item.id))
-                    elif self.gone and not _outlives_client(item):
-                        keep(index, _cancelled(item.id, "Request cancelled."))
+                        keep(index, msg_id, _stopping(msg_id))
+                    elif self.gone and not self._dispatch.outlives_client(item):
+                        keep(index, msg_id, _cancelled(msg_id, "Request cancelled."))
                     else:
-                        scope = trio.CancelScope()
-                        self._inflight[item.id] = (scope, item)  # type: ignore[index]
+                        self._running += 1
                         nursery.start_soon(run, index, item, scope, turn)
                         continue
+                    self.peer.finish(msg_id)
                     turn.release()
             replies = [body for body in bodies if body is not None]
             if replies:
@@ -477,69 +512,56 @@ class Connection:
             self._batch_bytes -= held
             self._task_done()
 
-    async def _handle_request(
-        self, item: Incoming, scope: trio.CancelScope, turn: Turn
-    ) -> Response:
-        from codeward.daemon.handlers import HANDLERS
-
+    async def _handle_request(self, item: Incoming, scope: trio.CancelScope, turn: Turn) -> bytes:
+        """Run one request's handler; the body of its reply."""
         msg_id = item.id
         assert msg_id is not None
         try:
-            handler = HANDLERS.get(item.method)
+            handler = self._dispatch.handlers.get(item.method)
             if handler is None:
-                return error_response(
+                return CODEC.error(
                     msg_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {item.method}."
                 )
             with scope:
                 await turn.wait()
                 if turn.started is not None:  # the handler reads its state before it yields
                     turn.started.set()
-                result = await handler(self, item)
-                return Response(id=msg_id, result=result)
+                return CODEC.result(msg_id, await handler(self, item))
             return _cancelled(msg_id, _STOPPING if self.stopping else "Request cancelled.")
         except ToolError as exc:
-            return error_response(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
+            return CODEC.error(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
         except ExceptionGroup as group:  # a nursery's failure: its tool error, if it has one
             exc = find_tool_error(group)
             if exc is None:
                 log.exception("internal error in %s", item.method)
-                return error_response(
+                return CODEC.error(
                     msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
                 )
-            return error_response(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
+            return CODEC.error(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
         except RpcError as exc:
-            return error_response(msg_id, exc.code, exc.message, exc.data or msgspec.UNSET)
+            return CODEC.error(msg_id, exc.code, exc.message, exc.data or None)
         except Exception:
             log.exception("internal error in %s", item.method)
-            return error_response(
+            return CODEC.error(
                 msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
             )
         finally:
-            self._inflight.pop(msg_id, None)
+            self._running -= 1
+            self.peer.finish(msg_id)
             turn.release()
             self._progressed()
 
-    def _notification(self, item: Incoming) -> None:
-        if item.method in ("$/cancelRequest", "cancelRequest"):
-            try:
-                target = item.decode(dict[str, Any]).get("id")
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                return
-            entry = self._inflight.get(target) if isinstance(target, int | str) else None
-            if entry is not None:
-                entry[0].cancel()
-        # other notifications (e.g. "initialized", "exit") need no answer
-
-    def _response(self, item: Incoming) -> None:
-        channel = self._pending.pop(item.id, None) if item.id is not None else None
-        if channel is None:
-            return
+    def _response(self, event: ResponseReceived[Incoming]) -> None:
+        channel: trio.MemorySendChannel[Response] = event.context
+        item = event.message
         response = Response(id=item.id, error=item.error)
         if item.error is msgspec.UNSET:
             try:
                 response = Response(id=item.id, result=msgspec.json.decode(bytes(item.payload)))
             except msgspec.DecodeError:
-                response = error_response(item.id, ErrorCode.PARSE_ERROR, "bad result")
+                response = Response(
+                    id=item.id, error=ErrorObject(code=ErrorCode.PARSE_ERROR, message="bad result")
+                )
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             channel.send_nowait(response)
 
@@ -547,21 +569,19 @@ class Connection:
 
     async def request_client(self, method: str, params: Any, timeout: float) -> Response | None:
         """Send a request to the client; its response, or None on timeout or disconnect."""
-        self._next_out_id += 1
-        out_id = f"codeward-{self._next_out_id}"
         send, receive = trio.open_memory_channel[Response](1)
-        self._pending[out_id] = send
+        out_id, frame = self.peer.send_request(method, params, send)
         try:
-            self._queue(encode(Request(id=out_id, method=method, params=params)))
+            self._queue_frame(frame)
             with trio.move_on_after(timeout):
                 async for response in receive:
                     return response
             return None
         finally:
-            self._pending.pop(out_id, None)
+            self.peer.abandon(out_id, cancel=False, track=False)
 
     def notify_client(self, method: str, params: Any) -> None:
-        self._queue(encode(Notification(method=method, params=params)))
+        self._queue_frame(self.peer.notify(method, params))
 
     # ---- Caller protocol for tools -------------------------------------------------------
 
@@ -599,24 +619,18 @@ class Connection:
         self.notify_client("$/progress", params)
 
 
-def _outlives_client(item: Incoming) -> bool:
-    from codeward.daemon.handlers import outlives_client
-
-    return outlives_client(item)
-
-
 _STOPPING = "The daemon is stopping; send the request again once it is back."
 
 
-def _cancelled(msg_id: Id | None, message: str) -> Response:
-    return error_response(msg_id, ErrorCode.REQUEST_CANCELLED, message, {"kind": "cancelled"})
+def _cancelled(msg_id: Id, message: str) -> bytes:
+    return CODEC.error(msg_id, ErrorCode.REQUEST_CANCELLED, message, {"kind": "cancelled"})
 
 
-def _stopping(msg_id: Id | None) -> Response:
+def _stopping(msg_id: Id) -> bytes:
     return _cancelled(msg_id, _STOPPING)
 
 
-def _too_large(msg_id: Id | None, limit: int, ran: bool) -> Response:
+def _too_large(msg_id: Id, limit: int, ran: bool) -> bytes:
     if ran:
         message = (
             f"This request ran, but its reply would take the batch's replies over {limit} "
@@ -627,22 +641,6 @@ def _too_large(msg_id: Id | None, limit: int, ran: bool) -> Response:
             f"Not run: this batch's replies already reached {limit} bytes; send this request "
             "on its own or in a smaller batch."
         )
-    return error_response(
+    return CODEC.error(
         msg_id, ErrorCode.TOOL_ERROR, message, {"kind": ErrorKind.OUTPUT_TOO_LARGE.value}
     )
-
-
-def _duplicate_id(msg_id: Id | None) -> Response:
-    return error_response(
-        msg_id,
-        ErrorCode.INVALID_REQUEST,
-        "Invalid request: this id is already in flight on this connection; use a new id.",
-    )
-
-
-def require_session(conn: Connection) -> Session:
-    if conn.session is None or not conn.session.alive:
-        raise ToolError(
-            ErrorKind.NO_SESSION, "This connection has no session; call session/open first."
-        )
-    return conn.session

@@ -10,11 +10,11 @@ import msgspec
 
 from codeward import __version__
 from codeward.daemon.config import PolicyConfig
-from codeward.daemon.connection import STATEFUL_METHODS, require_session
+from codeward.daemon.connection import Connection, Dispatch
 from codeward.daemon.session import detect_languages
 from codeward.daemon.tools.host import SessionHost
 from codeward.daemon.tools.registry import REGISTRY, ToolContext
-from codeward.protocol.errors import ErrorCode, RpcError, ToolError
+from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError
 from codeward.protocol.messages import Incoming
 from codeward.protocol.methods import (
     PROTOCOL_VERSION,
@@ -36,10 +36,12 @@ from codeward.protocol.methods import (
 from codeward.protocol.tools import ToolFormat, render_tool
 
 if TYPE_CHECKING:
-    from codeward.daemon.connection import Connection
+    from codeward.daemon.session import Session
 
-Handler = Callable[["Connection", Incoming], Awaitable[Any]]
+Handler = Callable[[Connection, Incoming], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
+# Requests that change the connection's state: they take effect before any later one starts.
+STATEFUL_METHODS = frozenset({"initialize", "session/open", "session/close"})
 
 
 def method(name: str) -> Callable[[Handler], Handler]:
@@ -62,6 +64,14 @@ def outlives_client(item: Incoming) -> bool:
     except (msgspec.ValidationError, msgspec.DecodeError):
         return False
     return REGISTRY.writes(params.name, params.arguments)
+
+
+def require_session(conn: Connection) -> Session:
+    if conn.session is None or not conn.session.alive:
+        raise ToolError(
+            ErrorKind.NO_SESSION, "This connection has no session; call session/open first."
+        )
+    return conn.session
 
 
 @method("initialize")
@@ -190,3 +200,6 @@ async def lua_eval(conn: Connection, item: Incoming) -> LuaEvalResult:
             exc.details.setdefault("logs", host.messages)
         raise
     return LuaEvalResult(result=result, logs=host.messages)
+
+
+DISPATCH = Dispatch(HANDLERS, STATEFUL_METHODS, outlives_client)

@@ -16,6 +16,7 @@ from codeward.daemon import systemd
 from codeward.daemon.config import Config, ConfigError, load_config
 from codeward.daemon.connection import Connection
 from codeward.daemon.guardian import Guardian, record_path
+from codeward.daemon.handlers import DISPATCH
 from codeward.daemon.listener import acquire_start_lock, open_listener, peer_uid, prepare_directory
 from codeward.daemon.session import SessionManager
 from codeward.protocol.errors import ErrorCode
@@ -33,6 +34,7 @@ class Daemon:
         self.sessions = SessionManager(config)
         self.guardian = Guardian(record_path(socket_path))  # kills our processes if we die
         self.connections: dict[int, Connection] = {}
+        self.dispatch = DISPATCH
         self.started_at = 0.0  # set by run(): trio.current_time() needs the trio run
         self.ready = trio.Event()
         self._next_conn_id = 0

@@ -160,3 +160,40 @@ def encode(message: Message | list[Message] | list[Response]) -> bytes:
 
 def error_response(msg_id: Id | None, code: int, message: str, data: Any = UNSET) -> Response:
     return Response(id=msg_id, error=ErrorObject(code=int(code), message=message, data=data))
+
+
+class _CancelParams(Struct):
+    id: Id | None = None
+
+
+_cancel_decoder = msgspec.json.Decoder(_CancelParams)
+
+
+class MsgspecCodec:
+    """The daemon's codec for `codeward.protocol.peer.Peer`: msgspec, payloads left `Raw`."""
+
+    def decode(self, frame: bytes) -> tuple[list[Incoming | RpcError], bool]:
+        return decode_batch(frame)
+
+    def cancel_target(self, message: Incoming) -> Id | None:
+        try:
+            return _cancel_decoder.decode(bytes(message.payload) or b"{}").id
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+
+    def request(self, msg_id: Id, method: str, params: Any) -> bytes:
+        return _encoder.encode(Request(id=msg_id, method=method, params=params))
+
+    def notification(self, method: str, params: Any) -> bytes:
+        return _encoder.encode(Notification(method=method, params=params))
+
+    def result(self, msg_id: Id, result: Any) -> bytes:
+        return _encoder.encode(Response(id=msg_id, result=result))
+
+    def error(self, msg_id: Id | None, code: int, message: str, data: Any = None) -> bytes:
+        return _encoder.encode(
+            error_response(msg_id, code, message, UNSET if data is None else data)
+        )
+
+
+CODEC = MsgspecCodec()
