@@ -87,7 +87,7 @@ async def test_cancelled_references_do_not_break_basedpyright(tmp_path: Path) ->
         # restarted, and the request retried once: the caller sees the answer.
         def cancel_behind_the_back(method: str, message: Incoming) -> Any:
             if method == CREATE:
-                for request_id in list(conn._pending):  # pyright: ignore[reportPrivateUsage]
+                for request_id in list(conn.peer.pending):
                     conn.notify("$/cancelRequest", {"id": request_id})
             return answer(method, message)
 

@@ -220,15 +220,15 @@ async def test_lsp_frames_go_straight_to_the_pipe_and_keep_their_order() -> None
             big = "x" * (1 << 20)  # more than the pipe takes at once
             conn.notify("big", {"text": big})
             conn.notify("after", {"n": 2})  # must wait behind the rest of `big`
-            assert conn._queued == 2
+            assert conn._outbox.queued_frames == 2
             frames = await trio.to_thread.run_sync(read_frames, read_end, 2)
             assert [f["method"] for f in frames] == ["big", "after"]
             assert frames[0]["params"]["text"] == big
             with trio.fail_after(5):
-                while conn._queued:
+                while conn._outbox.queued_frames:
                     await trio.sleep(0)
             conn.notify("direct again", None)
-            assert conn._queued == 0
+            assert conn._outbox.queued_frames == 0
             assert read_frames(read_end, 1)[0]["method"] == "direct again"
             conn.close("done")
     finally:

@@ -1,19 +1,29 @@
 """The listening socket: a private directory, a 0600 socket, stale-socket replacement, a
-start lock, socket activation, and the peer-uid check."""
+start lock, socket activation, the accept loop, and the peer-uid check."""
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import socket
 import stat
 import struct
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import NoReturn, TypeVar
 
 import trio
 
 from codeward.daemon.systemd import listen_fds
+
+log = logging.getLogger(__name__)
+
+# accept(2) errors that say the system is out of a resource for now (as trio.serve_listeners)
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+ACCEPT_RETRY_SECONDS = 0.1
+S = TypeVar("S", bound=trio.abc.AsyncResource)
 
 
 class ListenerError(Exception):
@@ -104,6 +114,29 @@ def open_listener(path: Path) -> tuple[trio.SocketListener, bool]:
         return trio.SocketListener(trio.socket.from_stdlib_socket(sock)), False
     sock = bind_socket(path)
     return trio.SocketListener(trio.socket.from_stdlib_socket(sock)), True
+
+
+async def accept_loop(
+    listener: trio.abc.Listener[S], handler: Callable[[S], Awaitable[object]], nursery: trio.Nursery
+) -> NoReturn:
+    """Start `handler(stream)` in `nursery` for each connection, as `trio.serve_listeners`
+    does: an accept that fails for want of capacity (EMFILE, ENFILE, ENOMEM, ENOBUFS) is
+    tried again after a pause; any other error is raised."""
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                raise
+            log.error(
+                "accept failed: %s (%s); trying again in %g s",
+                errno.errorcode[exc.errno],
+                os.strerror(exc.errno),
+                ACCEPT_RETRY_SECONDS,
+            )
+            await trio.sleep(ACCEPT_RETRY_SECONDS)
+        else:
+            nursery.start_soon(handler, stream)
 
 
 _UCRED = struct.Struct("3i")

@@ -1,6 +1,7 @@
-"""A connection's outgoing frames: written at once when the socket takes them, else queued in
-order for one writer task. The queued bytes are counted (the connection's backpressure reads
-them) and dropped all at once when the client is gone."""
+"""A connection's outgoing frames: written at once when the socket or pipe takes them, else
+queued in order for one writer task. The queued bytes are counted (the connection's
+backpressure reads them) and dropped all at once when the other end is gone. Both the
+daemon's client connections and its language-server connections write through one."""
 
 from __future__ import annotations
 
@@ -12,19 +13,24 @@ import trio
 
 
 class Outbox:
-    """Frames on their way to one client, in order."""
+    """Frames on their way to one peer, in order."""
 
     def __init__(self, stream: trio.abc.SendStream, on_written: Callable[[], None]) -> None:
         self._stream = stream
-        # A socket can take a frame at once, without a hop through the writer task.
-        self._direct = stream.socket if isinstance(stream, trio.SocketStream) else None
+        # A socket or a pipe can take a frame at once, without a hop through the writer task.
+        self._direct: trio.socket.SocketType | trio.lowlevel.FdStream | None = None
+        if isinstance(stream, trio.SocketStream):
+            self._direct = stream.socket
+        elif isinstance(stream, trio.lowlevel.FdStream):
+            self._direct = stream
         self._on_written = on_written  # a queued frame went out whole
         self._frames: deque[bytes] = deque()
         self._wake: trio.Event | None = None  # the writer waits on it for frames
         self._flushed: trio.Event | None = None  # flush() waits on it for an empty queue
         self.queued_bytes = 0  # bytes handed to the writer task and not yet written
         self.peak_bytes = 0  # the most `queued_bytes` has been
-        self.closed = False  # nothing more will be written: the client is gone
+        self.closed = False  # nothing more will be written: the other end is gone
+        self.error = ""  # the failed write's exception class, when one closed the outbox
 
     def put(self, frame: bytes) -> None:
         """Send `frame` after every frame before it; dropped once the outbox is closed."""
@@ -37,7 +43,8 @@ class Outbox:
                 written = os.write(self._direct.fileno(), frame)
             except BlockingIOError:
                 written = 0
-            except OSError:
+            except OSError as exc:
+                self.error = exc.__class__.__name__
                 self.close()
                 return
             if written == len(frame):
@@ -48,6 +55,11 @@ class Outbox:
         self.peak_bytes = max(self.peak_bytes, self.queued_bytes)
         if self._wake is not None:
             self._wake.set()
+
+    @property
+    def queued_frames(self) -> int:
+        """Frames handed to the writer task and not yet written whole."""
+        return len(self._frames)
 
     def close(self) -> None:
         """The client is gone: drop every queued frame now, and write nothing more."""
@@ -68,7 +80,8 @@ class Outbox:
             frame = self._frames[0]  # stays queued while it is written: put() keeps order
             try:
                 await self._stream.send_all(frame)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                self.error = exc.__class__.__name__
                 self.close()
                 return
             if self.closed:

@@ -17,7 +17,13 @@ from codeward.daemon.config import Config, ConfigError, load_config
 from codeward.daemon.connection import Connection
 from codeward.daemon.guardian import Guardian, record_path
 from codeward.daemon.handlers import DISPATCH
-from codeward.daemon.listener import acquire_start_lock, open_listener, peer_uid, prepare_directory
+from codeward.daemon.listener import (
+    accept_loop,
+    acquire_start_lock,
+    open_listener,
+    peer_uid,
+    prepare_directory,
+)
 from codeward.daemon.session import SessionManager
 from codeward.protocol.errors import ErrorCode
 from codeward.protocol.framing import Framing, encode_frame
@@ -59,7 +65,7 @@ class Daemon:
             async with listener, trio.open_nursery() as nursery:
                 await nursery.start(self.sessions.run)
                 nursery.start_soon(guard.watch)
-                nursery.start_soon(self._accept_loop, listener, nursery)
+                nursery.start_soon(accept_loop, listener, self._serve_connection, nursery)
                 nursery.start_soon(self._signals)
                 interval = systemd.watchdog_interval()
                 if interval:
@@ -120,16 +126,6 @@ class Daemon:
         self.sessions.config = config
         self.sessions.budget.limits = config.daemon
         log.info("config reloaded")
-
-    async def _accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
-        while True:
-            try:
-                stream = await listener.accept()
-            except OSError as exc:  # EMFILE and friends: wait, do not spin
-                log.warning("accept failed: %s", exc)
-                await trio.sleep(0.1)
-                continue
-            nursery.start_soon(self._serve_connection, stream)
 
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
         try:

@@ -1,33 +1,36 @@
 """JSON-RPC 2.0 over a server's stdio with `Content-Length` framing: requests correlated by
 id, the server's own requests answered, its notifications handed on.
 
-The reader and writer run in `run`; when the stream ends, breaks a framing rule or the
-owner calls `close`, every request in flight fails at once with `ConnectionClosed`.
+The JSON-RPC state (ids, the pending replies, the server's requests in flight) is the
+sans-IO `protocol.peer.Peer`; frames go out through an `Outbox` (straight into the pipe
+when it takes them). The reader and writer run in `run`; when the stream ends, breaks a
+framing rule or the owner calls `close`, every request in flight fails at once with
+`ConnectionClosed`.
 """
 
 from __future__ import annotations
 
 import inspect
-import itertools
 import logging
-import math
-import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 import trio
 
-from codeward.protocol.errors import ErrorCode, RpcError
-from codeward.protocol.framing import ContentLengthDecoder, FrameError, Framing, encode_frame
-from codeward.protocol.messages import (
-    Incoming,
-    Notification,
-    Request,
-    Response,
-    decode_message,
-    encode,
-    error_response,
+from codeward.daemon.outbox import Outbox
+from codeward.protocol.errors import ErrorCode
+from codeward.protocol.framing import FrameError, Framing
+from codeward.protocol.messages import CODEC, Id, Incoming
+from codeward.protocol.peer import (
+    BatchReceived,
+    Event,
+    InvalidMessage,
+    NotificationReceived,
+    Peer,
+    RequestReceived,
+    ResponseReceived,
+    UnmatchedResponse,
 )
 
 log = logging.getLogger("codeward.lsp")
@@ -72,6 +75,10 @@ class _Pending:
         self.error: Exception | None = None
 
 
+def _nothing() -> None:
+    pass
+
+
 class LspConnection:
     def __init__(
         self,
@@ -84,27 +91,26 @@ class LspConnection:
         max_message: int,
     ) -> None:
         self.name = name
-        self._stdin = send_stream
         self._stdout = receive_stream
         self._on_request = on_request
         self._on_notification = on_notification
-        self._decoder = ContentLengthDecoder(max_message=max_message, max_header=64 * 1024)
-        self._outbox, self._outbox_receive = trio.open_memory_channel[bytes](math.inf)
-        self._queued = 0  # frames handed to the writer task and not yet written whole
-        # A pipe can take a frame at once, without a hop through the writer task.
-        self._direct = send_stream if isinstance(send_stream, trio.lowlevel.FdStream) else None
-        self._pending: dict[int, _Pending] = {}
-        # Requests given up on (timeout, cancellation) that the server has not answered yet:
-        # id -> (method, when given up). A server that honours `$/cancelRequest` answers soon.
-        self.abandoned: dict[int, tuple[str, float]] = {}
-        self._ids = itertools.count(1)
+        self.peer: Peer[Incoming] = Peer(
+            CODEC, Framing.CONTENT_LENGTH, max_message=max_message, max_header=64 * 1024
+        )
+        self._outbox = Outbox(send_stream, _nothing)
         self._nursery: trio.Nursery | None = None
         self.closed = trio.Event()
         self.close_reason = ""
 
     @property
     def in_flight(self) -> int:
-        return len(self._pending)
+        return len(self.peer.pending)
+
+    @property
+    def abandoned(self) -> dict[Id, tuple[str, float]]:
+        """Requests given up on (timeout, cancellation) that the server has not answered yet:
+        id -> (method, when given up). A server that honours `$/cancelRequest` answers soon."""
+        return self.peer.abandoned
 
     def oldest_abandoned(self) -> tuple[str, float] | None:
         """The method of the request given up on longest ago and still unanswered, and how
@@ -135,15 +141,14 @@ class LspConnection:
 
     def fail_pending(self, reason: str) -> None:
         """Fail every request in flight with `reason` (the server is about to be stopped)."""
-        pending, self._pending = self._pending, {}
-        self.abandoned.clear()
-        for item in pending.values():
+        for item in self.peer.fail_all().values():
             item.error = ConnectionClosed(reason)
             item.event.set()
 
     def notify(self, method: str, params: Any = None) -> None:
         """Queue a notification (in order with every other message); dropped once closed."""
-        self._send(Notification(method=method, params=params))
+        if not self.closed.is_set():
+            self._send(self.peer.notify(method, params))
 
     async def request(
         self,
@@ -163,54 +168,35 @@ class LspConnection:
         """
         if self.closed.is_set():
             raise ConnectionClosed(self.close_reason)
-        request_id = next(self._ids)
         pending = _Pending(result_type)
-        self._pending[request_id] = pending
-        self._send(Request(id=request_id, method=method, params=params))
+        request_id, frame = self.peer.send_request(method, params, pending)
+        self._send(frame)
         try:
             with trio.move_on_after(timeout):
                 await pending.event.wait()
         finally:
             if not pending.event.is_set():
-                self._pending.pop(request_id, None)
-                if track and not self.closed.is_set():
-                    self.abandoned[request_id] = (method, trio.current_time())
-                if cancel:
-                    self.notify("$/cancelRequest", {"id": request_id})
+                note = (method, trio.current_time())
+                track = track and not self.closed.is_set()
+                frame = self.peer.abandon(request_id, note, cancel=cancel, track=track)
+                if frame is not None and not self.closed.is_set():
+                    self._send(frame)
         if not pending.event.is_set():
             raise RequestTimeout(f"{method} got no answer within {timeout:g} s")
         if pending.error is not None:
             raise pending.error
         return pending.result
 
-    def _send(self, message: Any) -> None:
-        if self.closed.is_set():
-            return
-        frame = encode_frame(Framing.CONTENT_LENGTH, encode(message))
-        if self._queued == 0 and self._direct is not None and self._direct.fileno() >= 0:
-            # Nothing waits to be written: write now (synchronously, so no cancellation can
-            # cut a frame); what the pipe cannot take yet goes to the writer, in order.
-            try:
-                written = os.write(self._direct.fileno(), frame)
-            except BlockingIOError:
-                written = 0
-            except OSError as exc:
-                self.close(f"its stdin closed ({exc.__class__.__name__})")
-                return
-            if written == len(frame):
-                return
-            frame = frame[written:]
-        self._queued += 1
-        self._outbox.send_nowait(frame)
+    def _send(self, frame: bytes) -> None:
+        """Write `frame` now if the pipe takes it, else after every frame queued before it."""
+        outbox = self._outbox
+        outbox.put(frame)
+        if outbox.closed:
+            self.close(f"its stdin closed ({outbox.error or 'closed'})")
 
     async def _writer(self) -> None:
-        async for frame in self._outbox_receive:
-            try:
-                await self._stdin.send_all(frame)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                self.close(f"its stdin closed ({exc.__class__.__name__})")
-                return
-            self._queued -= 1
+        await self._outbox.run()
+        self.close(f"its stdin closed ({self._outbox.error or 'closed'})")
 
     async def _reader(self) -> None:
         while True:
@@ -222,37 +208,41 @@ class LspConnection:
                 self.close("its stdout closed")
                 return
             try:
-                frames = self._decoder.feed(bytes(chunk))
+                events = self.peer.receive_data(chunk)
             except FrameError as exc:
                 self.close(f"it wrote output that is not LSP ({exc})")
                 return
-            for frame in frames:
-                try:
-                    message = decode_message(frame)
-                except RpcError as exc:
-                    self.close(f"it wrote a message that is not JSON-RPC ({exc.message})")
+            for event in events:
+                if not self._dispatch(event):
                     return
-                self._dispatch(message)
 
-    def _dispatch(self, message: Incoming) -> None:
-        if message.kind == "response":
-            self._resolve(message)
-        elif message.kind == "request":
-            self._answer(message)
-        else:
+    def _dispatch(self, event: Event) -> bool:
+        """Act on one event from the server; False when it broke the protocol (closed)."""
+        if isinstance(event, ResponseReceived):
+            self._resolve(event.context, event.message)
+        elif isinstance(event, NotificationReceived):
+            message: Incoming = event.message
             try:
                 self._on_notification(message.method, message)
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 log.warning("%s: malformed %s notification: %s", self.name, message.method, exc)
+        elif isinstance(event, RequestReceived):
+            self._answer(event.message)
+        elif isinstance(event, UnmatchedResponse):
+            log.warning("%s: response to an unknown id %r", self.name, event.id)
+        elif isinstance(event, InvalidMessage):
+            if event.id is None:
+                self.close(f"it wrote a message that is not JSON-RPC ({event.error.message})")
+                return False
+            error = event.error  # a request id already in flight: refused, the first goes on
+            self._send(CODEC.error(event.id, error.code, error.message))
+        elif isinstance(event, BatchReceived):
+            return all(self._dispatch(item) for item in event.events)
+        # late replies to abandoned requests and cancellations of the server's requests
+        # (answered at once) need nothing
+        return True
 
-    def _resolve(self, message: Incoming) -> None:
-        if not isinstance(message.id, int):
-            log.warning("%s: response to an unknown id %r", self.name, message.id)
-            return
-        self.abandoned.pop(message.id, None)
-        pending = self._pending.pop(message.id, None)
-        if pending is None:
-            return  # cancelled or timed out already
+    def _resolve(self, pending: _Pending, message: Incoming) -> None:
         if message.error is not msgspec.UNSET:
             error = message.error
             pending.error = ResponseError(error.code, error.message, error.data or None)
@@ -268,25 +258,33 @@ class LspConnection:
         pending.event.set()
 
     def _answer(self, message: Incoming) -> None:
-        assert message.id is not None
+        request_id = message.id
+        assert request_id is not None
         try:
             result = self._on_request(message.method, message)
         except ResponseError as exc:
-            self._send(error_response(message.id, exc.code, exc.message))
+            self._reply_error(request_id, exc.code, exc.message)
             return
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            self._send(error_response(message.id, ErrorCode.INVALID_PARAMS, str(exc)))
+            self._reply_error(request_id, ErrorCode.INVALID_PARAMS, str(exc))
             return
         if inspect.isawaitable(result):
             assert self._nursery is not None
-            self._nursery.start_soon(self._answer_later, message.id, result)
-        else:
-            self._send(Response(id=message.id, result=result))
+            self._nursery.start_soon(self._answer_later, request_id, result)
+        elif not self.closed.is_set():
+            self._send(self.peer.respond(request_id, result))
 
-    async def _answer_later(self, request_id: int | str, result: Awaitable[Any]) -> None:
+    def _reply_error(self, request_id: Id, code: int, message: str) -> None:
+        frame = self.peer.respond_error(request_id, code, message)
+        if not self.closed.is_set():
+            self._send(frame)
+
+    async def _answer_later(self, request_id: Id, result: Awaitable[Any]) -> None:
         try:
             value = await result
         except ResponseError as exc:
-            self._send(error_response(request_id, exc.code, exc.message))
+            self._reply_error(request_id, exc.code, exc.message)
         else:
-            self._send(Response(id=request_id, result=value))
+            frame = self.peer.respond(request_id, value)
+            if not self.closed.is_set():
+                self._send(frame)
