@@ -17,7 +17,7 @@ import trio
 from codeward.daemon import paths
 from codeward.daemon.config import Config
 from codeward.daemon.intel.inputs import resolve_inside
-from codeward.daemon.intel.locations import Locator
+from codeward.daemon.intel.locations import Locator, finish
 from codeward.daemon.lsp import service as manager_module
 from codeward.daemon.lsp import uris
 from codeward.daemon.lsp.connection import ConnectionClosed, LspConnection
@@ -25,7 +25,8 @@ from codeward.daemon.lsp.defaults import language_of
 from codeward.daemon.lsp.documents import DocumentStore
 from codeward.daemon.lsp.positions import ENCODINGS, LineIndex
 from codeward.daemon.lsp.service import LanguageService
-from codeward.daemon.lsp.types import Range
+from codeward.daemon.lsp.types import Location as LspLocation
+from codeward.daemon.lsp.types import Position, Range
 from codeward.daemon.outbox import Outbox
 from codeward.daemon.paths import resolve_input_path
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -317,6 +318,37 @@ def test_locate_agrees_with_to_client() -> None:
                 index.line(line).strip(),
             )
             assert index.locate(line, char, end_line, end_char, encoding) == expected
+
+
+def test_bulk_locations_agree_with_one_by_one(tree: tuple[Path, Path]) -> None:
+    """`Locator.locations` (the 1,000-location path) gives what `finish(location(...))`
+    gives: duplicates dropped, files without text, dropped URIs, non-ASCII lines, ranges
+    past the end, project files before indicators."""
+    root, _ = tree
+    (root / "u.py").write_text("s = 'é𝄞' + name\nplain = name\n")
+    (root / "v.py").write_text("name\n")
+    manager = LanguageService(root, Config(), lambda _: None)
+    u, v, gone = ((root / n).as_uri() for n in ("u.py", "v.py", "gone.py"))
+
+    def loc(uri: str, line: int, char: int, end_line: int, end_char: int) -> LspLocation:
+        return LspLocation(uri, Range(Position(line, char), Position(end_line, end_char)))
+
+    items = [
+        loc(v, 0, 0, 0, 4),
+        loc(u, 1, 8, 1, 12),
+        loc(u, 0, 12, 0, 16),
+        loc(u, 1, 8, 1, 12),  # a duplicate
+        loc("untitled:x", 0, 0, 0, 1),  # dropped
+        loc("untitled:x", 1, 0, 1, 1),
+        loc(gone, 3, 2, 3, 5),  # no text
+        loc(u, 9, 0, 9, 3),  # past the end
+        loc(u, 0, 99, 1, 3),  # over two lines
+        loc(v, 0, 0, 0, 4),
+    ]
+    for encoding in ENCODINGS:
+        one_by_one = finish(Locator(manager).location(i.uri, i.range, encoding) for i in items)
+        assert Locator(manager).locations(items, encoding) == one_by_one
+    assert Locator(manager).locations([], "utf-16") == []
 
 
 def test_location_from_structs_and_dicts_agree(tree: tuple[Path, Path]) -> None:

@@ -16,8 +16,9 @@ from typing import Any
 import trio
 
 from codeward.daemon.intel.indicators import go_env, indicator, typeshed_module
-from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.lsp.positions import Encoding, LineIndex, to_code_points
 from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.lsp.types import Location as LspLocation
 from codeward.daemon.lsp.types import Position, Range
 from codeward.daemon.lsp.uris import real_path, uri_to_path
 
@@ -152,6 +153,61 @@ class Locator:
             "end_character": end_char,
             "preview": preview,
         }
+
+    def locations(self, items: Iterable[LspLocation], encoding: Encoding) -> list[Location]:
+        """`finish` of each item's `location`, in one pass for answers of thousands: the
+        place and text of a URI looked up once per run of it, duplicates dropped and rows
+        sorted as plain tuples, the output dicts built last."""
+        rows: set[tuple[bool, str, int, int, int, int, str]] = set()
+        add = rows.add
+        last_uri: str | None = None
+        shown = ""
+        external = False
+        lines: list[str] = []
+        count = 0
+        units = encoding == "utf-32"  # every line counts code points, as the tools do
+        for item in items:
+            uri = item.uri
+            if uri != last_uri:
+                last_uri = uri
+                place = self.place(uri)
+                shown = place[0] if place is not None else ""
+                external = _external(shown)
+                index = self.index(uri) if shown else None
+                lines = index.lines if index is not None else []
+                count = len(lines) if index is not None else -1
+                units = encoding == "utf-32" or all(line.isascii() for line in lines)
+            if not shown:
+                continue
+            start, end = item.range.start, item.range.end
+            line, char, end_line, end_char = start.line, start.character, end.line, end.character
+            if count < 0:  # no text to read: 0-based units, shown 1-based
+                add((external, shown, line + 1, char + 1, end_line + 1, end_char + 1, ""))
+                continue
+            text = lines[line] if 0 <= line < count else ""
+            if end_line == line:
+                end_text = text
+            else:
+                end_text = lines[end_line] if 0 <= end_line < count else ""
+            if units:
+                size, end_size = len(text), len(end_text)
+                first = char if 0 <= char <= size else 0 if char < 0 else size
+                last = end_char if 0 <= end_char <= end_size else 0 if end_char < 0 else end_size
+            else:
+                first = to_code_points(text, char, encoding)
+                last = to_code_points(end_text, end_char, encoding)
+            add((external, shown, line + 1, first + 1, end_line + 1, last + 1, text.strip()))
+        return [
+            {
+                "path": path,
+                "line": line,
+                "character": char,
+                "end_line": end_line,
+                "end_character": end_char,
+                "preview": preview,
+            }
+            for _external_, path, line, char, end_line, end_char, preview in sorted(rows)
+        ]
 
     def scrub(self, text: str) -> str:
         """`text` with each absolute path shown as the tools show paths (or `<path>`)."""

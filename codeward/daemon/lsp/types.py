@@ -7,17 +7,19 @@ from typing import Any
 from msgspec import UNSET, Struct
 
 
-class Position(Struct):
+# Locations come by the thousand (references): untracked by the garbage collector (they
+# hold no containers, so no cycles), they decode about ten times faster.
+class Position(Struct, gc=False):
     line: int
     character: int
 
 
-class Range(Struct):
+class Range(Struct, gc=False):
     start: Position
     end: Position
 
 
-class Location(Struct):
+class Location(Struct, gc=False):
     uri: str
     range: Range
 

@@ -367,7 +367,7 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
         items = [item for item in items if not sites.holds(item, answer.encoding)]
     locator = Locator(manager)
     await locator.prepare({item.uri for item in items})
-    found = finish(locator.location(item.uri, item.range, answer.encoding) for item in items)
+    found = locator.locations(items, answer.encoding)
     return {
         "status": "found" if found else "not_found",
         "references": found,
