@@ -52,13 +52,16 @@ def cpu_seconds(pid: int) -> float:
 class Daemon:
     """A real daemon subprocess on a private socket, with an empty user config."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, source: Path | None = None) -> None:
+        """A daemon in `tmp`, from the source tree `source` (None: the one imported here)."""
         self.socket = tmp / "run" / "codeward.sock"
         config_home = tmp / "config"
-        config_home.mkdir()
+        config_home.mkdir(parents=True)
         self.log = tmp / "daemon.log"
         env = {**os.environ, "XDG_CONFIG_HOME": str(config_home)}
         env.pop("CODEWARD_SOCKET", None)
+        if source is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
         argv = [sys.executable, "-m", "codeward.daemon.main", "--socket", str(self.socket)]
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(

@@ -21,11 +21,19 @@ Prints:
    new session on a new copy of the fixture), as a ratio;
 4. the decode time of a 5,000-location references response;
 5. the first workspace-symbols call of a new session (server just started, its analysis
-   still running) against a direct client's first `workspace/symbol` after `initialize`.
+   still running) against a direct client's first `workspace/symbol` after `initialize`;
+6. the daemon's own CPU per warm definition (its process CPU time over N calls in a row,
+   from /proc), and its work on a 5,000-location references reply, in process
+   (bench/shaping.py: process CPU time).
+
+With `--before TREE` (a checkout of an earlier commit, e.g. `git worktree add /tmp/base
+COMMIT`), a second daemon runs from TREE on the same project, and part 6 plus warm hover,
+definition and the 1,210 references are measured for both daemons and the direct client
+side by side, the order rotated every round: the figures before and after a change.
 
 `--only symbols` runs part 5 alone.
 
-Run: .venv/bin/python bench/lsp.py [--rounds N] [--cold-runs N]
+Run: .venv/bin/python bench/lsp.py [--rounds N] [--cold-runs N] [--before TREE]
 """
 
 from __future__ import annotations
@@ -38,9 +46,10 @@ import select
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -527,10 +536,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--cold-runs", type=int, default=3)
     parser.add_argument("--only", choices=["symbols"], help="run one part alone")
+    parser.add_argument("--before", type=Path, help="a source tree to compare with, side by side")
+    parser.add_argument("--cpu-calls", type=int, default=600)
     args = parser.parse_args()
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-lsp-"))
     daemon: Daemon | None = None
+    before: Daemon | None = None
     direct: DirectClient | None = None
     if args.only == "symbols":
         try:
@@ -605,14 +617,114 @@ def main() -> None:
         print(f"\ndecode of a 5,000-location references response: {decode_5000():.2f} ms")
         first_symbols(tmp, daemon.socket, max(1, args.cold_runs))
         daemon.note_servers(client)
-        client.close()
+
+        sides = [Side("after" if args.before else "daemon", client, pid, HERE.parent)]
+        if args.before is not None:
+            before = Daemon(tmp / "before", source=args.before.resolve())
+            old = DaemonClient(before.socket)
+            old.call("session/open", {"root": str(root)})
+            before.note_servers(old)
+            sides.append(Side("before", old, before.proc.pid, args.before.resolve()))
+        warm = [c for c in cases() if c.tool in ("get_hover_info", "go_to_definition")]
+        for side in sides[1:]:
+            for case in [*warm, BIG]:
+                warm_up(side.client, direct, case)
+        side_by_side(sides, direct, [*warm, BIG], args.rounds)
+        definition = next(c for c in warm if c.tool == "go_to_definition")
+        cpu_per_call(sides, definition, args.cpu_calls)
+        shaping(sides)
+        for side in sides:
+            side.client.close()
     finally:
         if direct is not None:
             direct.stop()
-        if daemon is not None:
-            daemon.stop()
+        for each in (daemon, before):
+            if each is not None:
+                each.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"(total run {time.perf_counter() - started:.0f} s)")
+
+
+# -- before and after ---------------------------------------------------------------------
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Side:
+    """One daemon under test: "after" (this tree) or "before" (`--before TREE`)."""
+
+    label: str
+    client: DaemonClient
+    pid: int
+    tree: Path
+
+
+def side_by_side(sides: list[Side], direct: DirectClient, batch: list[Case], rounds: int) -> None:
+    """Each case through every daemon and the direct client, the order rotated each round."""
+    ways = [*(side.label for side in sides), "direct"]
+    by_label = {side.label: side for side in sides}
+    times: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for round_ in range(rounds):
+        shift = round_ % len(ways)
+        for case in batch:
+            for way in ways[shift:] + ways[:shift]:
+                begin = time.perf_counter()
+                if way == "direct":
+                    case.direct(direct)
+                else:
+                    by_label[way].client.tool(case.tool, case.arguments)
+                times[case.label, way].append(time.perf_counter() - begin)
+    header = "".join(f" {side.label + ' ms':>10} {'ratio':>6} {'added':>7}" for side in sides)
+    print(f"\nside by side, median of {rounds} rotated rounds (ms; added = daemon - direct)")
+    print(f"{'tool':26} {'direct ms':>9}{header}")
+    for case in batch:
+        d = ms(times[case.label, "direct"])
+        row = ""
+        for side in sides:
+            m = ms(times[case.label, side.label])
+            row += f" {m:10.2f} {m / d:6.2f} {m - d:7.2f}"
+        print(f"{case.label:26} {d:9.2f}{row}")
+
+
+def cpu_per_call(sides: list[Side], case: Case, calls: int, chunk: int = 100) -> None:
+    """The daemons' own CPU per warm call: process CPU time (/proc) over `calls` calls in a
+    row, taken in chunks that alternate between the daemons."""
+    used = dict.fromkeys((side.label for side in sides), 0.0)
+    done = 0
+    while done < calls:
+        for side in sides if (done // chunk) % 2 == 0 else sides[::-1]:
+            cpu = cpu_seconds(side.pid)
+            for _ in range(chunk):
+                side.client.tool(case.tool, case.arguments)
+            used[side.label] += cpu_seconds(side.pid) - cpu
+        done += chunk
+    figures = ", ".join(f"{label} {spent / done * 1e6:.0f} us" for label, spent in used.items())
+    print(f"\ndaemon CPU per warm {case.tool} ({done} calls each, /proc): {figures}")
+
+
+def shaping(sides: list[Side], runs: int = 3) -> None:
+    """bench/shaping.py (a 5,000-location references reply) in each tree, alternately."""
+    results: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run in range(runs):
+        for side in sides if run % 2 == 0 else sides[::-1]:
+            env = {**os.environ, "PYTHONPATH": str(side.tree)}
+            out = subprocess.run(
+                [sys.executable, str(HERE / "shaping.py"), "--rounds", "10"],
+                env=env, capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            results[side.label].append(json.loads(out))
+    print("\na 5,000-location references reply, the daemon's work in process (CPU ms, median):")
+    for label, found in results.items():
+        stages = {
+            k: statistics.median(r["stages_cpu_ms"][k] for r in found)
+            for k in found[0]["stages_cpu_ms"]
+        }
+        detail = ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
+        print(
+            f"  {label}: {statistics.median(r['cpu_ms'] for r in found):.2f} ms"
+            f" ({detail}; {found[0]['count']} locations)"
+        )
 
 
 def direct_big_frame(direct: DirectClient) -> bytes:
