@@ -136,20 +136,27 @@ def test_intelephense(markdown: str, expected: tuple[object, ...]) -> None:
     ("markdown", "expected"),
     [
         (
-            "```java\nint Util.twice(int x)\n```\n\nDoubles x.\n\n* **Parameters:**\n  * **x**"
-            "\n\nSource: *[demo](src/demo/Util.java#5)*",
-            ("int Util.twice(int x)", "method", None, "Doubles x.\n\n* **Parameters:**\n  * **x**"),
+            "```java\nint demo.Util.twice(int x)\n```\n\nDoubles x.\n\n* **Parameters:**\n"
+            "  * **x**\n\nSource: *[demo](src/demo/Util.java#5)*",
+            (
+                "int demo.Util.twice(int x)",
+                "method",
+                None,
+                "demo.Util",
+                "Doubles x.\n\n* **Parameters:**\n  * **x**",
+            ),
         ),
-        ("```java\ndemo.Util\n```", ("demo.Util", None, None, None)),
-        ("```java\npublic class Util\n```", ("public class Util", "class", None, None)),
-        ("```java\nString s\n```", ("String s", "variable", "String", None)),
-        ("```java\nint n = 4\n```", ("int n = 4", None, None, None)),
+        ("```java\nint twice(int x)\n```", ("int twice(int x)", "method", None, None, None)),
+        ("```java\ndemo.Util\n```", ("demo.Util", None, None, None, None)),
+        ("```java\npublic class Util\n```", ("public class Util", "class", None, None, None)),
+        ("```java\nString s\n```", ("String s", "variable", "String", None, None)),
+        ("```java\nint n = 4\n```", ("int n = 4", None, None, None, None)),
     ],
 )
 def test_jdtls(markdown: str, expected: tuple[object, ...]) -> None:
     parsed = hover.parse(markdown)
     assert parsed is not None
-    assert (parsed.signature, parsed.kind, parsed.type, parsed.docs) == expected
+    assert (parsed.signature, parsed.kind, parsed.type, parsed.module, parsed.docs) == expected
 
 
 def test_nothing_to_show() -> None:

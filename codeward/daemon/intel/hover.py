@@ -176,17 +176,21 @@ def _php(markdown: str, blocks: list[str]) -> tuple[str | None, str | None, str 
     return signature or None, kind, None, module
 
 
-def _java(block: str) -> tuple[str | None, str | None, str | None]:
-    """(signature, kind, type) of jdtls' block: a method `int Util.twice(int x)`, a type
-    `demo.Util` or `class Util`, a field or variable `String s`."""
+def _java(block: str) -> tuple[str | None, str | None, str | None, str | None]:
+    """(signature, kind, type, module) of jdtls' block: a method `int demo.Util.twice(int
+    x)` (its module the class it belongs to), a type `demo.Util` or `class Util`, a field
+    or variable `String s`."""
     words = block.split()
     kind = next((word for word in words if word in _JAVA_KINDS), None)
-    type_ = None
+    type_ = module = None
     if kind is None and "(" in block:
         kind = "method"
+        name = block.split("(", 1)[0].split()
+        owner = name[-1].rpartition(".")[0] if name else ""
+        module = owner or None
     elif kind is None and len(words) >= 2 and "=" not in block:
         kind, type_ = "variable", " ".join(words[:-1])
-    return block, kind, type_
+    return block, kind, type_, module
 
 
 def parse(markdown: str) -> HoverText | None:
@@ -208,7 +212,7 @@ def parse(markdown: str) -> HoverText | None:
         signature, kind, type_, module = _php(markdown, [b for _, b in blocks[:1]])
         return HoverText(markdown.strip(), signature, kind, type_, docs, module)
     if fence == "java":
-        signature, kind, type_ = _java(blocks[0][1])
+        signature, kind, type_, module = _java(blocks[0][1])
         return HoverText(markdown.strip(), signature, kind, type_, docs, module)
     heading = _CLANGD_HEADING.search(markdown)
     if heading:  # clangd: the declaration is the last block
