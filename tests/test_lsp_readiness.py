@@ -17,6 +17,7 @@ import trio
 
 from codeward.daemon.lsp.readiness import (
     Indexed,
+    OpenFiles,
     Project,
     Quiescent,
     Readiness,
@@ -168,3 +169,20 @@ async def test_service_ready_is_waited_for(tmp_path: Path, doc: Path) -> None:
             found = await manager.diagnostics(doc)
         assert answer.result["contents"]["value"] == "hover" and not answer.partial
         assert [d.message for d in found.diagnostics] == ["bad line 2"]
+
+
+def test_open_files_are_all_it_knows() -> None:
+    policy = readiness_for("open_files")
+    assert isinstance(policy, OpenFiles) and policy.needs_document and not policy.complete
+    assert not policy.ready({}, 0) and policy.ready({}, 1) and not policy.ready({1: "x"}, 1)
+
+
+async def test_workspace_answers_of_open_files_only_are_partial(tmp_path: Path, doc: Path) -> None:
+    """clangd without a background index: workspace symbols know the open files only."""
+    async with running(tmp_path, loading("project", "open_files")) as (manager, _):
+        with trio.fail_after(10):
+            answers = await manager.workspace_request(
+                "workspace/symbol", {"query": "good"}, languages=["fake"]
+            )
+        assert [a.partial for a in answers] == [True]
+        assert manager.indexing("fake") is False  # ready: partial for what it covers

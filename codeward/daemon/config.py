@@ -19,7 +19,7 @@ from codeward.protocol.errors import ToolError
 Approval = Literal["allow", "confirm", "deny"]
 Untrusted = Literal["default", "off", "run"]
 # When its answers can be trusted (codeward.daemon.lsp.readiness says what each means).
-ReadyWhen = Literal["idle", "quiescent", "project", "indexed", "service_ready"]
+ReadyWhen = Literal["idle", "quiescent", "project", "indexed", "service_ready", "open_files"]
 _STRICTNESS: dict[str, int] = {"allow": 0, "confirm": 1, "deny": 2}
 
 
@@ -105,7 +105,8 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     untrusted: Untrusted = "default"
     # When its answers can be trusted: "idle" (no work-done progress), "quiescent"
     # (rust-analyzer's server status), "project" (tsserver: a file open and loaded),
-    # "indexed" (its indexing progress ended), "service_ready" (jdtls' language/status)
+    # "indexed" (its indexing progress ended), "service_ready" (jdtls' language/status),
+    # "open_files" (clangd: knows only the open files)
     ready_when: ReadyWhen = "idle"
     # Where a file's diagnostics come from: "server" (its pull, else its pushes), or
     # "tsserver" (asked of tsserver through typescript-language-server: its pushes come in

@@ -17,6 +17,8 @@ and an answer it could not wait for is `partial`. `ServerConfig.ready_when` pick
 - `indexed` (intelephense): an indexing progress has begun and ended since the start;
   what it published before its indexing began is no answer.
 - `service_ready` (jdtls): its `language/status` said `ServiceReady`, no progress active.
+- `open_files` (clangd without a background index): a file is open; a request naming no
+  file covers only the open files (and what they include), so its answer is `partial`.
 
 A policy is a small state machine fed by the actor: `observe(method, params)` for each
 notification it `listens` to, and `ready(progress, documents)` with the actor's active
@@ -44,6 +46,9 @@ class Readiness:
     # default trusts what the server reports for a file's version, and answers workspace
     # requests at once, whatever else it is doing).
     strict: ClassVar[bool] = False
+    # Whether a request naming no file (workspace/symbol) covers the whole project once it
+    # is ready; False: only what the server has open, so such answers are partial.
+    complete: ClassVar[bool] = True
 
     def observe(self, method: str, params: Any) -> bool:
         """Take in a notification; whether that may change `ready`."""
@@ -156,8 +161,22 @@ class ServiceReady(Readiness):
         return self.serving and not progress
 
 
+class OpenFiles(Readiness):
+    """clangd without a background index: it knows the files open in it (and what they
+    include), so a request naming no file gets one opened first and is partial."""
+
+    kind = "open_files"
+    needs_document = True
+    strict = True
+    complete = False
+
+    def ready(self, progress: Progress, documents: int) -> bool:
+        return documents > 0 and not progress
+
+
 POLICIES: dict[str, type[Readiness]] = {
-    policy.kind: policy for policy in (Readiness, Quiescent, Project, Indexed, ServiceReady)
+    policy.kind: policy
+    for policy in (Readiness, Quiescent, Project, Indexed, ServiceReady, OpenFiles)
 }
 
 

@@ -718,7 +718,8 @@ class LanguageService:
     async def _loaded(self, server: LanguageServer, languages: Sequence[str]) -> bool:
         """Whether a server whose readiness policy is strict became ready for a request
         naming no file within `lsp.ready_timeout` (one that loads nothing until a file is
-        open gets the first project file of its languages opened)."""
+        open gets the first project file of its languages opened), and answers it for the
+        whole project."""
         readiness = server.readiness
         if not readiness.strict:
             return True
@@ -729,7 +730,8 @@ class LanguageService:
             if first:
                 path, language = min(first)
                 await self._open(server, path, language)
-        return await server.until_ready(self.config.lsp.ready_timeout)
+        ready = await server.until_ready(self.config.lsp.ready_timeout)
+        return ready and readiness.complete
 
     async def _ask(
         self,
