@@ -115,6 +115,11 @@ async def test_c(open_client: OpenClient, project: Path) -> None:
     write(project, C_FILES)
     (project / "compile_flags.txt").write_text("-I.\n")
     client = await open_client(project)
+    # Workspace symbols as the session's first call: clangd (no background index) knows
+    # the file opened for it and its headers, never util.c: partial, not a plain not_found.
+    found = await client.tool("get_symbols", scope="workspace", query="add")
+    assert [(s["name"], s["path"]) for s in found["symbols"]] == [("add", "util.h")]
+    assert found["partial"] is True
     line, character = pos(project, "main.c", "add(1")
     result = await client.tool("go_to_definition", path="main.c", line=line, character=character)
     assert result["status"] == "found"

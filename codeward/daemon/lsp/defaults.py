@@ -88,6 +88,7 @@ def default_servers() -> dict[str, ServerConfig]:
             languages=["c", "cpp"],
             install_hint="apt install clangd",
             max_rss_mb=4096,
+            ready_when="open_files",
         ),
         "typescript-language-server": ServerConfig(
             command=["typescript-language-server", "--stdio"],
