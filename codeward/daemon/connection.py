@@ -213,7 +213,7 @@ class Connection:
             except FrameError as exc:
                 self._fatal(str(exc))
                 return "framing"
-            if frames:
+            if frames and self._first_frame:
                 self._reader.deadline = math.inf  # the first message arrived
             for frame in frames:
                 await self._dispatch_frame(frame, requests)
@@ -403,8 +403,8 @@ class Connection:
     async def _request(self, item: Incoming, requests: trio.Nursery) -> None:
         msg_id = item.id
         assert msg_id is not None
-        _, scope = self._attach(RequestReceived(item))
-        assert scope is not None
+        scope = trio.CancelScope()
+        self.peer.attach(msg_id, (scope, item))
         if self._full():
             await self._wait_for_room()
         if self.gone and not self._dispatch.outlives_client(item):

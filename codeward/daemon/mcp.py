@@ -9,7 +9,7 @@ so a disconnect cancels them as it cancels native requests.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import trio
@@ -22,11 +22,58 @@ from codeward.protocol.messages import Id
 from codeward.protocol.tools import ToolFormat, render_tool
 
 if TYPE_CHECKING:
-    from codeward.daemon.connection import Connection
-    from codeward.daemon.session import Session
+    from codeward.daemon.config import PolicyConfig
+    from codeward.daemon.session import Session, SessionManager
 
 log = logging.getLogger(__name__)
 STOPPING = "The daemon is stopping; call the tool again once it is back."
+
+
+class _Sessions(Protocol):
+    @property
+    def sessions(self) -> SessionManager: ...
+
+
+class Link(Protocol):
+    """The connection the dialect speaks over (`daemon.connection.Connection`), as it uses it:
+    named by this protocol so that the connection, which makes the dialect, is imported by
+    nothing it imports."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def daemon(self) -> _Sessions: ...
+
+    @property
+    def session(self) -> Session | None: ...
+
+    @property
+    def policy(self) -> PolicyConfig | None: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def gone(self) -> bool: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def can_confirm(self) -> bool: ...
+
+    async def confirm(self, session_id: str, tool: str, summary: str, argv: list[str]) -> bool:
+        """Ask the client `client/confirm` (see `tools.registry.Caller`)."""
+        ...
+
+    def send_body(self, body: bytes) -> None: ...
+
+    def request_started(self) -> None: ...
+
+    def request_finished(self) -> None: ...
+
+    def bind(self, session: Session) -> None: ...
 
 
 class _Call:
@@ -41,7 +88,7 @@ class _Call:
 
 
 class McpDialect:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Link) -> None:
         self.conn = conn
         self.machine = mcp.McpMachine()
         self.root: str | None = None

@@ -173,6 +173,8 @@ class MsgspecCodec:
     """The daemon's codec for `codeward.protocol.peer.Peer`: msgspec, payloads left `Raw`."""
 
     def decode(self, frame: bytes) -> tuple[list[Incoming | RpcError], bool]:
+        if frame[:1] == b"{" and frame.isascii():  # one message, no UTF-8 to check
+            return [decode_message(frame)], False
         return decode_batch(frame)
 
     def cancel_target(self, message: Incoming) -> Id | None:
