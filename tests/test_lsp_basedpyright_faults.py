@@ -133,7 +133,10 @@ async def test_cancelled_references_do_not_break_basedpyright(tmp_path: Path) ->
                 wait_ready=False,
             )
         assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
-        assert info.value.details["server"] == "ruff" and "pip install ruff" in info.value.message
+        assert (
+            info.value.details["server"] == "ruff"
+            and "codeward servers install ruff" in info.value.message
+        )
 
 
 async def test_a_missing_basedpyright_is_named_not_hidden_behind_ruff(tmp_path: Path) -> None:
@@ -150,7 +153,8 @@ async def test_a_missing_basedpyright_is_named_not_hidden_behind_ruff(tmp_path: 
         assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
         assert info.value.details["server"] == "basedpyright"
         assert info.value.message == (
-            "The basedpyright language server is not installed; pip install basedpyright."
+            "The basedpyright language server is not installed; "
+            "run `codeward servers install basedpyright`."
         )
         # Diagnostics still merge what ruff says, and name basedpyright among the errors.
         with trio.fail_after(30):

@@ -444,7 +444,9 @@ async def test_a_default_server_installed_beside_the_daemon_is_found(
     async with running(tmp_path, config) as (manager, _):
         with pytest.raises(ToolError) as info:
             await hover(manager, doc)
-        assert info.value.message == "The ruff language server is not installed; pip install ruff."
+        assert info.value.message == (
+            "The ruff language server is not installed; run `codeward servers install ruff`."
+        )
         _late_server(venv_bin / "ruff")  # `ruff server` runs the fake one: hover answers
         mock_clock.jump(1.0)
         answer = await hover(manager, doc)

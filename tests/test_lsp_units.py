@@ -159,7 +159,8 @@ def test_defaults_and_languages(tmp_path: Path) -> None:
     theirs = effective_servers(config)["basedpyright"]
     assert theirs.command == ["my-pyright"] and theirs.settings == {}
     # What the user's entry leaves empty keeps the built-in's (hint, cap, workarounds).
-    assert theirs.install_hint == "pip install basedpyright" and theirs.max_rss_mb == 4096
+    assert theirs.install_hint == "run `codeward servers install basedpyright`"
+    assert theirs.max_rss_mb == 4096
     assert "textDocument/references" in theirs.exclusive_methods and theirs.broken_when
     capped = ServerConfig(command=["ruff", "server"], max_rss_mb=64, install_hint="get it")
     ours = effective_servers(Config(servers={"ruff": capped}))["ruff"]

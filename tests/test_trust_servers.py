@@ -182,7 +182,8 @@ async def test_typescript_gets_the_installed_tsserver_never_the_projects(
     monkeypatch.setenv("PATH", f"node_modules/.bin:{local_bin}:{base_path}")
     client = await open_client(project)
     failure = await refused(client, "a.ts")
-    assert failure.kind == "lsp_unavailable" and "npm install -g typescript" in failure.message
+    assert failure.kind == "lsp_unavailable"
+    assert "servers install typescript-language-server" in failure.message
     assert str(project) not in failure.message
 
     # a typescript installed outside the root (npm's global layout)
@@ -475,7 +476,8 @@ def test_every_default_server_was_reviewed(project: Path) -> None:
         try:
             configs[name] = restricted(name, config, project)
         except NotInRestrictedMode as exc:
-            assert name in ("elixir-ls", "lexical", "typescript-language-server"), (name, exc)
+            refused = ("elixir-ls", "lexical", "pyrefly", "typescript-language-server")
+            assert name in refused, (name, exc)
     python = configs["basedpyright"].settings["python"]
     assert python["pythonPath"] == codeward_python() and "venvPath" not in python
     assert os.path.isabs(python["pythonPath"]) and os.access(python["pythonPath"], os.X_OK)
@@ -483,6 +485,15 @@ def test_every_default_server_was_reviewed(project: Path) -> None:
     assert configs["gopls"].settings["gopls"]["env"]["CGO_ENABLED"] == "0"
     assert configs["ruff"].settings == servers["ruff"].settings
     assert not any("query-driver" in arg for arg in configs["clangd"].command)
+    assert configs["svelte-language-server"].init_options == {"isTrusted": False}
+    java = configs["jdtls"].init_options["settings"]["java"]["import"]  # type: ignore[index]
+    assert java["gradle"]["enabled"] is False and java["maven"]["enabled"] is False
+    assert configs["jdtls"].settings["java"]["import"] == java
+    jedi = configs["jedi-language-server"].init_options["workspace"]  # type: ignore[index]
+    assert jedi["environmentPath"] == codeward_python()
+    pylsp = configs["pylsp"].settings["pylsp"]
+    assert pylsp["plugins"]["jedi"]["environment"] == codeward_python()
+    assert pylsp["signature"] == {"formatter": None}
 
 
 def test_every_tool_but_git_says_restricted() -> None:

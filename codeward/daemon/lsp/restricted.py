@@ -26,11 +26,24 @@ default server was reviewed:
   programs it would run), a `rust-analyzer.toml` (which may set its commands) or a cargo
   config with an `[env]` table (cargo applies it, even LD_PRELOAD, to the rustc it runs
   to learn the target) does not start it.
+- ty reads the project's virtualenv (its `pyvenv.cfg` and `site-packages`) without running
+  it: unchanged. pyrefly runs the interpreter it finds to learn its import paths: it does
+  not start. pylsp and jedi-language-server get the daemon's base Python as jedi's
+  environment (jedi runs its environment's interpreter).
+- bash-language-server runs shellcheck and shfmt (from the confined PATH below); YAML,
+  JSON, HTML, CSS, TOML (offline), Dockerfile servers and intelephense read files and run
+  nothing: unchanged.
+- svelte-language-server loads the project's `svelte.config.js`/`vite.config.*` and its
+  `node_modules` (svelte, typescript, prettier): `isTrusted: false`, which loads no config
+  and only its own packages.
+- jdtls imports Gradle projects by running their build (and the Gradle wrapper), Maven
+  projects by running their plugins: both imports off, so it sees plain Java folders.
 - ElixirLS and Lexical compile the project with mix: they do not start.
 - A server codeward does not know does not start, unless the user's config says
   `untrusted = "run"` for it; `untrusted = "off"` keeps any server off.
 
-Every restricted server is started by absolute path (never one inside the root), with a
+Every restricted server is started by absolute path (never one inside the root, nor a
+node script there), with a
 PATH from which relative entries and entries inside the root are removed, and with
 `core.fsmonitor` and `core.hooksPath` given through the environment, so that a git it runs
 in the repository starts none of the repository's programs.
@@ -167,21 +180,79 @@ def installed_tsserver(program: str, root: Path) -> str | None:
     return None
 
 
+def _script(command: list[str]) -> str:
+    """The program of `command`: the script when node runs one, else the command's own."""
+    if len(command) > 1 and os.path.basename(command[0]) == "node":
+        return command[1]
+    return command[0]
+
+
 def _typescript(config: ServerConfig, root: Path) -> ServerConfig:
-    tsserver = installed_tsserver(config.command[0], root) if config.command else None
+    options = config.init_options or {}
+    fallback = (options.get("tsserver") or {}).get("fallbackPath")
+    if isinstance(fallback, str) and os.path.isfile(fallback) and not from_root(fallback, root):
+        tsserver: str | None = os.path.realpath(fallback)
+    else:
+        tsserver = installed_tsserver(_script(config.command), root) if config.command else None
     if tsserver is None:
         raise NotInRestrictedMode(
             "it would load the project's own typescript, and no typescript is installed "
-            "outside the root (npm install -g typescript)"
+            "outside the root (codeward servers install typescript-language-server)"
         )
     options = merged(
-        config.init_options or {},
+        options,
         {
-            "tsserver": {"path": tsserver},
+            "tsserver": {"path": tsserver, "fallbackPath": None},
             "plugins": [],
             "disableAutomaticTypingAcquisition": True,
         },
     )
+    return msgspec.structs.replace(config, init_options=options)
+
+
+def _svelte(config: ServerConfig, root: Path) -> ServerConfig:
+    # untrusted: no svelte.config.js or vite.config.* loaded, and svelte, typescript and
+    # prettier from the server's own installation, never the project's node_modules
+    options = merged(config.init_options or {}, {"isTrusted": False})
+    return msgspec.structs.replace(config, init_options=options)
+
+
+JAVA_SETTINGS: dict[str, Any] = {
+    "java": {
+        "import": {
+            # Gradle runs the project's build scripts (and its wrapper downloads and runs a
+            # Gradle); Maven import runs the project's plugins: both off
+            "gradle": {"enabled": False, "wrapper": {"enabled": False}},
+            "maven": {"enabled": False},
+        },
+        "configuration": {"updateBuildConfiguration": "disabled"},
+    }
+}
+
+
+def _jdtls(config: ServerConfig, root: Path) -> ServerConfig:
+    settings = merged(config.settings, JAVA_SETTINGS)
+    options = merged(config.init_options or {}, {"settings": JAVA_SETTINGS})
+    return msgspec.structs.replace(config, settings=settings, init_options=options)
+
+
+def _refuses(why: str) -> Callable[[ServerConfig, Path], ServerConfig]:
+    def refuse(config: ServerConfig, root: Path) -> ServerConfig:
+        raise NotInRestrictedMode(why)
+
+    return refuse
+
+
+def _pylsp(config: ServerConfig, root: Path) -> ServerConfig:
+    settings = merged(
+        config.settings, {"pylsp": {"plugins": {"jedi": {"environment": codeward_python()}}}}
+    )
+    return msgspec.structs.replace(config, settings=settings)
+
+
+def _jedi(config: ServerConfig, root: Path) -> ServerConfig:
+    environment = {"workspace": {"environmentPath": codeward_python()}}
+    options = merged(config.init_options or {}, environment)
     return msgspec.structs.replace(config, init_options=options)
 
 
@@ -284,19 +355,30 @@ SKIPPED = frozenset({".git", "target", "node_modules", ".venv", "__pycache__"})
 
 
 def _compiles(what: str) -> Callable[[ServerConfig, Path], ServerConfig]:
-    def refuse(config: ServerConfig, root: Path) -> ServerConfig:
-        raise NotInRestrictedMode(f"it compiles the project with {what}")
-
-    return refuse
+    return _refuses(f"it compiles the project with {what}")
 
 
 PROFILES: dict[str, Callable[[ServerConfig, Path], ServerConfig]] = {
     "basedpyright": _basedpyright,
     "ruff": _unchanged,
+    "ty": _unchanged,
+    "pyrefly": _refuses("it runs the project's Python interpreter to find its import paths"),
+    "pylsp": _pylsp,
+    "jedi-language-server": _jedi,
     "gopls": _gopls,
     "clangd": _clangd,
     "typescript-language-server": _typescript,
     "rust-analyzer": _rust_analyzer,
+    "bash-language-server": _unchanged,
+    "yaml-language-server": _unchanged,
+    "vscode-json-language-server": _unchanged,
+    "vscode-html-language-server": _unchanged,
+    "vscode-css-language-server": _unchanged,
+    "tombi": _unchanged,
+    "dockerfile-language-server": _unchanged,
+    "intelephense": _unchanged,
+    "svelte-language-server": _svelte,
+    "jdtls": _jdtls,
     "elixir-ls": _compiles("mix"),
     "lexical": _compiles("mix"),
 }
@@ -341,7 +423,10 @@ def _confined(config: ServerConfig, root: Path) -> ServerConfig:
     program = shutil.which(config.command[0], path=path) if config.command else None
     if program is None:
         return msgspec.structs.replace(config, env=env)
-    if from_root(program, root):
+    script = _script(config.command)
+    if script != config.command[0] and not os.path.isabs(script):
+        raise NotInRestrictedMode("node would run a script relative to the root")
+    if from_root(program, root) or from_root(script, root):
         raise NotInRestrictedMode("its program lies inside the root")
     command = [os.path.abspath(program), *config.command[1:]]
     return msgspec.structs.replace(config, command=command, env=env)

@@ -1,0 +1,1 @@
+"""Language servers as things to install: the catalog, where programs are, installing."""
