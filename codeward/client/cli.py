@@ -284,7 +284,7 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
 COMMANDS = (
     "daemon", "status", "stop", "sessions", "tools", "call", "git", "lua", "diagnostics",
     "hover", "definition", "references", "implementations", "type-definition", "symbols",
-    "calls", "format", "actions", "rename", "mcp", "trust",
+    "calls", "format", "actions", "rename", "mcp", "trust", "servers",
 )  # fmt: skip
 
 
@@ -426,6 +426,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     which = trust.add_mutually_exclusive_group()
     which.add_argument("--list", action="store_true", help="list the trusted roots")
     which.add_argument("--revoke", action="store_true", help="stop trusting ROOT")
+    servers = command(
+        "servers", cmd_servers, "list the known language servers, or install some (no daemon)"
+    )
+    servers.add_argument("action", metavar="install", nargs="?", choices=["install"])
+    servers.add_argument("names", metavar="NAME", nargs="*", help="servers to install")
     return parser
 
 
@@ -739,6 +744,23 @@ def cmd_trust(inv: Invocation) -> int:
     result = inv.request("trust/set", {"root": root, "trusted": not inv.args.revoke})
     inv.show("trust", result, render.trust_set)
     return EXIT_OK
+
+
+def cmd_servers(inv: Invocation) -> int:
+    """Runs without the daemon; what it installs, a daemon finds on its next request."""
+    from codeward.client import servers
+
+    if inv.args.action is None:
+        if inv.args.names:
+            raise UsageError("to install servers: codeward servers install NAME...")
+        servers.show(inv.stdout, inv.json)
+        return EXIT_OK
+    if not inv.args.names:
+        raise UsageError("name the servers to install (codeward servers lists them)")
+    unknown = [n for n in inv.args.names if n not in servers.catalog.BY_NAME]
+    if unknown:
+        raise UsageError(servers.unknown(unknown))
+    return EXIT_OK if servers.install(inv.args.names, inv.stdout, inv.stderr) else EXIT_TOOL_ERROR
 
 
 def cmd_mcp(inv: Invocation) -> int:
