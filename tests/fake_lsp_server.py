@@ -22,9 +22,11 @@ version at didOpen, then an indexing progress around the real diagnostics), `pro
 (tsserver: workspace symbols fail with "No Project" while no file is open, diagnostics
 published once the project loaded), `service-ready` (jdtls: `language/status`).
 
-Fault modes for supervision: `grow` takes 64 MiB more memory at each hover before it answers
-(`grow-silent` never answers); `silent-hover` never answers hovers and ignores
-`$/cancelRequest`; `unready-silent` does that and never publishes diagnostics either.
+Every mode runs the commands of `command` (edits asked for around the answer, a crash, a
+command never answered). Fault modes for supervision: `grow` takes 64 MiB more memory at
+each hover before it answers (`grow-silent` never answers); `silent-hover` never answers
+hovers and ignores `$/cancelRequest`; `unready-silent` does that and never publishes
+diagnostics either.
 """
 
 from __future__ import annotations
@@ -228,6 +230,24 @@ class Loading:
             send({"method": "language/status", "params": {"type": "ServiceReady"}})
 
 
+def command(msg_id: Any, params: dict[str, Any], texts: dict[str, str]) -> None:
+    """workspace/executeCommand: `edit` asks for `arguments[0]` as an edit, then answers;
+    `answer-then-edit` answers first; `edit-then-crash` asks, then exits before answering;
+    `hang` never answers (nor heeds `$/cancelRequest`)."""
+    name = params.get("command")
+    edit = (params.get("arguments") or [None])[0]
+    if name == "hang":
+        return
+    if name == "answer-then-edit":
+        send({"id": msg_id, "result": None})
+    if name in ("edit", "answer-then-edit", "edit-then-crash"):
+        ask("workspace/applyEdit", {"label": name, "edit": edit})
+    if name == "edit-then-crash":
+        os._exit(7)
+    if name != "answer-then-edit":
+        send({"id": msg_id, "result": {"texts": len(texts)}})
+
+
 def main() -> None:
     if MODE == "env" and LOG:  # otherwise as "ok": how it was started goes to LOG first
         with open(LOG, "a") as f:
@@ -258,6 +278,7 @@ def main() -> None:
                 "textDocumentSync": 1,
                 "hoverProvider": True,
                 "positionEncoding": "utf-16",
+                "executeCommandProvider": {"commands": ["edit", "answer-then-edit"]},
             }
             if MODE == "empty-rename":  # renames answered with an edit that changes nothing
                 capabilities["renameProvider"] = True
@@ -393,6 +414,8 @@ def main() -> None:
                     },
                 }
             )
+        elif method == "workspace/executeCommand":
+            command(msg_id, params, texts)
         elif method == "shutdown":
             send({"id": msg_id, "result": None})
         elif method == "exit":

@@ -40,7 +40,7 @@ async def test_command_edits_go_through_the_layer(root: Path, nursery: trio.Nurs
     async with running(root, real_config()) as (manager, _):
         await manager.server_diagnostics(path)  # opens it in ruff
         server = manager.servers["ruff"]
-        doc = server.documents.get(path.as_uri())
+        doc = server.document(path.as_uri())
         assert doc is not None
         command = {
             "command": "ruff.applyAutofix",
@@ -49,9 +49,9 @@ async def test_command_edits_go_through_the_layer(root: Path, nursery: trio.Nurs
         # The file changes on disk after the server computed its edit: refused as stale.
         taken = ServerEdits(writer)
 
-        async def late_change(edit: Any, encoding: Any, versions: Any) -> dict[str, Any]:
+        async def late_change(edit: Any, encoding: Any, versions: Any) -> None:
             path.write_text(SOURCE + "# changed\n")
-            return await taken.on_edit(edit, encoding, versions)
+            await taken.on_edit(edit, encoding, versions)
 
         await manager.execute_command("ruff", command, late_change)
         assert path.read_text() == SOURCE + "# changed\n" and not taken.result.applied
@@ -59,7 +59,6 @@ async def test_command_edits_go_through_the_layer(root: Path, nursery: trio.Nurs
         # As the server saw it: applied, and the session told.
         path.write_text(SOURCE)
         taken = await run_command(manager, "ruff", command, writer)
-        assert server.apply_edit is None  # outside a command, its edits are refused
         assert path.read_text() == FIXED and taken.refused == []
         assert taken.result.applied and taken.result.files_changed == ["m.py"]
         assert "-import os\n" in taken.result.diff and told == [[path]]
@@ -84,7 +83,7 @@ async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
     path = root / "m.py"
     async with running(root, real_config()) as (manager, _):
         await manager.server_diagnostics(path)
-        doc = manager.servers["ruff"].documents.get(path.as_uri())
+        doc = manager.servers["ruff"].document(path.as_uri())
         assert doc is not None
         session = _Session(root, manager)
         await nursery.start(session.writer.run)
@@ -100,7 +99,7 @@ async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
         path.write_text(SOURCE)
         await manager.flush()
         await manager.server_diagnostics(path)
-        doc = manager.servers["ruff"].documents.get(path.as_uri())
+        doc = manager.servers["ruff"].document(path.as_uri())
         assert doc is not None and doc.text == SOURCE
         header = {"range": _range(0, 0, 0, 0), "newText": "# header\n"}
         both = {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
@@ -12,6 +11,7 @@ import trio
 
 from codeward.daemon.config import DaemonConfig, ServerConfig
 from codeward.daemon.lsp import server as server_module
+from codeward.daemon.lsp import supervisor
 from codeward.daemon.lsp.process import ServerProcess, group_members, wait_group_gone
 from codeward.daemon.lsp.service import LanguageService
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -76,7 +76,7 @@ async def test_crash_at_start_is_reported_and_others_keep_working(
 async def test_crash_mid_request_fails_at_once_and_restarts(
     tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "BACKOFF_START", 0.01)
+    monkeypatch.setattr(supervisor, "BACKOFF_START", 0.01)
     log = tmp_path / "log"
     async with running(tmp_path, fake_config({"fake": fake_server("crash-on-hover", log)})) as (
         manager,
@@ -117,7 +117,7 @@ async def test_no_answer_to_initialize_is_killed_and_reported(tmp_path: Path, do
 async def test_broken_output_fails_the_request_and_the_server_restarts(
     tmp_path: Path, doc: Path, mode: str, words: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "BACKOFF_START", 0.01)
+    monkeypatch.setattr(supervisor, "BACKOFF_START", 0.01)
     config = msgspec.structs.replace(
         fake_config({"fake": fake_server(mode)}), daemon=DaemonConfig(max_message_bytes=1 << 20)
     )
@@ -173,7 +173,7 @@ async def test_server_requests_are_answered(tmp_path: Path, doc: Path) -> None:
         ("begin", "Indexing"),
         ("end", "Indexing"),
     ]
-    assert "hello" in server.messages
+    assert "hello" in server.answers.messages
 
 
 async def test_stop_kills_the_whole_process_group(tmp_path: Path, doc: Path) -> None:
@@ -232,7 +232,7 @@ def _group(pgid: int) -> list[int]:
 async def test_repeated_crashes_fail_until_asked_again(
     tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "BACKOFF_START", 0.001)
+    monkeypatch.setattr(supervisor, "BACKOFF_START", 0.001)
     log = tmp_path / "log"
     async with running(tmp_path, fake_config({"fake": fake_server("crash-at-start", log)})) as (
         manager,
@@ -350,24 +350,18 @@ async def test_request_all_merges_and_workspace_requests(tmp_path: Path, doc: Pa
         assert info.value.details["server"] == "gone"
 
 
-async def test_apply_edit_goes_to_the_edit_layer(tmp_path: Path, doc: Path) -> None:
+async def test_a_servers_edit_outside_a_command_is_refused(tmp_path: Path, doc: Path) -> None:
     log = tmp_path / "log"
-    edits: list[dict[str, Any]] = []
-
-    async def apply(params: dict[str, Any]) -> dict[str, Any]:
-        edits.append(params)
-        await trio.lowlevel.checkpoint()
-        return {"applied": True}
-
     async with running(tmp_path, fake_config({"fake": fake_server("server-requests", log)})) as (
         manager,
         _,
     ):
-        manager.server_for("fake").apply_edit = apply
         await manager.diagnostics(doc)
     answers = {m["id"]: m for m in logged(log) if "method" not in m}
-    assert answers[1003]["result"] == {"applied": True}
-    assert edits == [{"edit": {"changes": {}}}]
+    assert answers[1003]["result"] == {
+        "applied": False,
+        "failureReason": "codeward applies a server's edits only during its commands",
+    }
 
 
 async def test_missing_servers_are_named_together_in_routing_order(

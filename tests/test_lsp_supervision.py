@@ -16,7 +16,7 @@ import trio
 import trio.testing
 
 from codeward.daemon.config import Config, DaemonConfig, ServerConfig
-from codeward.daemon.lsp import server as server_module
+from codeward.daemon.lsp import supervisor
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.server import LanguageServer, ServerState, scrub
 from codeward.daemon.lsp.service import LanguageService
@@ -108,7 +108,7 @@ async def test_the_default_caps_come_from_the_server_or_the_lsp_section(tmp_path
         server = manager.server_for("fake")
         await server.connection()
         await restarted(server)
-        assert "above its max_rss_mb of 4" in server.restart_reason
+        assert "above its max_rss_mb of 4" in server.status()["restart_reason"]
 
 
 # -- requests never answered, hung servers -----------------------------------------------------
@@ -128,7 +128,7 @@ async def test_a_server_that_ignores_cancel_is_restarted(tmp_path: Path, doc: Pa
         assert manager.status()[0]["state"] == "unresponsive"
         server = manager.servers["fake"]
         await restarted(server)
-        assert server.restart_reason.startswith(
+        assert server.status()["restart_reason"].startswith(
             "it left a cancelled textDocument/hover unanswered for"
         )
         found = await manager.diagnostics(doc)
@@ -172,7 +172,7 @@ async def test_a_hung_server_does_not_slow_other_sessions(tmp_path: Path) -> Non
         assert answered >= 3
         # The hung server is restarted (SIGCONT, then killed) and answers again.
         await restarted(server)
-        assert "textDocument/hover unanswered" in server.restart_reason
+        assert "textDocument/hover unanswered" in server.status()["restart_reason"]
         with trio.fail_after(10):
             answer = await hover(hung, hung_root / "a.fake")
         assert answer.result["contents"]["value"] == "hover"
@@ -201,7 +201,7 @@ async def test_a_timeout_reports_the_whole_wait(tmp_path: Path, doc: Path) -> No
 async def test_a_crash_loop_is_marked_failed_and_names_its_stderr(
     tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "BACKOFF_START", 0.01)
+    monkeypatch.setattr(supervisor, "BACKOFF_START", 0.01)
     config = fast({"fake": fake_server("crash-at-start")}, crash_limit=3)
     async with running(tmp_path, config) as (manager, _):
         server = manager.server_for("fake")
@@ -239,7 +239,7 @@ async def test_a_missing_first_server_is_the_answer_not_the_next_ones(
 async def test_a_failed_first_server_is_the_answer_not_the_next_ones(
     tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "BACKOFF_START", 0.01)
+    monkeypatch.setattr(supervisor, "BACKOFF_START", 0.01)
     servers = {"primary": fake_server("crash-at-start"), "fake": fake_server("ok")}
     async with running(tmp_path, fast(servers, ["primary", "fake"])) as (manager, _):
         with pytest.raises(ToolError) as info:

@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from codeward.daemon.config import ServerConfig
-from codeward.daemon.lsp import server as server_module
+from codeward.daemon.lsp import freshness
 from codeward.daemon.lsp.server import BARRIER
 from codeward.daemon.lsp.service import Found, LanguageService
 from tests.lsp_support import FAKE, fake_config, fake_server, logged, methods, running
@@ -43,7 +43,7 @@ async def test_a_pull_in_two_rounds_waits_for_the_second(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No quiet moment at all: a rule that waits for one would stop at the first report.
-    monkeypatch.setattr(server_module, "QUIET", 0)
+    monkeypatch.setattr(freshness, "QUIET", 0)
     log = tmp_path / "log"
     config = fake_config({"fake": fake_server("workspace-stream", log)})
     async with running(root, config) as (manager, _):
@@ -55,7 +55,7 @@ async def test_a_pull_in_two_rounds_waits_for_the_second(
         (root / "clean.fake").write_text("bad\n")
         manager.files_changed([Path("clean.fake")])
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2), ("clean.fake", 1)}
-        assert manager.servers["fake"].announced == set()
+        assert manager.servers["fake"].freshness.announced == set()
     assert methods(log).count("workspace/diagnostic") == 3
 
 
@@ -63,7 +63,7 @@ async def test_no_quiet_moment_before_the_second_round_ends_the_pull(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The server stalls after the first round, however long: the pull waits for the second.
-    monkeypatch.setattr(server_module, "QUIET", 0)
+    monkeypatch.setattr(freshness, "QUIET", 0)
     fifo = tmp_path / "hold"
     os.mkfifo(fifo)
     command = [sys.executable, FAKE, "workspace-hold", "", str(fifo)]
@@ -80,7 +80,7 @@ async def test_no_quiet_moment_before_the_second_round_ends_the_pull(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(one)
                 # The progress token comes in one piece with the first round's reports.
-                await server.wait_for(lambda: bool(server.announced), 10)
+                await server.wait_for(lambda: bool(server.freshness.announced), 10)
                 await trio.testing.wait_all_tasks_blocked()
                 assert answers == []  # still waiting, although nothing came for a while
                 await trio.to_thread.run_sync(release, fifo, abandon_on_cancel=True)
@@ -95,7 +95,7 @@ def release(fifo: Path) -> None:
 async def test_a_file_it_never_reports_ends_the_pull_after_a_round_trip(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "QUIET", 0)
+    monkeypatch.setattr(freshness, "QUIET", 0)
     (root / "skip.fake").write_text("bad\n")  # the fake server never reports skip* files
     log = tmp_path / "log"
     config = fake_config({"fake": fake_server("workspace-stream", log)})
@@ -112,21 +112,21 @@ async def test_a_file_it_never_reports_ends_the_pull_after_a_round_trip(
 async def test_a_progress_token_it_never_begins_is_forgotten(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "QUIET", 0)
+    monkeypatch.setattr(freshness, "QUIET", 0)
     config = fake_config({"fake": fake_server("workspace-stale-token")})
     async with running(root, config) as (manager, _):
         server = manager.server_for("fake")
         await server.connection()
         with trio.fail_after(10):
-            await server.wait_for(lambda: bool(server.announced), 10)
+            await server.wait_for(lambda: bool(server.freshness.announced), 10)
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
-        assert server.announced == set() and server.progress == {}
+        assert server.freshness.announced == set() and server.progress == {}
 
 
 async def test_pulls_take_turns(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The fake server, like basedpyright, answers a pull in flight with no items when the
     # next one comes: two at once would lose the first one's results.
-    monkeypatch.setattr(server_module, "QUIET", 0)
+    monkeypatch.setattr(freshness, "QUIET", 0)
     config = fake_config({"fake": fake_server("workspace-stream")})
     async with running(root, config) as (manager, _):
         answers: list[set[tuple[str, int]]] = []
@@ -144,7 +144,7 @@ async def test_the_overall_timeout_still_bounds_a_pull(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A file that is never reported, and no quiet moment within the timeout.
-    monkeypatch.setattr(server_module, "QUIET", 60)
+    monkeypatch.setattr(freshness, "QUIET", 60)
     (root / "skip.fake").write_text("bad\n")
     config = fake_config({"fake": fake_server("workspace-stream")})
     async with running(root, config) as (manager, _):

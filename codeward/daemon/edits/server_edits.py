@@ -25,17 +25,17 @@ class ServerEdits:
 
     async def on_edit(
         self, edit: Any, encoding: Encoding, versions: dict[Path, tuple[int, str]]
-    ) -> dict[str, Any]:
-        """One `workspace/applyEdit`, applied (its answer to the server)."""
+    ) -> None:
+        """One `workspace/applyEdit`, applied; a ToolError refuses it (the server is told
+        why)."""
         try:
             result = await apply_workspace_edit(
                 self.writer, edit, encoding, Basis(versions), apply=True
             )
         except ToolError as exc:
             self.refused.append(exc)
-            return {"applied": False, "failureReason": exc.message}
+            raise
         self.result.merge(result)
-        return {"applied": True}
 
 
 async def run_command(

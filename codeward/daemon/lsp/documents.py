@@ -25,6 +25,10 @@ def decode_text(data: bytes) -> str:
 
 @dataclass
 class Document:
+    """One version of an open document. Its content never changes: a new version is a new
+    `Document`, so one held stays a snapshot of what the server was sent (`stat` and
+    `world` are the actor's bookkeeping of when it was read and sent)."""
+
     path: Path
     uri: str
     language_id: str
@@ -83,8 +87,9 @@ class DocumentStore:
             self.documents.move_to_end(uri)
             doc.stat = stat
             if doc.hash != digest or force:
-                doc.text, doc.hash, doc.version = decode_text(data), digest, doc.version + 1
-                doc.world, doc._index = world, None
+                text, version = decode_text(data), doc.version + 1
+                doc = Document(path, uri, doc.language_id, text, digest, version, world, stat)
+                self.documents[uri] = doc
                 notices.append(self._change(doc))
         self._versions[uri] = doc.version
         while len(self.documents) > self.max_open:

@@ -76,7 +76,6 @@ import trio
 from codeward.daemon.config import Config, ServerConfig
 from codeward.daemon.files import Missing, read_file
 from codeward.daemon.lsp.budget import ServerBudget
-from codeward.daemon.lsp.commands import EditCapture
 from codeward.daemon.lsp.connection import CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED
 from codeward.daemon.lsp.defaults import (
     command_available,
@@ -122,7 +121,7 @@ RETRIED_CODES = frozenset({CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED
 
 Versions = dict[Path, tuple[int, str]]  # canonical path -> (version, content hash)
 # a server's own edit during a command: (WorkspaceEdit, its encoding, its documents) -> answer
-OnEdit = Callable[[Any, Encoding, Versions], Awaitable[dict[str, Any]]]
+OnEdit = Callable[[Any, Encoding, Versions], Awaitable[None]]
 ServerDiagnostics = dict[str, tuple[int, list[Diagnostic]]]  # server -> (version, items)
 
 
@@ -239,7 +238,6 @@ class LanguageService:
         self.budget = budget
         self.last_used = 0.0  # trio time of its last request's end
         self._in_flight = 0  # requests through `_ask`
-        self._commands: dict[str, trio.Lock] = {}  # one executeCommand at a time per server
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -404,11 +402,7 @@ class LanguageService:
         """The documents `server` has open now, by canonical path: (version, content hash),
         the content an edit it computes from now on is computed from."""
         actor = self.servers.get(server)
-        if actor is None:
-            return {}
-        return {
-            Path(real_path(d.path)): (d.version, d.hash) for d in actor.documents.documents.values()
-        }
+        return {} if actor is None else _versions(actor.open_documents())
 
     def supports(self, server: str, method: str) -> bool:
         """Whether server `server` offers `method` now (no wait for a registration)."""
@@ -439,22 +433,18 @@ class LanguageService:
 
     async def execute_command(self, server: str, command: dict[str, Any], on_edit: OnEdit) -> Any:
         """`workspace/executeCommand` on server `server`; each `workspace/applyEdit` it sends
-        meanwhile (or within `COMMAND_EDIT_GRACE` seconds after its answer, as ruff does)
-        goes to `on_edit(edit, encoding, versions)`, whose answer the server gets. One
-        command at a time per server; outside a command its edit requests are refused."""
+        meanwhile (or within a grace period after its answer, as ruff does) goes to
+        `on_edit(edit, encoding, versions)` with the server's documents when it asked (a
+        ToolError refuses it). The server runs one command at a time; outside a command its
+        edit requests are refused."""
         actor = await self.started(server)
         await self.flush()
-        params = {"command": command["command"], "arguments": command.get("arguments") or []}
-        lock = self._commands.setdefault(server, trio.Lock())
-        async with lock:
-            capture = EditCapture(lambda edit: on_edit(edit, actor.encoding, self.snapshot(server)))
-            previous, actor.apply_edit = actor.apply_edit, capture.apply_edit
-            try:
-                result = await actor.request("workspace/executeCommand", params)
-                await capture.settle()
-            finally:
-                actor.apply_edit = previous
-        return result
+        arguments = command.get("arguments") or []
+
+        async def handle(edit: Any, documents: tuple[Document, ...]) -> None:
+            await on_edit(edit, actor.encoding, _versions(documents))
+
+        return await actor.execute_command(command["command"], arguments, handle)
 
     def indexing(self, server: str) -> bool:
         """Whether server `server` is not ready (an index still loading, as its readiness
@@ -1082,6 +1072,11 @@ class LanguageService:
             code=d.code,
             source=d.source,
         )
+
+
+def _versions(documents: Sequence[Document]) -> Versions:
+    """Documents by canonical path: (version, content hash)."""
+    return {Path(real_path(d.path)): (d.version, d.hash) for d in documents}
 
 
 def in_routing_order(errors: Sequence[ToolError], names: Sequence[str]) -> list[ToolError]:

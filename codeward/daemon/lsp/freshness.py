@@ -1,0 +1,311 @@
+"""Diagnostics freshness of one server: what it published for which version, what it
+answered to pulls, its work-done progress, and the waits built on them (a document's
+diagnostics for its content now, a workspace pull, readiness).
+
+Whether a server is loaded beyond its progress (rust-analyzer quiescent, a project loaded)
+is the `Readiness` given to it: every notification the actor does not handle itself is
+shown to it, and `loaded()` gates readiness and diagnostics pulls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+import trio
+
+from codeward.daemon.lsp.changes import Changes
+from codeward.daemon.lsp.connection import (
+    ConnectionClosed,
+    LspConnection,
+    RequestTimeout,
+    ResponseError,
+)
+from codeward.daemon.lsp.documents import Document
+from codeward.daemon.lsp.types import (
+    Diagnostic,
+    DocumentDiagnosticReport,
+    ProgressParams,
+    PublishDiagnosticsParams,
+    WorkspaceDiagnosticReport,
+)
+from codeward.daemon.lsp.uris import uri_to_path
+from codeward.protocol.errors import ErrorKind, ToolError
+
+QUIET = 0.3  # seconds without news before a streamed workspace pull may be over
+BARRIER = "$/codeward/barrier"  # a request every server must refuse: its answer orders output
+_TOKENS = itertools.count(1)
+
+ProgressSink = Callable[[dict[str, Any]], None]
+Request = Callable[..., Awaitable[Any]]
+
+
+class Readiness(Protocol):
+    """Whether a server has loaded what its answers need, beyond work-done progress."""
+
+    def loaded(self) -> bool: ...
+
+    def observe(self, method: str, params: Any) -> bool:
+        """See a notification; whether readiness may have changed."""
+        ...
+
+
+class Loaded:
+    """The readiness of a server that says nothing beyond its progress: always loaded."""
+
+    def loaded(self) -> bool:
+        return True
+
+    def observe(self, method: str, params: Any) -> bool:
+        return False
+
+
+@dataclass
+class Published:
+    """The diagnostics a server last pushed for a document, and the version they describe."""
+
+    version: int | None
+    diagnostics: list[Diagnostic]
+
+
+class Freshness:
+    def __init__(
+        self,
+        name: str,
+        changes: Changes,
+        *,
+        request: Request,
+        connection: Callable[[], LspConnection | None],
+        pulls: Callable[[], bool],
+        on_progress: ProgressSink,
+        request_timeout: float,
+        readiness: Readiness | None = None,
+    ) -> None:
+        self.name = name
+        self.changes = changes
+        self.readiness: Readiness = readiness or Loaded()
+        self._request = request
+        self._connection = connection
+        self._pulls = pulls  # whether the server offers pull diagnostics now
+        self._on_progress = on_progress
+        self._request_timeout = request_timeout
+        self.published: dict[str, Published] = {}
+        self.analysed: dict[str, int] = {}  # uri -> version answered by a diagnostic pull
+        self.progress: dict[int | str, str] = {}  # active work-done progress: token -> title
+        self.announced: set[int | str] = set()  # tokens it created and has not begun yet
+        self.push_silent = False  # it never pushed diagnostics and let a settle time out
+        self.partial: dict[int | str, Callable[[Any], None]] = {}  # token -> partial results
+
+    def reset(self) -> None:
+        """A new process: nothing it said before counts."""
+        self.published.clear()
+        self.analysed.clear()
+        self.progress.clear()
+        self.announced.clear()
+
+    # -- what the server sends --------------------------------------------------------
+
+    def on_publish(self, params: PublishDiagnosticsParams, version: int | None) -> None:
+        """publishDiagnostics; `version` is the open document's when the server sent none."""
+        self.published[params.uri] = Published(version, params.diagnostics)
+        self.push_silent = False
+        self.changes.touch()
+
+    def on_created(self, token: int | str) -> None:
+        """window/workDoneProgress/create."""
+        self.announced.add(token)
+        self.changes.touch()
+
+    def on_progress(self, params: ProgressParams) -> None:
+        """$/progress: partial results of a pull, or work-done progress."""
+        sink = self.partial.get(params.token)
+        if sink is not None:
+            sink(params.value)
+            return
+        value = params.value if isinstance(params.value, dict) else {}
+        kind = value.get("kind")
+        if kind not in ("begin", "report", "end"):
+            return  # partial results, not work-done progress
+        self.announced.discard(params.token)
+        title = value.get("title") or self.progress.get(params.token, "")
+        if kind == "begin":
+            self.progress[params.token] = str(title)
+        elif kind == "end":
+            self.progress.pop(params.token, None)
+        self.changes.touch()
+        self._on_progress(
+            {
+                "server": self.name,
+                "token": params.token,
+                "kind": kind,
+                "title": title,
+                "message": value.get("message"),
+                "percentage": value.get("percentage"),
+            }
+        )
+
+    def observe(self, method: str, params: Any) -> None:
+        """Any other notification: for the server's readiness."""
+        if self.readiness.observe(method, params):
+            self.changes.touch()
+
+    def forget(self, uri: str) -> None:
+        """A closed document: what it published no longer stands."""
+        self.published.pop(uri, None)
+
+    # -- waits ------------------------------------------------------------------------
+
+    async def document_diagnostics(self, doc: Document, settle: float) -> list[Diagnostic] | None:
+        """Diagnostics for this content of `doc`: pulled, or the push for its version.
+
+        None when no answer came within `settle` seconds.
+        """
+
+        def answered() -> bool:
+            published = self.published.get(doc.uri)
+            return published is not None and (published.version or 0) >= doc.version
+
+        with trio.move_on_after(settle):
+            await self.changes.wait_for(self.readiness.loaded, math.inf)
+            if not self._pulls():
+                # A server may register pull diagnostics only after `initialized`.
+                if self.push_silent and doc.uri not in self.published:
+                    return []
+                await self.changes.wait_for(lambda: answered() or self._pulls(), math.inf)
+                if answered():
+                    return self.published[doc.uri].diagnostics
+            try:
+                report = await self._request(
+                    "textDocument/diagnostic",
+                    {"textDocument": {"uri": doc.uri}},
+                    timeout=settle,
+                    result_type=DocumentDiagnosticReport,
+                )
+            except ToolError as exc:
+                if exc.kind is ErrorKind.TIMEOUT:
+                    return None
+                raise
+            self.analysed[doc.uri] = doc.version
+            self.changes.touch()
+            return report.items
+        if not self.published and not self._pulls():
+            self.push_silent = True
+        return None
+
+    async def workspace_diagnostics(
+        self, deadline: float, expected: Collection[Path] | None = None
+    ) -> tuple[dict[str, list[Diagnostic]], bool]:
+        """Pull workspace diagnostics until `deadline` (trio time): (uri -> diagnostics,
+        complete). One pull at a time: the actor runs them in a lane.
+
+        Results may stream as partial results on a request the server never answers
+        (basedpyright). Such a pull is over once every file of `expected` (the files of the
+        server's languages under the root) has had a report and no work-done progress is
+        active or announced: basedpyright creates its progress token before the first
+        reports of a pass that takes several rounds, reports files it has not checked yet
+        as clean in that first round, and ends the progress after the last. Files it never
+        reports (excluded by its own settings) end the pull after a quiet moment, once the
+        answer to a later request shows that everything it sent before has been read.
+        """
+        results: dict[str, list[Diagnostic]] = {}
+        missing = set(expected) if expected is not None else None
+        news = 0  # partial results received
+        done = False
+
+        def take(report: WorkspaceDiagnosticReport) -> None:
+            nonlocal news
+            news += 1
+            for item in report.items:
+                path = uri_to_path(item.uri) if missing else None
+                if missing and path is not None:
+                    missing.discard(path)
+                if item.kind == "full":
+                    results[item.uri] = item.items
+
+        def sink(value: Any) -> None:
+            take(msgspec.convert(value, type=WorkspaceDiagnosticReport))
+            self.changes.touch()
+
+        async def ask(token: str) -> None:
+            nonlocal done
+            try:
+                take(
+                    await self._request(
+                        "workspace/diagnostic",
+                        {"previousResultIds": [], "partialResultToken": token},
+                        timeout=max(deadline - trio.current_time(), 0),
+                        result_type=WorkspaceDiagnosticReport,
+                    )
+                )
+            except ToolError as exc:
+                if exc.kind is not ErrorKind.TIMEOUT:
+                    raise
+            else:
+                done = True
+            self.changes.touch()
+
+        with trio.move_on_at(deadline):
+            token = f"codeward-{next(_TOKENS)}"
+            self.partial[token] = sink
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(ask, token)
+                    while not done:
+                        if missing is not None and not missing and not self._busy():
+                            done = True
+                            break
+                        seen = news
+                        with trio.move_on_after(QUIET) as quiet:
+                            await self.changes.wait()
+                        if quiet.cancelled_caught and results and not self.progress:
+                            await self._barrier()
+                            done = news == seen and not self._busy()
+                    nursery.cancel_scope.cancel()
+            finally:
+                del self.partial[token]
+        return results, done
+
+    def _busy(self) -> bool:
+        return bool(self.progress or self.announced)
+
+    async def _barrier(self) -> None:
+        """Send a request the server must refuse and wait for its answer: every message it
+        wrote before has then been read. Progress tokens it created before and still has
+        not begun are forgotten (it answered a later message without using them)."""
+        conn = self._connection()
+        if conn is None:
+            return
+        announced = set(self.announced)
+        with contextlib.suppress(ConnectionClosed, RequestTimeout, ResponseError):
+            await conn.request(BARRIER, None, timeout=self._request_timeout)
+        self.announced -= announced
+
+    async def wait_ready(self, doc: Document, timeout: float) -> bool:
+        """Wait until the server is loaded, has analysed `doc` and its work-done progress
+        ended."""
+
+        def ready() -> bool:
+            if self.progress or not self.readiness.loaded():
+                return False
+            if self.analysed.get(doc.uri) == doc.version:
+                return True
+            published = self.published.get(doc.uri)
+            return published is not None and (published.version or 0) >= doc.version
+
+        if ready():
+            return True
+        with trio.move_on_after(timeout):
+            if not ready():
+                await self.document_diagnostics(doc, timeout)
+            return await self.changes.wait_for(ready, timeout)
+        return False
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait until no work-done progress is active."""
+        return await self.changes.wait_for(lambda: not self.progress, timeout)

@@ -1,0 +1,218 @@
+"""The language-server actor owns its process, documents and pending requests: a command's
+captured edits, the order of syncs and requests, cancellation, a crash during a command,
+and its lanes."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from codeward.daemon.lsp import supervisor
+from codeward.daemon.lsp.documents import Document
+from codeward.daemon.lsp.lane import Lane
+from codeward.daemon.lsp.server import LanguageServer
+from codeward.protocol.errors import ErrorKind, ToolError
+from tests.lsp_support import fake_config, fake_server, logged, running
+
+
+@pytest.fixture
+def doc(tmp_path: Path) -> Path:
+    path = tmp_path / "a.fake"
+    path.write_text("good\n")
+    return path
+
+
+def _edit(label: str) -> dict[str, Any]:
+    return {"changes": {}, "label": label}
+
+
+async def _server(manager: Any) -> LanguageServer:
+    server: LanguageServer = await manager.started("fake")
+    return server
+
+
+async def test_a_commands_edits_go_to_that_command_only(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    got: dict[str, list[Any]] = {"one": [], "two": [], "three": []}
+    async with running(tmp_path, fake_config({"fake": fake_server("ok", log)})) as (manager, _):
+        server = await _server(manager)
+        server.sync(doc, "fake", b"good\n")
+
+        def handler(name: str) -> Any:
+            async def on_edit(edit: Any, documents: tuple[Document, ...]) -> None:
+                got[name].append((edit, [d.uri for d in documents]))
+                await trio.lowlevel.checkpoint()
+                if name == "three":
+                    raise ToolError(ErrorKind.STALE_EDIT, "refused by its handler")
+
+            return on_edit
+
+        captures: dict[str, Any] = {}
+
+        async def run(name: str, command: str) -> None:
+            captures[name] = await server.execute_command(command, [_edit(name)], handler(name))
+
+        async with trio.open_nursery() as nursery:  # concurrent: each still gets its own
+            nursery.start_soon(run, "one", "edit")
+            nursery.start_soon(run, "two", "answer-then-edit")
+            nursery.start_soon(run, "three", "edit")
+    assert got["one"] == [(_edit("one"), [doc.as_uri()])]
+    assert got["two"] == [(_edit("two"), [doc.as_uri()])]
+    assert {name: c.applied for name, c in captures.items()} == {"one": 1, "two": 1, "three": 0}
+    assert [e.message for e in captures["three"].refused] == ["refused by its handler"]
+    answers = [m["result"] for m in logged(log) if "method" not in m and "result" in m]
+    assert {"applied": False, "failureReason": "refused by its handler"} in answers
+    # one command at a time: each edit request answered before the next command is sent
+    order = [m.get("method") or "answer" for m in logged(log)]
+    commands = [i for i, m in enumerate(order) if m == "workspace/executeCommand"]
+    assert all("answer" in order[a:b] for a, b in itertools.pairwise(commands))
+
+
+async def test_sync_and_requests_on_one_document_are_ordered(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    async with running(tmp_path, fake_config({"fake": fake_server("ok", log)})) as (manager, _):
+        server = await _server(manager)
+
+        async def change_then_ask(i: int) -> None:
+            for _ in range(i % 3):
+                await trio.lowlevel.checkpoint()
+            synced = server.sync(doc, "fake", f"text {i}\n".encode())
+            position = {"line": synced.version, "character": i}
+            params = {"textDocument": {"uri": synced.uri}, "position": position}
+            answer = await server.request("textDocument/hover", params)
+            assert answer["range"]["start"] == position
+
+        async with trio.open_nursery() as nursery:
+            for i in range(20):
+                nursery.start_soon(change_then_ask, i)
+    seen = 0  # the last version the server was sent before each request
+    asked = 0
+    for message in logged(log):
+        params = message.get("params") or {}
+        if message.get("method") in ("textDocument/didOpen", "textDocument/didChange"):
+            assert params["textDocument"]["version"] > seen
+            seen = params["textDocument"]["version"]
+        if message.get("method") == "textDocument/hover":
+            asked += 1
+            assert params["position"]["line"] <= seen  # built for a version it already has
+    assert asked == 20
+
+
+async def test_a_cancelled_command_reaches_the_server(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    async with running(tmp_path, fake_config({"fake": fake_server("ok", log)})) as (manager, _):
+        server = await _server(manager)
+
+        async def on_edit(edit: Any, documents: tuple[Document, ...]) -> None:
+            raise AssertionError("a command that hangs asks for no edit")
+
+        with trio.move_on_after(60) as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(server.execute_command, "hang", [], on_edit)
+                await trio.testing.wait_all_tasks_blocked()
+                nursery.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+        # still usable: the lane took the next command
+        capture = await server.execute_command("edit", [_edit("after")], _noop)
+        assert capture.applied == 1
+    messages = logged(log)
+    hung = next(m["id"] for m in messages if (m.get("params") or {}).get("command") == "hang")
+    cancels = [m for m in messages if m.get("method") == "$/cancelRequest"]
+    assert cancels == [{"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": hung}}]
+
+
+async def _noop(edit: Any, documents: tuple[Document, ...]) -> None:
+    await trio.lowlevel.checkpoint()
+
+
+async def test_a_crash_during_a_command_fails_it_clearly_and_restarts(
+    tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(supervisor, "BACKOFF_START", 0.01)
+    async with running(tmp_path, fake_config({"fake": fake_server("ok")})) as (manager, _):
+        server = await _server(manager)
+        pid = server.pid
+        with pytest.raises(ToolError) as info:
+            await server.execute_command("edit-then-crash", [_edit("x")], _noop)
+        assert info.value.kind is ErrorKind.LSP_ERROR
+        assert "stopped while running its command 'edit-then-crash'" in info.value.message
+        applied = info.value.details["applied"]  # the edit may have been handled in time
+        assert ("1 edit(s) it asked for were written" if applied else "nothing it asked") in (
+            info.value.message
+        )
+        assert "It restarts by itself" in info.value.message
+        capture = await server.execute_command("edit", [_edit("again")], _noop)
+        assert capture.applied == 1 and server.pid != pid and server.restarts == 1
+
+
+async def test_a_lane_runs_one_piece_at_a_time_in_order() -> None:
+    lane = Lane("fake")
+    done: list[int] = []
+    gate = trio.Event()
+
+    async def piece(i: int) -> int:
+        if i == 0:
+            await gate.wait()
+        done.append(i)
+        return i * 10
+
+    results: list[int] = []
+
+    async def ask(i: int) -> None:
+        results.append(await lane.call(lambda: piece(i)))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lane.run)
+        for i in range(3):
+            nursery.start_soon(ask, i)
+            await trio.testing.wait_all_tasks_blocked()
+        assert done == []  # the first holds the lane
+        gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert done == [0, 1, 2] and results == [0, 10, 20]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_lane_skips_a_piece_whose_caller_left_and_fails_the_rest_when_stopped() -> None:
+    lane = Lane("fake")
+    ran: list[str] = []
+    gate = trio.Event()
+
+    async def hold() -> None:
+        ran.append("hold")
+        await gate.wait()
+
+    async def never() -> None:
+        ran.append("never")
+
+    errors: list[ToolError] = []
+
+    async def waiting(piece: Any) -> None:
+        try:
+            await lane.call(piece)
+        except ToolError as exc:
+            errors.append(exc)
+
+    async with trio.open_nursery() as outer:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lane.run)
+            outer.start_soon(waiting, hold)
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.move_on_after(0) as left:
+                await lane.call(never)  # leaves while the lane is busy
+            assert left.cancelled_caught
+            outer.start_soon(waiting, never)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()  # the actor stops: the lane with it
+        await trio.testing.wait_all_tasks_blocked()
+        outer.cancel_scope.cancel()
+    assert ran == ["hold"]
+    assert [e.kind for e in errors] == [ErrorKind.LSP_ERROR] * 2  # the one running, the next
+    assert all("was stopped" in e.message for e in errors)
+    with pytest.raises(ToolError):
+        await lane.call(never)
