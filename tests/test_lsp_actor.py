@@ -5,6 +5,7 @@ and its lanes."""
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +217,45 @@ async def test_a_lane_skips_a_piece_whose_caller_left_and_fails_the_rest_when_st
     assert all("was stopped" in e.message for e in errors)
     with pytest.raises(ToolError):
         await lane.call(never)
+
+
+async def test_a_detached_piece_runs_to_its_end_once_begun_and_never_if_left_before() -> None:
+    lane = Lane("fake")
+    gate = trio.Event()
+    ran: list[str] = []
+
+    async def piece(name: str) -> None:
+        ran.append(f"{name} begun")
+        await gate.wait()
+        ran.append(f"{name} ended")
+
+    async def leave_once_begun(name: str) -> None:
+        async with trio.open_nursery() as caller:
+            caller.start_soon(partial(lane.call, lambda: piece(name), detached=True))
+            await trio.testing.wait_all_tasks_blocked()
+            caller.cancel_scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lane.run)
+        await leave_once_begun("first")
+        with trio.move_on_after(0) as left:
+            await lane.call(lambda: piece("second"), detached=True)  # left before its turn
+        assert left.cancelled_caught
+        await trio.testing.wait_all_tasks_blocked()
+        assert ran == ["first begun"]  # its caller left, it goes on
+        gate.set()
+        await lane.call(trio.lowlevel.checkpoint)  # the lane is free again
+        assert ran == ["first begun", "first ended"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_fresh_diagnostics_answer_for_the_content_given(tmp_path: Path, doc: Path) -> None:
+    async with running(tmp_path, fake_config({"fake": fake_server("ok")})) as (manager, _):
+        server = await _server(manager)
+        first, items = await server.fresh_diagnostics(doc, "fake", b"good\nbad\n", 5.0)
+        assert items is not None and [d.message for d in items] == ["bad line 2"]
+        second, items = await server.fresh_diagnostics(doc, "fake", b"bad\n", 5.0)
+        assert items is not None and [d.message for d in items] == ["bad line 1"]
+        assert second.version == first.version + 1 and first.text == "good\nbad\n"  # snapshots
+        assert server.document(doc.as_uri()) is second
+        assert server.open_documents() == (second,)

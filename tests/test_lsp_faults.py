@@ -173,7 +173,7 @@ async def test_server_requests_are_answered(tmp_path: Path, doc: Path) -> None:
         ("begin", "Indexing"),
         ("end", "Indexing"),
     ]
-    assert "hello" in server.answers.messages
+    assert "hello" in server._answers.messages
 
 
 async def test_stop_kills_the_whole_process_group(tmp_path: Path, doc: Path) -> None:

@@ -55,7 +55,7 @@ async def test_a_pull_in_two_rounds_waits_for_the_second(
         (root / "clean.fake").write_text("bad\n")
         manager.files_changed([Path("clean.fake")])
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2), ("clean.fake", 1)}
-        assert manager.servers["fake"].freshness.announced == set()
+        assert manager.servers["fake"]._freshness.announced == set()
     assert methods(log).count("workspace/diagnostic") == 3
 
 
@@ -80,7 +80,7 @@ async def test_no_quiet_moment_before_the_second_round_ends_the_pull(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(one)
                 # The progress token comes in one piece with the first round's reports.
-                await server.wait_for(lambda: bool(server.freshness.announced), 10)
+                await server.wait_for(lambda: bool(server._freshness.announced), 10)
                 await trio.testing.wait_all_tasks_blocked()
                 assert answers == []  # still waiting, although nothing came for a while
                 await trio.to_thread.run_sync(release, fifo, abandon_on_cancel=True)
@@ -118,9 +118,9 @@ async def test_a_progress_token_it_never_begins_is_forgotten(
         server = manager.server_for("fake")
         await server.connection()
         with trio.fail_after(10):
-            await server.wait_for(lambda: bool(server.freshness.announced), 10)
+            await server.wait_for(lambda: bool(server._freshness.announced), 10)
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
-        assert server.freshness.announced == set() and server.progress == {}
+        assert server._freshness.announced == set() and server.progress == {}
 
 
 async def test_pulls_take_turns(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

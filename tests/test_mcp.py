@@ -254,10 +254,10 @@ async def test_cancelling_a_slow_call_reaches_the_language_server(
             await until(lambda: daemon.sessions.sessions and "hold" in
                         next(iter(daemon.sessions.sessions.values())).lsp.servers)  # fmt: skip
             server = hold_server(daemon)
-            await until(lambda: bool(server.freshness.announced))  # the pull is in
+            await until(lambda: bool(server._freshness.announced))  # the pull is in
             nursery.cancel_scope.cancel()  # the SDK sends notifications/cancelled
         assert outcome == []
-        await until(lambda: not server.freshness.partial)  # the daemon gave the pull up
+        await until(lambda: not server._freshness.partial)  # the daemon gave the pull up
         with (tmp_path / "hold.fifo").open("wb") as fifo:  # let the server read again
             fifo.write(b"x")
         await until(lambda: any(m.get("method") == "$/cancelRequest"

@@ -2,9 +2,10 @@
 answered to pulls, its work-done progress, and the waits built on them (a document's
 diagnostics for its content now, a workspace pull, readiness).
 
-Whether a server is loaded beyond its progress (rust-analyzer quiescent, a project loaded)
-is the `Readiness` given to it: every notification the actor does not handle itself is
-shown to it, and `loaded()` gates readiness and diagnostics pulls.
+Whether a server's answers can be trusted beyond its progress (rust-analyzer quiescent, a
+project loaded, an index built) is its `Readiness`, made anew for each process: it sees
+the notifications it `listens` to, says whether a publish `counts`, and `ready(progress,
+documents)` gates `wait_ready` (and, when `strict`, a document's diagnostics).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,23 +48,41 @@ Request = Callable[..., Awaitable[Any]]
 
 
 class Readiness(Protocol):
-    """Whether a server has loaded what its answers need, beyond work-done progress."""
+    """When a server's answers can be trusted, fed by the notifications it `listens` to."""
 
-    def loaded(self) -> bool: ...
+    @property
+    def listens(self) -> frozenset[str]: ...
+
+    @property
+    def strict(self) -> bool:
+        """Whether a document's diagnostics wait for `ready` too."""
+        ...
 
     def observe(self, method: str, params: Any) -> bool:
-        """See a notification; whether readiness may have changed."""
+        """Take in a notification; whether that may change `ready`."""
+        ...
+
+    def ready(self, progress: Mapping[int | str, str], documents: int) -> bool: ...
+
+    def counts(self) -> bool:
+        """Whether diagnostics published now describe the file (not a placeholder)."""
         ...
 
 
-class Loaded:
-    """The readiness of a server that says nothing beyond its progress: always loaded."""
+class Idle:
+    """The readiness of a server that says nothing beyond its progress: no progress active."""
 
-    def loaded(self) -> bool:
-        return True
+    listens: frozenset[str] = frozenset()
+    strict = False
 
     def observe(self, method: str, params: Any) -> bool:
         return False
+
+    def ready(self, progress: Mapping[int | str, str], documents: int) -> bool:
+        return not progress
+
+    def counts(self) -> bool:
+        return True
 
 
 @dataclass
@@ -85,11 +104,16 @@ class Freshness:
         pulls: Callable[[], bool],
         on_progress: ProgressSink,
         request_timeout: float,
-        readiness: Readiness | None = None,
+        ready_timeout: float,
+        documents: Callable[[], int],
+        readiness: Callable[[], Readiness] = Idle,
     ) -> None:
         self.name = name
         self.changes = changes
-        self.readiness: Readiness = readiness or Loaded()
+        self._make_readiness = readiness
+        self.readiness = readiness()
+        self._documents = documents  # how many documents the server has open
+        self._ready_timeout = ready_timeout
         self._request = request
         self._connection = connection
         self._pulls = pulls  # whether the server offers pull diagnostics now
@@ -108,11 +132,14 @@ class Freshness:
         self.analysed.clear()
         self.progress.clear()
         self.announced.clear()
+        self.readiness = self._make_readiness()
 
     # -- what the server sends --------------------------------------------------------
 
     def on_publish(self, params: PublishDiagnosticsParams, version: int | None) -> None:
         """publishDiagnostics; `version` is the open document's when the server sent none."""
+        if not self.readiness.counts():
+            return  # a placeholder published before it began to load
         self.published[params.uri] = Published(version, params.diagnostics)
         self.push_silent = False
         self.changes.touch()
@@ -150,8 +177,12 @@ class Freshness:
             }
         )
 
+    def listens(self, method: str) -> bool:
+        """Whether the server's readiness wants to see notifications of `method`."""
+        return method in self.readiness.listens
+
     def observe(self, method: str, params: Any) -> None:
-        """Any other notification: for the server's readiness."""
+        """A notification the server's readiness listens to."""
         if self.readiness.observe(method, params):
             self.changes.touch()
 
@@ -171,8 +202,9 @@ class Freshness:
             published = self.published.get(doc.uri)
             return published is not None and (published.version or 0) >= doc.version
 
+        if self.readiness.strict and not await self.until_ready(self._ready_timeout):
+            return None
         with trio.move_on_after(settle):
-            await self.changes.wait_for(self.readiness.loaded, math.inf)
             if not self._pulls():
                 # A server may register pull diagnostics only after `initialized`.
                 if self.push_silent and doc.uri not in self.published:
@@ -286,12 +318,20 @@ class Freshness:
             await conn.request(BARRIER, None, timeout=self._request_timeout)
         self.announced -= announced
 
+    @property
+    def ready(self) -> bool:
+        """Whether its answers can be trusted now, as its readiness says."""
+        return self.readiness.ready(self.progress, self._documents())
+
+    async def until_ready(self, timeout: float) -> bool:
+        """Wait until it is `ready`; False when it was not within `timeout`."""
+        return await self.changes.wait_for(lambda: self.ready, timeout)
+
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
-        """Wait until the server is loaded, has analysed `doc` and its work-done progress
-        ended."""
+        """Wait until the server is ready and has analysed `doc`."""
 
         def ready() -> bool:
-            if self.progress or not self.readiness.loaded():
+            if not self.ready:
                 return False
             if self.analysed.get(doc.uri) == doc.version:
                 return True

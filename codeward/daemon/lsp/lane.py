@@ -3,8 +3,9 @@ method a server must run one at a time, its commands (so the edits a server asks
 belong to the one command running), its workspace pulls.
 
 The caller waits for its piece; the caller's cancellation cancels the piece, unless the
-piece is `detached` (a request the server must not see cancelled: it runs to its answer or
-its timeout, and the next piece waits for it).
+piece is `detached` and already begun (a request the server must not see cancelled: it
+runs to its answer or its timeout, and the next piece waits for it). A piece whose caller
+left before its turn never begins.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ T = TypeVar("T")
 
 
 class _Job(Generic[T]):
-    __slots__ = ("done", "error", "scope", "value", "work")
+    __slots__ = ("begun", "done", "error", "scope", "value", "work")
 
     def __init__(self, work: Callable[[], Awaitable[T]]) -> None:
         self.work = work
         self.scope = trio.CancelScope()
+        self.begun = False
         self.done = trio.Event()
         self.value: T | None = None
         self.error: BaseException | None = None
@@ -43,6 +45,7 @@ class Lane:
                 if job.scope.cancel_called:  # its caller left before its turn
                     job.done.set()
                     continue
+                job.begun = True
                 try:
                     with job.scope:
                         job.value = await job.work()
@@ -73,7 +76,7 @@ class Lane:
         try:
             await job.done.wait()
         finally:
-            if not job.done.is_set() and not detached:
+            if not job.done.is_set() and not (detached and job.begun):
                 job.scope.cancel()
         if job.error is not None:
             raise job.error

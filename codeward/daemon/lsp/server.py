@@ -33,6 +33,7 @@ from codeward.daemon.lsp.documents import UNTRUSTED, Document, DocumentStore, St
 from codeward.daemon.lsp.freshness import (
     BARRIER,
     Freshness,
+    Idle,
     ProgressSink,
     Published,
     Readiness,
@@ -65,7 +66,7 @@ class LanguageServer:
         max_message: int,
         on_progress: ProgressSink,
         language: str = "",
-        readiness: Readiness | None = None,
+        readiness: Callable[[], Readiness] = Idle,
     ) -> None:
         self.name = name
         self.language = language
@@ -74,38 +75,40 @@ class LanguageServer:
         self._capture: EditCapture | None = None  # the edits of the command running
         self._on_start: Callable[[LanguageServer], None] | None = None
         self.capabilities = ServerCapabilities()
-        self.changes = Changes()
-        self.freshness = Freshness(
+        self._changes = Changes()
+        self._freshness = Freshness(
             name,
-            self.changes,
+            self._changes,
             request=self.request,
-            connection=lambda: self.life.conn,
+            connection=lambda: self._life.conn,
             pulls=lambda: self.pulls_diagnostics,
             on_progress=on_progress,
             request_timeout=lsp.request_timeout,
+            ready_timeout=lsp.ready_timeout,
+            documents=lambda: len(self._docs),
             readiness=readiness,
         )
-        self.docs = DocumentSync(lsp.max_open_documents, self.notify, self.freshness.forget)
-        self.answers = ServerRequests(
+        self._docs = DocumentSync(lsp.max_open_documents, self.notify, self._freshness.forget)
+        self._answers = ServerRequests(
             name,
             root,
             settings=lambda: self.config.settings,
             capabilities=lambda: self.capabilities,
-            changes=self.changes,
-            sync=self.docs,
-            freshness=self.freshness,
+            changes=self._changes,
+            sync=self._docs,
+            freshness=self._freshness,
             capture=lambda: self._capture,
         )
-        self.life = Supervisor(
+        self._life = Supervisor(
             name,
             config,
             root=root,
             lsp=lsp,
             max_message=max_message,
-            changes=self.changes,
-            on_request=self.answers.on_request,
-            on_notification=self.answers.on_notification,
-            on_spawn=self.freshness.reset,
+            changes=self._changes,
+            on_request=self._answers.on_request,
+            on_notification=self._answers.on_notification,
+            on_spawn=self._freshness.reset,
             on_running=self._running,
         )
         # Lanes: the commands (one at a time, so an edit belongs to the one running), each
@@ -117,37 +120,37 @@ class LanguageServer:
         """The new process is initialized: its capabilities, then every open document."""
         # Until now `capabilities` held what the last run offered (see `may_offer`).
         self.capabilities = ServerCapabilities(capabilities)
-        self.docs.reopen_all(conn.notify)
+        self._docs.reopen_all(conn.notify)
 
     # -- the process ------------------------------------------------------------------
 
     @property
     def config(self) -> ServerConfig:
-        return self.life.config
+        return self._life.config
 
     @config.setter
     def config(self, config: ServerConfig) -> None:
-        self.life.config = config
+        self._life.config = config
 
     @property
     def state(self) -> ServerState:
-        return self.life.state
+        return self._life.state
 
     @property
     def pid(self) -> int | None:
-        return self.life.pid
+        return self._life.pid
 
     @property
     def restarts(self) -> int:
-        return self.life.restarts
+        return self._life.restarts
 
     @property
     def last_used(self) -> float:
-        return self.life.last_used
+        return self._life.last_used
 
     @property
     def stopped(self) -> trio.Event:
-        return self.life.stopped
+        return self._life.stopped
 
     @property
     def on_start(self) -> Callable[[LanguageServer], None] | None:
@@ -157,23 +160,23 @@ class LanguageServer:
     def on_start(self, hook: Callable[[LanguageServer], None] | None) -> None:
         """The daemon's budget, asked before each start."""
         self._on_start = hook
-        self.life.on_start = None if hook is None else (lambda: hook(self))
+        self._life.on_start = None if hook is None else (lambda: hook(self))
 
     @property
     def running(self) -> bool:
-        return self.life.running
+        return self._life.running
 
     @property
     def live(self) -> bool:
-        return self.life.live
+        return self._life.live
 
     @property
     def busy(self) -> bool:
-        return self.life.busy
+        return self._life.busy
 
     @property
     def _conn(self) -> LspConnection | None:
-        return self.life.conn
+        return self._life.conn
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Supervise the server and run its lanes until cancelled or `stop()`; then stop it
@@ -182,31 +185,31 @@ class LanguageServer:
             for lane in [*self._lanes.values(), self._pulls]:
                 nursery.start_soon(lane.run)
             task_status.started()
-            await self.life.run()
+            await self._life.run()
             nursery.cancel_scope.cancel()
 
     def start(self) -> None:
         """Start the server now rather than on its first need."""
-        self.life.want()
+        self._life.want()
 
     def stop(self) -> None:
-        self.life.stop()
+        self._life.stop()
 
     def halt(self, reason: str, *, park: bool = False, graceful: bool = True) -> None:
-        self.life.halt(reason, park=park, graceful=graceful)
+        self._life.halt(reason, park=park, graceful=graceful)
 
     def retry(self) -> None:
-        self.life.retry()
+        self._life.retry()
 
     def unavailable(self) -> ToolError:
-        return self.life.unavailable()
+        return self._life.unavailable()
 
     async def connection(self) -> LspConnection:
         """The running server's connection, starting it on first need."""
-        return await self.life.connection()
+        return await self._life.connection()
 
     def status(self) -> dict[str, Any]:
-        life = self.life
+        life = self._life
         conn = life.conn
         return {
             "name": self.name,
@@ -214,9 +217,9 @@ class LanguageServer:
             "state": life.shown_state().value,
             "pid": life.pid,
             "restarts": life.restarts,
-            "open_documents": len(self.docs),
+            "open_documents": len(self._docs),
             "in_flight": conn.in_flight if conn is not None else 0,
-            "progress": sorted(self.freshness.progress.values()),
+            "progress": sorted(self._freshness.progress.values()),
             "last_error": scrub(life.last_error, self.root),
             "restart_reason": scrub(life.restart_reason, self.root),
             "stderr": [scrub(line, self.root) for line in life.stderr_tail()],
@@ -246,14 +249,14 @@ class LanguageServer:
         round trip, which a loaded machine can stretch past any short grace)."""
         expected = self.capabilities.registered_as(method) in self.config.registers
         wait = self.lsp.ready_timeout if expected else REGISTRATION_GRACE
-        grace = self.life.running_since + wait - trio.current_time()
-        return await self.changes.wait_for(
+        grace = self._life.running_since + wait - trio.current_time()
+        return await self._changes.wait_for(
             lambda: self.capabilities.supports(method), max(grace, 0)
         )
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Whether `predicate` came true within `timeout` (checked after every change)."""
-        return await self.changes.wait_for(predicate, timeout)
+        return await self._changes.wait_for(predicate, timeout)
 
     # -- requests ---------------------------------------------------------------------
 
@@ -261,8 +264,8 @@ class LanguageServer:
         return self.lsp.method_timeouts.get(method, self.lsp.request_timeout)
 
     def notify(self, method: str, params: Any) -> None:
-        conn = self.life.conn
-        if conn is not None and self.life.running:
+        conn = self._life.conn
+        if conn is not None and self._life.running:
             conn.notify(method, params)
 
     async def request(
@@ -286,7 +289,7 @@ class LanguageServer:
     async def _request(
         self, method: str, params: Any, timeout: float | None, result_type: Any, *, cancel: bool
     ) -> Any:
-        conn = await self.life.connection()
+        conn = await self._life.connection()
         timeout = self.timeout_for(method) if timeout is None else timeout
         try:
             return await conn.request(
@@ -352,8 +355,8 @@ class LanguageServer:
     async def _command(
         self, params: dict[str, Any], on_edit: EditHandler, grace: float, *, cancel: bool
     ) -> EditCapture:
-        conn = await self.life.connection()
-        capture = self._capture = EditCapture(on_edit, self.open_documents, self.changes)
+        conn = await self._life.connection()
+        capture = self._capture = EditCapture(on_edit, self.open_documents, self._changes)
         alive = lambda: not conn.closed.is_set()  # noqa: E731
         try:
             try:
@@ -388,20 +391,20 @@ class LanguageServer:
 
     def document(self, uri: str) -> Document | None:
         """The version of `uri` the server has open now (a snapshot: it never changes)."""
-        return self.docs.get(uri)
+        return self._docs.get(uri)
 
     def open_documents(self) -> tuple[Document, ...]:
         """Every document the server has open now, each the version it was sent: what an
         answer it computes now is computed from."""
-        return tuple(self.docs.store.documents.values())
+        return tuple(self._docs.store.documents.values())
 
     @property
     def documents(self) -> DocumentStore:
-        return self.docs.store
+        return self._docs.store
 
     @property
     def world(self) -> int:
-        return self.docs.world
+        return self._docs.world
 
     def sync(
         self,
@@ -419,29 +422,37 @@ class LanguageServer:
         describes the world as it is now.
         """
         force = fresh_diagnostics and not self.pulls_diagnostics
-        return self.docs.sync(path, language_id, data, stat, force_if_older=force)
+        return self._docs.sync(path, language_id, data, stat, force_if_older=force)
 
     def close_document(self, uri: str) -> None:
-        self.docs.close(uri)
+        self._docs.close(uri)
 
     def watched_files_changed(self, changes: list[dict[str, Any]]) -> None:
         """didChangeWatchedFiles (`changes`: FileEvent dicts)."""
-        if self.running and self.docs.watched_files_changed(changes):
-            self.changes.touch()
+        if self.running and self._docs.watched_files_changed(changes):
+            self._changes.touch()
 
     # -- diagnostics freshness --------------------------------------------------------
 
     @property
     def published(self) -> dict[str, Published]:
-        return self.freshness.published
+        return self._freshness.published
 
     @property
     def progress(self) -> dict[int | str, str]:
-        return self.freshness.progress
+        return self._freshness.progress
+
+    async def fresh_diagnostics(
+        self, path: Path, language_id: str, data: bytes, settle: float, stat: Stat = UNTRUSTED
+    ) -> tuple[Document, list[Diagnostic] | None]:
+        """`data` as the content of `path`, and the server's diagnostics for exactly that
+        content (None when none came within `settle` seconds: partial)."""
+        doc = self.sync(path, language_id, data, stat, fresh_diagnostics=True)
+        return doc, await self._freshness.document_diagnostics(doc, settle)
 
     async def document_diagnostics(self, doc: Document, settle: float) -> list[Diagnostic] | None:
         """Diagnostics for this content of `doc`; None when none came within `settle`."""
-        return await self.freshness.document_diagnostics(doc, settle)
+        return await self._freshness.document_diagnostics(doc, settle)
 
     async def workspace_diagnostics(
         self, timeout: float, expected: Collection[Path] | None = None
@@ -449,11 +460,20 @@ class LanguageServer:
         """Pull workspace diagnostics, one pull at a time: (uri -> diagnostics, complete),
         within `timeout` seconds, the wait for an earlier pull included."""
         deadline = trio.current_time() + timeout
-        pull = partial(self.freshness.workspace_diagnostics, deadline, expected)
+        pull = partial(self._freshness.workspace_diagnostics, deadline, expected)
         return await self._pulls.call(pull)
 
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
-        return await self.freshness.wait_ready(doc, timeout)
+        return await self._freshness.wait_ready(doc, timeout)
+
+    @property
+    def ready(self) -> bool:
+        """Whether its answers can be trusted now (its readiness: by default, no progress)."""
+        return self._freshness.ready
+
+    async def until_ready(self, timeout: float) -> bool:
+        """Wait until it is `ready`; False when it was not within `timeout`."""
+        return await self._freshness.until_ready(timeout)
 
     async def wait_idle(self, timeout: float) -> bool:
-        return await self.freshness.wait_idle(timeout)
+        return await self._freshness.wait_idle(timeout)

@@ -102,6 +102,8 @@ class ServerRequests:
         raise ResponseError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def on_notification(self, method: str, message: Incoming) -> None:
+        if self._freshness.listens(method):
+            self._freshness.observe(method, message.decode())
         if method == "textDocument/publishDiagnostics":
             params = message.decode(PublishDiagnosticsParams)
             version = params.version
@@ -115,5 +117,3 @@ class ServerRequests:
             params = message.decode(LogMessageParams)
             self.messages.append(params.message)
             log.debug("%s: %s", self.name, params.message)
-        else:
-            self._freshness.observe(method, message.decode())
