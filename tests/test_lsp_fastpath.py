@@ -171,11 +171,11 @@ def test_stale_sweep_stats_each_path_once(
     monkeypatch.setattr(manager_module, "RACY_NS", 0)  # trust the stats of files just written
     paths = [root / "a.py", root / "pkg" / "b.py"]
     manager = LanguageService(root, Config(), lambda _: None)
-    for name in ("one", "two"):
-        manager.servers[name] = SimpleNamespace(running=True, documents=store_with(manager, paths))  # type: ignore[assignment]
-    manager.servers["stopped"] = SimpleNamespace(
-        running=False, documents=store_with(manager, paths)
-    )  # type: ignore[assignment]
+    for name, running in (("one", True), ("two", True), ("stopped", False)):
+        documents = tuple(store_with(manager, paths).documents.values())
+        manager.servers[name] = SimpleNamespace(  # type: ignore[assignment]
+            running=running, open_documents=lambda documents=documents: documents
+        )
     seen: list[str] = []
     real_stat = os.stat
     monkeypatch.setattr(os, "stat", lambda p, **kw: seen.append(str(p)) or real_stat(p, **kw))

@@ -290,7 +290,7 @@ async def test_files_changed_and_lru(tmp_path: Path, doc: Path) -> None:
     async with running(tmp_path, config) as (manager, _):
         for path in [doc, *other[:2]]:
             await manager.diagnostics(path)
-        assert len(manager.servers["fake"].documents) == 2  # doc was evicted
+        assert len(manager.servers["fake"].open_documents()) == 2  # doc was evicted
         doc.write_text("bad\n")  # not open any more: a watched-file event
         other[1].write_text("bad\nbad\n")  # open: didChange
         manager.files_changed([doc, other[1], tmp_path / "gone.fake"])

@@ -29,7 +29,7 @@ from codeward.daemon.lsp.connection import (
     RequestTimeout,
     ResponseError,
 )
-from codeward.daemon.lsp.documents import UNTRUSTED, Document, DocumentStore, Stat
+from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat
 from codeward.daemon.lsp.freshness import (
     BARRIER,
     Freshness,
@@ -289,7 +289,12 @@ class LanguageServer:
     async def _request(
         self, method: str, params: Any, timeout: float | None, result_type: Any, *, cancel: bool
     ) -> Any:
-        conn = await self._life.connection()
+        life = self._life
+        conn = life.conn
+        if life.state is ServerState.RUNNING and conn is not None and not conn.closed.is_set():
+            life.last_used = trio.current_time()  # running: no wait, no coroutine
+        else:
+            conn = await life.connection()
         timeout = self.timeout_for(method) if timeout is None else timeout
         try:
             return await conn.request(
@@ -398,9 +403,9 @@ class LanguageServer:
         answer it computes now is computed from."""
         return tuple(self._docs.store.documents.values())
 
-    @property
-    def documents(self) -> DocumentStore:
-        return self._docs.store
+    def touch(self, uri: str) -> None:
+        """Mark `uri` used now: the least recently used document is closed first."""
+        self._docs.store.touch(uri)
 
     @property
     def world(self) -> int:

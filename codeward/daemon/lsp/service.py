@@ -491,7 +491,7 @@ class LanguageService:
                 self._texts.pop(path, None)
                 uri = path.as_uri()
                 data, stat = None, UNTRUSTED
-                if any(uri in server.documents.documents for server in running):
+                if any(server.document(uri) is not None for server in running):
                     try:  # only open documents are read (never a FIFO or a huge file)
                         data, stat = self._read(path)
                     except ToolError:
@@ -499,7 +499,7 @@ class LanguageService:
                 if kind is None:
                     kind = CHANGED if os.path.lexists(path) else DELETED
                 for server in running:
-                    doc = server.documents.get(uri)
+                    doc = server.document(uri)
                     if doc is not None:
                         if data is None:
                             server.close_document(doc.uri)
@@ -521,7 +521,7 @@ class LanguageService:
         for server in self.servers.values():
             if not server.running:
                 continue
-            for doc in server.documents.documents.values():
+            for doc in server.open_documents():
                 name = str(doc.path)
                 current = stats.get(name)
                 if current is None:
@@ -605,9 +605,9 @@ class LanguageService:
     async def _open(self, server: LanguageServer, path: Path, language: str) -> Document:
         await self.flush()
         await server.connection()
-        doc = server.documents.get(path_to_uri(path))
+        doc = server.document(path_to_uri(path))
         if doc is not None and doc.stat is not UNTRUSTED and _stat(path) == doc.stat:
-            server.documents.touch(doc.uri)
+            server.touch(doc.uri)
             return doc
         data, stat = self._read(path)
         if data is None:
@@ -765,7 +765,7 @@ class LanguageService:
                         waited = trio.current_time() - started
                         raise _waited(server.name, method, waited, ready) from None
                     raise
-                if server.documents.get(doc.uri) is not doc or doc.version != ctx.version:
+                if server.document(doc.uri) is not doc or doc.version != ctx.version:
                     # The file changed (or was closed, and the server may have read the disk
                     # itself) while the server answered: the answer is not about our text.
                     if attempt == 1:
@@ -789,7 +789,7 @@ class LanguageService:
         """The text of `path` as the servers see it: an open document, else the disk."""
         uri = path_to_uri(path)
         for server in self.servers.values():
-            doc = server.documents.get(uri)
+            doc = server.document(uri)
             if doc is not None:
                 return doc.index
         now = time.time_ns()
@@ -830,7 +830,7 @@ class LanguageService:
         line cache), or None: a file whose stat still matches need not be read again."""
         uri = path_to_uri(path)
         for server in self.servers.values():
-            doc = server.documents.get(uri)
+            doc = server.document(uri)
             if doc is not None and doc.stat == stat:
                 return doc.index
         cached = self._texts.get(path)
