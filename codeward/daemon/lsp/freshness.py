@@ -3,9 +3,11 @@ answered to pulls, its work-done progress, and the waits built on them (a docume
 diagnostics for its content now, a workspace pull, readiness).
 
 Whether a server's answers can be trusted beyond its progress (rust-analyzer quiescent, a
-project loaded, an index built) is its `Readiness`, made anew for each process: it sees
-the notifications it `listens` to, says whether a publish `counts`, and `ready(progress,
-documents)` gates `wait_ready` (and, when `strict`, a document's diagnostics).
+project loaded, an index built) is its `readiness.Readiness`, made anew for each process:
+it sees the notifications it `listens` to, says whether a publish `counts`, and
+`ready(progress, documents)` gates `wait_ready` (and, when `strict`, a document's
+diagnostics). A server configured with `diagnostics_from = "tsserver"` has a document's
+diagnostics asked of tsserver (`tsserver.diagnostics`) before its pushes are waited for.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 import trio
 
+from codeward.daemon.lsp import tsserver
 from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.connection import (
     ConnectionClosed,
@@ -29,6 +32,7 @@ from codeward.daemon.lsp.connection import (
     ResponseError,
 )
 from codeward.daemon.lsp.documents import Document
+from codeward.daemon.lsp.readiness import Readiness
 from codeward.daemon.lsp.types import (
     Diagnostic,
     DocumentDiagnosticReport,
@@ -45,44 +49,6 @@ _TOKENS = itertools.count(1)
 
 ProgressSink = Callable[[dict[str, Any]], None]
 Request = Callable[..., Awaitable[Any]]
-
-
-class Readiness(Protocol):
-    """When a server's answers can be trusted, fed by the notifications it `listens` to."""
-
-    @property
-    def listens(self) -> frozenset[str]: ...
-
-    @property
-    def strict(self) -> bool:
-        """Whether a document's diagnostics wait for `ready` too."""
-        ...
-
-    def observe(self, method: str, params: Any) -> bool:
-        """Take in a notification; whether that may change `ready`."""
-        ...
-
-    def ready(self, progress: Mapping[int | str, str], documents: int) -> bool: ...
-
-    def counts(self) -> bool:
-        """Whether diagnostics published now describe the file (not a placeholder)."""
-        ...
-
-
-class Idle:
-    """The readiness of a server that says nothing beyond its progress: no progress active."""
-
-    listens: frozenset[str] = frozenset()
-    strict = False
-
-    def observe(self, method: str, params: Any) -> bool:
-        return False
-
-    def ready(self, progress: Mapping[int | str, str], documents: int) -> bool:
-        return not progress
-
-    def counts(self) -> bool:
-        return True
 
 
 @dataclass
@@ -106,14 +72,18 @@ class Freshness:
         request_timeout: float,
         ready_timeout: float,
         documents: Callable[[], int],
-        readiness: Callable[[], Readiness] = Idle,
+        current: Callable[[str], Document | None],
+        readiness: Callable[[], Readiness] = Readiness,
+        from_tsserver: Callable[[], bool] = lambda: False,
     ) -> None:
         self.name = name
         self.changes = changes
         self._make_readiness = readiness
-        self.readiness = readiness()
+        self.readiness = Readiness()  # idle until its first process: see `reset`
         self._documents = documents  # how many documents the server has open
+        self._current = current  # the version of a document the server has open now
         self._ready_timeout = ready_timeout
+        self._from_tsserver = from_tsserver  # its diagnostics asked of tsserver (see tsserver)
         self._request = request
         self._connection = connection
         self._pulls = pulls  # whether the server offers pull diagnostics now
@@ -204,6 +174,13 @@ class Freshness:
 
         if self.readiness.strict and not await self.until_ready(self._ready_timeout):
             return None
+        if self._from_tsserver():
+            with trio.move_on_after(settle):
+                pulled = await tsserver.diagnostics(self._request, str(doc.path), settle)
+                if pulled is not None and self._current(doc.uri) is doc:  # not changed since
+                    self.analysed[doc.uri] = doc.version
+                    self.changes.touch()
+                    return pulled
         with trio.move_on_after(settle):
             if not self._pulls():
                 # A server may register pull diagnostics only after `initialized`.

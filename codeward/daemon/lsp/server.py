@@ -33,13 +33,12 @@ from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat
 from codeward.daemon.lsp.freshness import (
     BARRIER,
     Freshness,
-    Idle,
     ProgressSink,
     Published,
-    Readiness,
 )
 from codeward.daemon.lsp.lane import Lane
 from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.lsp.readiness import Readiness, readiness_for
 from codeward.daemon.lsp.server_requests import ServerRequests
 from codeward.daemon.lsp.supervisor import ServerState, Supervisor, scrub
 from codeward.daemon.lsp.sync import DocumentSync
@@ -66,7 +65,6 @@ class LanguageServer:
         max_message: int,
         on_progress: ProgressSink,
         language: str = "",
-        readiness: Callable[[], Readiness] = Idle,
     ) -> None:
         self.name = name
         self.language = language
@@ -86,7 +84,9 @@ class LanguageServer:
             request_timeout=lsp.request_timeout,
             ready_timeout=lsp.ready_timeout,
             documents=lambda: len(self._docs),
-            readiness=readiness,
+            current=lambda uri: self._docs.get(uri),
+            readiness=lambda: readiness_for(self.config.ready_when),
+            from_tsserver=lambda: self.config.diagnostics_from == "tsserver",
         )
         self._docs = DocumentSync(lsp.max_open_documents, self.notify, self._freshness.forget)
         self._answers = ServerRequests(
@@ -470,6 +470,11 @@ class LanguageServer:
 
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
         return await self._freshness.wait_ready(doc, timeout)
+
+    @property
+    def readiness(self) -> Readiness:
+        """Its readiness policy (made anew for each process)."""
+        return self._freshness.readiness
 
     @property
     def ready(self) -> bool:

@@ -713,7 +713,7 @@ class LanguageService:
         readiness = server.readiness
         if not readiness.strict:
             return True
-        if readiness.needs_document and not len(server.documents):
+        if readiness.needs_document and not len(server.open_documents()):
             files, _ = await trio.to_thread.run_sync(self.project_files)
             mine = [lang for lang in languages if server.name in self.languages[lang].servers]
             first = [(min(files[lang]), lang) for lang in mine if files.get(lang)]

@@ -10,15 +10,13 @@ tsserver counts lines and offsets from 1, offsets in UTF-16 code units.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import msgspec
 
 from codeward.daemon.lsp.types import Diagnostic, Position, Range
 from codeward.protocol.errors import ErrorKind, ToolError
-
-if TYPE_CHECKING:
-    from codeward.daemon.lsp.server import LanguageServer
 
 COMMAND = "typescript.tsserverRequest"
 KINDS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync", "suggestionDiagnosticsSync")
@@ -70,7 +68,9 @@ def to_lsp(item: TsDiagnostic) -> Diagnostic:
     )
 
 
-async def diagnostics(server: LanguageServer, path: str, timeout: float) -> list[Diagnostic] | None:
+async def diagnostics(
+    request: Callable[..., Awaitable[Any]], path: str, timeout: float
+) -> list[Diagnostic] | None:
     """tsserver's syntax, semantic and suggestion diagnostics of the open file `path`, in
     that order (as typescript-language-server would publish them); None when tsserver
     refused one of the requests, or the server has no such command (its pushes are then
@@ -78,7 +78,7 @@ async def diagnostics(server: LanguageServer, path: str, timeout: float) -> list
     found: list[Diagnostic] = []
     for kind in KINDS:
         try:
-            response = await server.request(
+            response = await request(
                 "workspace/executeCommand",
                 {"command": COMMAND, "arguments": [kind, {"file": path}]},
                 timeout=timeout,
