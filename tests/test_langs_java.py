@@ -1,0 +1,119 @@
+"""Java end to end on the real jdtls (one server start; slow: 5 to 36 s before it serves):
+diagnostics (fresh after an edit on disk), hover, definition across files, references,
+symbols, formatting, code actions and rename, in an Eclipse project (.project and
+.classpath: no build tool to run), with non-ASCII text before the symbols (utf-16)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codeward.daemon.config import Config
+from tests.conftest import OpenClient
+from tests.langs_support import at, open_project, patient_config, places, require
+
+pytestmark = pytest.mark.slow
+
+UTIL = """\
+package demo;
+
+public class Util {
+    /** Doubles x. */
+    public static int twice(int x) {
+        return x * 2;
+    }
+}
+"""
+
+MAIN = """\
+package demo;
+
+public class Main {
+    public static void main(String[] args) {
+        String s = "é😀中"; int n = Util.twice(2); int bad = "no";
+        System.out.println(s + n + Util.twice(3) + bad);
+    }
+}
+"""
+
+FILES = {
+    ".project": (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<projectDescription><name>demo</name>'
+        "<comment></comment><projects></projects><buildSpec><buildCommand>"
+        "<name>org.eclipse.jdt.core.javabuilder</name><arguments></arguments></buildCommand>"
+        "</buildSpec><natures><nature>org.eclipse.jdt.core.javanature</nature></natures>"
+        "</projectDescription>\n"
+    ),
+    ".classpath": (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<classpath>'
+        '<classpathentry kind="src" path="src"/>'
+        '<classpathentry kind="con" path="org.eclipse.jdt.launching.JRE_CONTAINER"/>'
+        '<classpathentry kind="output" path="bin"/></classpath>\n'
+    ),
+    "src/demo/Util.java": UTIL,
+    "src/demo/Main.java": MAIN,
+    "src/demo/Ugly.java": "package demo;\nclass Ugly{int   a=1;}\n",
+}
+
+
+@pytest.fixture
+def daemon_config() -> Config:
+    return patient_config()
+
+
+async def test_java(open_client: OpenClient, project: Path) -> None:
+    require("jdtls")
+    client = await open_project(open_client, project, FILES)
+    # Diagnostics of the deliberate error, in code points after "é😀中".
+    result = await client.tool("get_diagnostics", path="src/demo/Main.java")
+    wrong = at(project, "src/demo/Main.java", '"no"')
+    errors = [(d["line"], d["column"]) for d in result["diagnostics"] if d["severity"] == "error"]
+    assert errors == [(wrong["line"], wrong["character"])]
+    assert "String to int" in result["diagnostics"][0]["message"]
+    # Fresh after an edit on disk.
+    (project / "src/demo/Main.java").write_text(MAIN.replace('"no"', "4"))
+    result = await client.tool("get_diagnostics", path="src/demo/Main.java")
+    assert [d for d in result["diagnostics"] if d["severity"] == "error"] == []
+
+    # Hover and definition across files.
+    call = at(project, "src/demo/Main.java", "twice(2")
+    shown = await client.tool("get_hover_info", **call)
+    assert (shown["signature"], shown["kind"]) == ("int demo.Util.twice(int x)", "method")
+    assert shown["module"] == "demo.Util"
+    assert shown["docs"].startswith("Doubles x.") and not shown["partial"]
+    definition = await client.tool("go_to_definition", **call)
+    assert (definition["definition"]["path"], definition["definition"]["line"]) == (
+        "src/demo/Util.java",
+        5,
+    )
+
+    # References, with the declaration.
+    refs = await client.tool("find_references", **call, include_declaration=True)
+    assert places(refs["references"]) == [
+        ("src/demo/Main.java", 5),
+        ("src/demo/Main.java", 6),
+        ("src/demo/Util.java", 5),
+    ]
+
+    # Symbols: the file's outline, and the workspace.
+    outline = await client.tool("get_symbols", path="src/demo/Util.java")
+    top = [(s["name"], s["kind"], s["line"]) for s in outline["symbols"]]
+    assert ("Util", "class", 3) in top
+    found = await client.tool("get_symbols", scope="workspace", query="Util")
+    assert ("Util", "src/demo/Util.java", 3) in [
+        (s["name"], s["path"], s["line"]) for s in found["symbols"]
+    ]
+
+    # Formatting, shown and not applied.
+    formatted = await client.tool("format_code", path="src/demo/Ugly.java", apply=False)
+    assert formatted["changed"] and "+    int a = 1;" in formatted["diff"]
+
+    # A quick fix at the error, then a rename across files.
+    (project / "src/demo/Main.java").write_text(MAIN)
+    actions = await client.tool("get_code_actions", path="src/demo/Main.java", line=wrong["line"])
+    assert any("String" in a["title"] for a in actions["actions"])
+    declared = at(project, "src/demo/Util.java", "twice")
+    renamed = await client.tool("rename_symbol", **declared, new_name="doubled")
+    assert sorted(renamed["files_changed"]) == ["src/demo/Main.java", "src/demo/Util.java"]
+    assert (project / "src/demo/Main.java").read_text().count("Util.doubled(") == 2
