@@ -53,7 +53,9 @@ async def test_rust(open_client: OpenClient, project: Path) -> None:
     client = await open_project(open_client, project, FILES)
     # Workspace symbols as the session's first call: answered once it is quiescent, not
     # not_found from a cold index.
-    found = await client.tool("get_symbols", scope="workspace", query="twice")
+    found = await client.tool(
+        "get_symbols", path="src/main.rs", scope="workspace", query="twice"
+    )  # Rust's servers only (Cargo.toml is TOML)
     assert [(s["name"], s["path"], s["line"]) for s in found["symbols"]] == [
         ("twice", "src/util.rs", 2)
     ]

@@ -75,7 +75,9 @@ async def test_svelte(open_client: OpenClient, project: Path) -> None:
     assert lines == [2, 3, 6]
 
     # Workspace symbols reach the TypeScript module.
-    found = await client.tool("get_symbols", scope="workspace", query="twice")
+    found = await client.tool(
+        "get_symbols", path="src/App.svelte", scope="workspace", query="twice"
+    )
     assert {(s["path"], s["line"]) for s in found["symbols"]} == {("src/lib.ts", 2)}
 
     # Document symbols of the component: its script's names, in code points.

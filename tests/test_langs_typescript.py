@@ -60,7 +60,9 @@ async def test_typescript_and_javascript(open_client: OpenClient, project: Path)
     client = await open_project(open_client, project, FILES)
     # Workspace symbols as the session's first call: tsserver has no project until a file
     # is open ("No Project"); one is opened and loaded first.
-    found = await client.tool("get_symbols", scope="workspace", query="twice")
+    found = await client.tool(
+        "get_symbols", path="src/main.ts", scope="workspace", query="twice"
+    )  # TypeScript's server only (tsconfig.json is JSON)
     assert [(s["name"], s["path"], s["line"]) for s in found["symbols"]] == [
         ("twice", "src/util.ts", 2)
     ]
