@@ -18,9 +18,17 @@ from codeward.daemon.config import Config, DaemonConfig
 from codeward.daemon.server import Daemon
 from codeward.protocol.framing import Framing
 from tests.leaks import become_subreaper, leftovers
+from tests.lsp_support import require
 from tests.rpc import RpcClient, ServerRequestHandler, connect
 
 SUBREAPER = become_subreaper()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked `servers(NAME...)` fails, naming the install command, when one of
+    those real servers is missing."""
+    for mark in item.iter_markers("servers"):
+        require(*mark.args)
 
 
 @pytest.fixture(autouse=True)

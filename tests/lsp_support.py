@@ -67,17 +67,20 @@ def methods(log: Path) -> list[str]:
     return [m.get("method", "<response>") for m in logged(log)]
 
 
-def _missing(name: str) -> str | None:
-    config = default_servers()[name]
-    if not command_available(config.command, config.env):
-        return f"{name} is not installed ({config.install_hint})"
-    return None
+def require(*names: str) -> None:
+    """Fail, naming the install command, when a real server a test drives is missing:
+    `make test` installs every one, so a missing server is a broken set-up, never a skip."""
+    servers = default_servers()
+    for name in names:
+        config = servers[name]
+        if not command_available(config.command, config.env):
+            pytest.fail(f"{name} is not installed: {config.install_hint} (or `make test`)")
 
 
 def needs(*names: str) -> pytest.MarkDecorator:
-    """Skip, saying why, when a real server is not installed."""
-    reasons = [r for r in (_missing(n) for n in names) if r]
-    return pytest.mark.skipif(bool(reasons), reason="; ".join(reasons) or "installed")
+    """Mark a test that drives these real servers: it fails at set-up when one is missing
+    (the `servers` marker; conftest calls `require`)."""
+    return pytest.mark.servers(*names)
 
 
 def real_config(**lsp: Any) -> Config:

@@ -8,19 +8,12 @@ from typing import Any
 import pytest
 import trio
 
-from codeward.daemon.lsp.defaults import command_available, default_servers
+from tests.lsp_support import require
 from tests.rpc import RpcClient, RpcFailure
 
+__all__ = ["ask", "messages", "refused", "require", "unsupported", "where", "write"]
+
 TIMEOUT = 60  # seconds a first answer may take (the server's start included)
-
-
-def require(*names: str) -> None:
-    """Fail, naming the install command, when a server the test drives is not installed."""
-    servers = default_servers()
-    for name in names:
-        config = servers[name]
-        if not command_available(config.command, config.env):
-            pytest.fail(f"{name} is not installed: {config.install_hint} (or `make test`)")
 
 
 def write(root: Path, files: dict[str, str]) -> None:

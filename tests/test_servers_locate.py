@@ -12,6 +12,7 @@ import pytest
 
 from codeward.daemon.lsp.defaults import default_languages, default_servers
 from codeward.servers import catalog, locate
+from tests.lsp_support import require
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,3 +127,10 @@ def test_versions_from_metadata_or_from_the_program(tmp_path: Path) -> None:
     gopls = catalog.BY_NAME["gopls"]
     assert locate.version(gopls, locate.Found(str(program), "PATH", None)) == "9.9.9"
     assert locate.asked_version(str(tmp_path / "missing"), ()) is None
+
+
+def test_a_test_whose_server_is_missing_fails_naming_the_install_command() -> None:
+    with pytest.raises(pytest.fail.Exception) as failed:
+        require("yaml-language-server", "elixir-ls")
+    assert str(failed.value).startswith("elixir-ls is not installed: install ElixirLS")
+    assert "(or `make test`)" in str(failed.value)
