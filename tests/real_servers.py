@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,9 @@ import trio
 from tests.lsp_support import require
 from tests.rpc import RpcClient, RpcFailure
 
-__all__ = ["ask", "messages", "refused", "require", "unsupported", "where", "write"]
+__all__ = [
+    "ask", "messages", "refused", "require", "schema_server", "unsupported", "where", "write",
+]  # fmt: skip
 
 TIMEOUT = 60  # seconds a first answer may take (the server's start included)
 
@@ -60,3 +63,15 @@ def messages(result: dict[str, Any]) -> list[tuple[int, str]]:
 
 def where(location: dict[str, Any]) -> tuple[str, int, int]:
     return location["path"], location["line"], location["character"]
+
+
+async def schema_server(nursery: trio.Nursery) -> tuple[int, list[trio.SocketStream]]:
+    """A local port that records every connection made to it."""
+    connections: list[trio.SocketStream] = []
+
+    async def record(stream: trio.SocketStream) -> None:
+        connections.append(stream)
+        await stream.aclose()
+
+    (listener,) = await nursery.start(partial(trio.serve_tcp, record, 0, host="127.0.0.1"))
+    return listener.socket.getsockname()[1], connections

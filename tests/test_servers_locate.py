@@ -47,7 +47,10 @@ def test_every_server_is_built_in_with_its_languages_and_install_command() -> No
     assert servers["tombi"].install_hint == "run `codeward servers install tombi`"
     assert servers["gopls"].install_hint == "install it with `sudo apt-get install gopls`"
     assert "elixir-ls" in servers["elixir-ls"].install_hint
-    assert servers["vscode-json-language-server"].init_options == {"provideFormatter": True}
+    assert servers["vscode-json-language-server"].init_options == {
+        "provideFormatter": True,
+        "handledSchemaProtocols": ["file"],
+    }
     assert servers["yaml-language-server"].settings["yaml"]["schemaStore"] == {"enable": False}
     assert languages["elixir"].servers == ["elixir-ls", "lexical"]
     # tsconfig.json is JSON with comments: jsonc is routed before json

@@ -103,6 +103,9 @@ YAML_SETTINGS: dict[str, Any] = {
         "format": {"enable": True},
     },
     "redhat": {"telemetry": {"enabled": False}},
+    # a schema a file names by URL (a `$schema=` modeline) is not fetched either: the
+    # server's HTTP goes through a proxy that refuses (it has no setting to turn that off)
+    "http": {"proxy": "http://127.0.0.1:9", "proxyStrictSSL": True},
     # its indentation (the tab-to-spaces fix inserts "undefined" without it)
     "editor": {"tabSize": 2, "detectIndentation": False},
     "[yaml]": {"editor.tabSize": 2},
@@ -176,7 +179,8 @@ def default_servers() -> dict[str, ServerConfig]:
         ),
         "vscode-json-language-server": ServerConfig(
             command=_command(c["vscode-json-language-server"], "--stdio"),
-            init_options=formats,
+            # a schema named by URL is asked of codeward (which has none), never fetched
+            init_options={**formats, "handledSchemaProtocols": ["file"]},
             settings={"json": {"validate": {"enable": True}, "format": {"enable": True}}},
         ),
         "vscode-html-language-server": ServerConfig(
