@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -137,3 +138,33 @@ def test_a_test_whose_server_is_missing_fails_naming_the_install_command() -> No
         require("yaml-language-server", "elixir-ls")
     assert str(failed.value).startswith("elixir-ls is not installed: install ElixirLS")
     assert "(or `make test`)" in str(failed.value)
+
+
+def test_jdtls_gets_a_workspace_folder_per_root_in_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    launcher = tmp_path / "launcher"
+    launcher.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    launcher.chmod(0o755)
+    roots = [tmp_path / "one", tmp_path / "two"]
+    # a project's own `codeward` package is never the one run (`python -P`)
+    package = roots[0] / "codeward" / "servers"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("raise SystemExit('the project ran')\n")
+    (package / "__init__.py").write_text("")
+    roots[1].mkdir()
+    seen = []
+    for root in roots:
+        command = [sys.executable, "-P", "-m", "codeward.servers.jdtls", str(launcher), "/j/java"]
+        out = subprocess.run(
+            [*command, "--extra"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        assert out[:2] == ["-vm", "/j/java"] and out[2] == "-data" and out[4:] == ["--extra"]
+        data = Path(out[3])
+        assert data.parent == tmp_path / "cache" / "codeward" / "jdtls" and data.is_dir()
+        assert data.name.startswith(root.name + "-")
+        seen.append(data)
+    assert seen[0] != seen[1]
+    expected = default_servers()["jdtls"].command
+    assert expected[:4] == [sys.executable, "-P", "-m", "codeward.servers.jdtls"]
