@@ -260,4 +260,4 @@ async def test_git_failed_stderr_is_scrubbed(
     assert error.kind == "git_failed"
     for text in (error.message, error.data["stderr"], error.data["output"]):
         assert str(tmp_path) not in text and "no where" not in text
-    assert "<outside the project>" in error.data["stderr"]
+    assert "<path>" in error.data["stderr"]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import posixpath
+import re
+from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import unquote
 
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -80,6 +84,71 @@ def resolve_input_path(
 def relative(path: Path, root: Path) -> str:
     """A root-relative POSIX path for output (the path must be inside the root)."""
     return path.relative_to(root).as_posix() if path != root else "."
+
+
+# Where an absolute path may start: after a space or an opening bracket, `=`, `:`, `,`, `;`,
+# `|`, or after a quote that itself opens (a quote after a word closes: `'markdown'/x`).
+_OPENERS = frozenset("([{=:,;|")
+_QUOTES = frozenset("'\"`")
+# A file URI, or an absolute path: a first part right after the `/` (so `https://x` is no
+# path), in characters that are not spaces, quotes, brackets or separators of prose.
+_CANDIDATE = re.compile(
+    r"file://(?P<uri>/[^\s'\"`<>()\[\]{},;|\\^#?]*)"
+    r"|(?P<path>/[^\s/'\"`<>()\[\]{},;:|*?\\#&^]+(?:/[^\s/'\"`<>()\[\]{},;:|*?\\#&^]*)*)"
+)
+_TRAILING_DOTS = re.compile(r"(?<=[^./])\.+\Z")  # a sentence's full stop, not a `..` part
+
+
+def scrub(text: str, root: Path, show: Callable[[str], str | None] | None = None) -> str:
+    """`text` with each absolute path and file URI in it shown root-relative when inside
+    `root`, as `<path>` when outside; `show(path)` (default `shown_path`) may show each one
+    its own way (None: `<path>`). Words with slashes (`text/markdown`, URLs) stay as they are."""
+    out: list[str] = []
+    done = 0
+    for match in _CANDIDATE.finditer(text):
+        start = match.start()
+        if start < done or not _opens_word(text, start):
+            continue
+        uri = match.group("uri")
+        raw = uri if uri is not None else match.group("path")
+        end = match.end()
+        if uri is None and start and text[start - 1] in _QUOTES:  # a quoted path: spaces too
+            close = text.find(text[start - 1], start)
+            if close > 0 and "\n" not in text[start:close]:
+                raw, end = text[start:close], close
+        stop = _TRAILING_DOTS.search(raw)
+        if stop is not None:
+            raw, end = raw[: stop.start()], end - len(stop.group(0))
+        path = posixpath.normpath(unquote(raw) if uri is not None else raw)
+        if uri is None and path.count("/") < 2 and path != str(root):
+            continue  # one part (`/help`): too short to be taken for a file
+        shown = show(path) if show is not None else shown_path(path, root)
+        out.append(text[done:start])
+        out.append(shown if shown is not None else "<path>")
+        done = end
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _opens_word(text: str, at: int) -> bool:
+    if at == 0:
+        return True
+    before = text[at - 1]
+    if before.isspace() or before in _OPENERS:
+        return True
+    if before in _QUOTES:  # an opening quote: at the start, or after a space or a bracket
+        return at == 1 or text[at - 2].isspace() or text[at - 2] in _OPENERS
+    return False
+
+
+def shown_path(path: str, root: Path) -> str | None:
+    """An absolute, normalized `path` root-relative when inside `root`, else None."""
+    prefix = str(root)
+    if path == prefix:
+        return "."
+    if path.startswith(prefix.rstrip("/") + "/"):
+        return path[len(prefix.rstrip("/")) + 1 :]
+    return None
 
 
 def _shown(path: str, root: Path) -> str:

@@ -11,11 +11,11 @@ import trio
 
 from codeward.daemon.config import GitConfig, PolicyConfig
 from codeward.daemon.git import changes, config_scan, parse, status
-from codeward.daemon.git.messages import failure_message, scrub
+from codeward.daemon.git.messages import failure_message
 from codeward.daemon.git.policy import Decision, Tier, classify
 from codeward.daemon.git.repository import Repository, inspect, probe
 from codeward.daemon.git.runner import Completed, find_git, git_argv, git_env, run_process
-from codeward.daemon.paths import is_inside
+from codeward.daemon.paths import is_inside, scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
 Approve = Callable[[str, list[str]], Awaitable[bool | None]]

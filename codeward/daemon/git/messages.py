@@ -2,30 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from codeward.daemon.paths import is_inside
-
-# A quoted absolute path (git quotes paths with '...'; spaces allowed inside), or a bare one.
-_ABSOLUTE = re.compile(r"(?<=')/[^'\n]*(?=')|(?<=\")/[^\"\n]*(?=\")|(?<![\w.~])/[^\s'\"`,;()]+")
-
-
-def scrub(text: str, root: Path) -> str:
-    """`text` with absolute paths outside the project replaced (messages never show them;
-    nor do a `git_failed` error's stderr and output)."""
-
-    def replace(match: re.Match[str]) -> str:
-        found = match.group(0)
-        trimmed = found.rstrip(".:")
-        path = Path(trimmed)
-        if is_inside(path, root):
-            shown = path.relative_to(root).as_posix() if path != root else "."
-        else:
-            shown = "<outside the project>"
-        return shown + found[len(trimmed) :]
-
-    return _ABSOLUTE.sub(replace, text)
+from codeward.daemon.paths import scrub
 
 
 def failure_message(subcommand: str, code: int, stderr: str, root: Path) -> str:

@@ -1,5 +1,7 @@
 """Call hierarchy answers as `calls` [{name, kind, path, line, character, preview}].
 
+Names are free text from the server: paths in them are shown as the tools show paths.
+
 Incoming: one entry per call site, at the call, named after the calling function.
 Outgoing: one entry per callee, at its definition, with the `call_sites` in the asked item.
 """
@@ -34,9 +36,8 @@ def incoming(result: Any, locator: Locator, encoding: Encoding) -> list[dict[str
         for rng in ranges or [caller.get("selectionRange") or caller["range"]]:
             where = locator.location(caller["uri"], rng, encoding)
             if where is not None:
-                calls.append(
-                    {"name": caller["name"], "kind": kind_name(caller.get("kind")), **where}
-                )
+                name = locator.scrub(caller["name"])  # a module-level caller: its file
+                calls.append({"name": name, "kind": kind_name(caller.get("kind")), **where})
     return finish(calls)
 
 
@@ -60,7 +61,7 @@ def outgoing(
         )
         calls.append(
             {
-                "name": callee["name"],
+                "name": locator.scrub(callee["name"]),
                 "kind": kind_name(callee.get("kind")),
                 **where,
                 "call_sites": [

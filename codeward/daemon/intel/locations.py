@@ -8,7 +8,6 @@ it; a standard-library or installed-dependency file outside becomes an indicator
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -21,6 +20,7 @@ from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.types import Location as LspLocation
 from codeward.daemon.lsp.types import Position, Range
 from codeward.daemon.lsp.uris import real_path, uri_to_path
+from codeward.daemon.paths import scrub
 
 Location = dict[str, Any]
 _MISSING = object()
@@ -211,18 +211,11 @@ class Locator:
 
     def scrub(self, text: str) -> str:
         """`text` with each absolute path shown as the tools show paths (or `<path>`)."""
+        return scrub(text, self.root, self._shown)
 
-        def replace(match: re.Match[str]) -> str:
-            raw = match.group(0)
-            uri = raw if raw.startswith("file://") else PurePosixPath(raw).as_uri()
-            place = self.place(uri)
-            return place[0] if place is not None else "<path>"
-
-        return _ABSOLUTE.sub(replace, text)
-
-
-# An absolute path of two or more parts (or a file:// URI), not inside a word or expression.
-_ABSOLUTE = re.compile(r"(?:file://|(?<![\w.)\]/]))/(?:[\w.@+~-]+/)+[\w.@+~-]*[\w~+-]")
+    def _shown(self, path: str) -> str | None:
+        place = self.place(PurePosixPath(path).as_uri())
+        return place[0] if place is not None else None
 
 
 def finish(locations: Iterable[Location | None]) -> list[Location]:

@@ -40,12 +40,13 @@ from codeward.daemon.lsp.lane import Lane
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.readiness import Readiness, readiness_for
 from codeward.daemon.lsp.server_requests import ServerRequests
-from codeward.daemon.lsp.supervisor import ServerState, Supervisor, scrub
+from codeward.daemon.lsp.supervisor import ServerState, Supervisor
 from codeward.daemon.lsp.sync import DocumentSync
 from codeward.daemon.lsp.types import Diagnostic
+from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
-__all__ = ["BARRIER", "LanguageServer", "Published", "ServerState", "scrub"]
+__all__ = ["BARRIER", "LanguageServer", "Published", "ServerState"]
 
 REGISTRATION_GRACE = 2.0  # seconds a new server may take to register its capabilities
 # Long polls a server may hold open until the next one, even when cancelled (basedpyright

@@ -97,6 +97,7 @@ from codeward.daemon.lsp.watcher import (
     is_ignored,
     watch_root,
 )
+from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
 __all__ = [
@@ -1068,9 +1069,9 @@ class LanguageService:
             end_line=end_line,
             end_column=end_column,
             severity=d.severity or 1,
-            message=d.message,
+            message=scrub(d.message, self.root),
             code=d.code,
-            source=d.source,
+            source=scrub(d.source, self.root) if d.source else d.source,
         )
 
 

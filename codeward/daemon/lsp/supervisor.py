@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import logging
 import os
-import re
 import signal
 from collections.abc import Callable
 from enum import StrEnum
@@ -36,6 +35,7 @@ from codeward.daemon.lsp.connection import (
 )
 from codeward.daemon.lsp.defaults import command_available
 from codeward.daemon.lsp.process import ServerProcess, group_rss, is_stopped
+from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
 log = logging.getLogger("codeward.lsp")
@@ -57,22 +57,6 @@ class ServerState(StrEnum):
     # Not a state of the actor: how `status()` shows a running server that does not answer
     # (stopped by a signal, or a request past its timeout still unanswered).
     UNRESPONSIVE = "unresponsive"
-
-
-_ABSOLUTE = re.compile(r"(?:file://|(?<![\w./-]))/[^\s'\"`:,)]+")
-
-
-def scrub(text: str, root: Path) -> str:
-    """`text` with absolute paths outside `root` replaced, for messages."""
-    prefix = str(root)
-
-    def replace(match: re.Match[str]) -> str:
-        path = match.group(0).removeprefix("file://")
-        if path == prefix or path.startswith(prefix + "/"):
-            return os.path.relpath(path, prefix)
-        return "<path>"
-
-    return _ABSOLUTE.sub(replace, text)
 
 
 def workspace_folders(root: Path) -> list[dict[str, str]]:

@@ -644,7 +644,9 @@ async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
     items = [
         item
         for item in (answer.result if isinstance(answer.result, list) else [])
-        if isinstance(item, dict) and isinstance(item.get("uri"), str)
+        if isinstance(item, dict)
+        and isinstance(item.get("uri"), str)
+        and isinstance(item.get("name"), str)
     ]
     if not items:
         return {
@@ -687,7 +689,7 @@ async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
     return {
         "status": "found" if found else "not_found",
         "direction": args.direction,
-        "item": {"name": target.get("name"), **(where or {})},
+        "item": {"name": locator.scrub(target["name"]), **(where or {})},
         "calls": found,
         "count": len(found),
         "partial": answer.partial,
