@@ -13,6 +13,7 @@ import trio
 
 from codeward.daemon.config import GitConfig, PolicyConfig
 from codeward.daemon.git import run_git, runner
+from codeward.daemon.process_groups import group_members
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.git_repos import (
     Approver,
@@ -496,6 +497,20 @@ async def test_cancel_kills_the_process_group_of_a_read(repo: Path) -> None:
             os.write(fd, b"*.x\n")
     finally:
         os.close(fd)
+
+
+async def test_a_finished_run_leaves_nothing_of_its_group(tmp_path: Path) -> None:
+    # The leader exits at once; a member it left behind (pipes closed) is killed and awaited.
+    done = await runner.run_process(
+        ["sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $$ $!"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout=10.0,
+        output_bytes=1000,
+    )
+    leader, member = map(int, done.stdout.split())
+    assert done.exit_code == 0 and not done.timed_out
+    assert group_members(leader) == [] and dead(member)
 
 
 async def test_a_cancelled_write_finishes_shielded(

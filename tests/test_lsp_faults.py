@@ -12,8 +12,9 @@ import trio
 from codeward.daemon.config import DaemonConfig, ServerConfig
 from codeward.daemon.lsp import server as server_module
 from codeward.daemon.lsp import supervisor
-from codeward.daemon.lsp.process import ServerProcess, group_members, wait_group_gone
+from codeward.daemon.lsp.process import ServerProcess
 from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.process_groups import group_members, wait_group_gone
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.lsp_support import fake_config, fake_server, logged, methods, running
 

@@ -3,7 +3,6 @@ a timeout, an output cap, and the whole group killed on timeout or cancellation.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -15,6 +14,7 @@ from pathlib import Path
 import trio
 
 from codeward.daemon import guardian
+from codeward.daemon.process_groups import signal_group, stop_group
 from codeward.protocol.errors import ErrorKind, ToolError
 
 # Later `-c` wins over the repository's config, and reaches child git processes too.
@@ -118,22 +118,6 @@ async def _drain(stream: trio.abc.ReceiveStream | None, sink: _Capped) -> None:
         sink.add(chunk)
 
 
-def _killpg(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-
-
-async def _stop(proc: trio.Process) -> None:
-    """SIGTERM the process group, SIGKILL it after a grace period, and reap the leader."""
-    if proc.returncode is None:
-        _killpg(proc.pid, signal.SIGTERM)
-        with trio.move_on_after(KILL_GRACE):
-            await proc.wait()
-    # The group outlives its reaped leader while any member lives, so this reaches them.
-    _killpg(proc.pid, signal.SIGKILL)
-    await proc.wait()
-
-
 async def run_process(
     argv: Sequence[str],
     *,
@@ -154,7 +138,6 @@ async def run_process(
     )
     guardian.register(proc.pid)  # killed with the daemon, however it dies
     out, err = _Capped(output_bytes), _Capped(STDERR_BYTES)
-    clean = False
     try:
         with trio.move_on_after(timeout) as deadline:
             async with trio.open_nursery() as nursery:
@@ -171,16 +154,14 @@ async def run_process(
                 with trio.move_on_after(EOF_GRACE):
                     await readers_done.wait()
                 if not readers_done.is_set():
-                    _killpg(proc.pid, signal.SIGKILL)  # a straggler holds the pipes
-                clean = readers_done.is_set()
+                    signal_group(proc.pid, signal.SIGKILL)  # a straggler holds the pipes
     finally:
         with trio.CancelScope(shield=True):
-            if not clean:
-                await _stop(proc)
+            # Also after a clean exit: what the leader left running in its group goes.
+            await stop_group(proc, KILL_GRACE, name="git")
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     await stream.aclose()
-            guardian.unregister(proc.pid)
     timed_out = deadline.cancelled_caught
     code = proc.returncode if proc.returncode is not None else -1
     return Completed(code, out.value(), err.value(), out.truncated, timed_out)

@@ -4,22 +4,20 @@ that leaves nothing behind (SIGTERM to the group, then SIGKILL, then wait for ev
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import os
-import signal
 import subprocess
 from pathlib import Path
 
 import trio
 
 from codeward.daemon import guardian
+from codeward.daemon.process_groups import group_members, signal_group, stop_group
 from codeward.daemon.reaper import stat_fields
 
 log = logging.getLogger("codeward.lsp")
 
 STDERR_LINES = 200
-KILL_WAIT = 5.0  # seconds the killed members of a group get to be gone
 
 
 class ServerProcess:
@@ -83,52 +81,15 @@ class ServerProcess:
             self.stderr.append(partial.decode("utf-8", "replace").rstrip())
 
     def signal_group(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signum)
+        signal_group(self.pid, signum)
 
     async def terminate(self, grace: float) -> None:
-        """SIGTERM to the group, up to `grace` seconds, then SIGKILL; reaps the leader.
-
-        Members of the group that outlive the leader are killed too, and it returns once
-        they are gone (a killed process dies when it next runs, which under load can be
-        after the leader was reaped). Call it shielded.
-        """
-        if self.process.returncode is None:
-            self.signal_group(signal.SIGTERM)
-            with trio.move_on_after(grace):
-                await self.process.wait()
-        self.signal_group(signal.SIGKILL)
-        await self.process.wait()
-        with trio.move_on_after(KILL_WAIT) as scope:
-            await wait_group_gone(self.pid)
-        if scope.cancelled_caught:
-            log.warning("%s: members of its process group outlive SIGKILL", self.name)
-        else:
-            guardian.unregister(self.pid)
+        """Stop the whole process group (`process_groups.stop_group`) and close the pipes.
+        Call it shielded."""
+        await stop_group(self.process, grace, name=self.name)
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 await stream.aclose()
-
-
-def group_members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of group `pgid`, from /proc; [] without /proc."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    found = []
-    for name in names:
-        if name.isdigit() and _group_of(int(name)) == pgid:
-            found.append(int(name))
-    return found
-
-
-def _group_of(pid: int) -> int | None:
-    """The process group of live process `pid`; None when it is gone or a zombie."""
-    fields = stat_fields(pid)
-    if len(fields) < 3 or fields[0] in (b"Z", b"X"):
-        return None
-    return int(fields[2])
 
 
 def is_stopped(pid: int) -> bool:
@@ -150,34 +111,3 @@ def group_rss(pgid: int) -> int:
         except (OSError, ValueError, IndexError):
             continue
     return total
-
-
-async def wait_group_gone(pgid: int) -> None:
-    """Wait until group `pgid` has no live member, each member's exit awaited through a
-    pidfd (no polling); SIGKILL again to members that came late. Without pidfds or /proc
-    (not Linux) it returns at once."""
-    while members := group_members(pgid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-        for pid in members:
-            if not await _wait_exit(pid, pgid):
-                return
-
-
-async def _wait_exit(pid: int, pgid: int) -> bool:
-    """Wait until `pid`, a member of group `pgid`, has exited; False without pidfds."""
-    pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is None:
-        return False
-    try:
-        fd: int = pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    try:
-        if _group_of(pid) == pgid:  # still the member seen, not a pid used again since
-            await trio.lowlevel.wait_readable(fd)  # a pidfd is readable once it has exited
-    finally:
-        os.close(fd)
-    return True
