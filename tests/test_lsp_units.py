@@ -17,6 +17,7 @@ from codeward.daemon.lsp.defaults import (
     language_of,
 )
 from codeward.daemon.lsp.documents import DocumentStore
+from codeward.daemon.lsp.ignored import is_ignored
 from codeward.daemon.lsp.positions import (
     LineIndex,
     negotiated,
@@ -26,7 +27,7 @@ from codeward.daemon.lsp.positions import (
 )
 from codeward.daemon.lsp.service import Found
 from codeward.daemon.lsp.uris import uri_to_path
-from codeward.daemon.lsp.watcher import glob_matches, is_ignored
+from codeward.daemon.lsp.watcher import glob_matches
 from codeward.daemon.tools.diagnostics import shape
 
 LINE = "aé😀中b"
@@ -141,6 +142,7 @@ def test_ignored_folders() -> None:
     assert is_ignored(Path("/r/.git/index"), root)
     assert is_ignored(Path("/r/a/node_modules/x.js"), root)
     assert is_ignored(Path("/r/pkg.egg-info/PKG-INFO"), root)
+    assert is_ignored(Path("/r/pkg.egg-info"), root)  # the folder itself, as the walk asks
     assert is_ignored(Path("/elsewhere/x.py"), root)
     assert not is_ignored(Path("/r/src/build.py"), root)
 

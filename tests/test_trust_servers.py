@@ -149,6 +149,9 @@ async def test_rust_analyzer_restricted_then_trusted(
         ({"rust-analyzer.toml": "[check]\noverrideCommand = ['./x']\n"}, "rust-analyzer.toml"),
         ({".cargo/config.toml": '[env]\nLD_PRELOAD = "x.so"\n'}, "[env]"),
         ({"crates/y/.cargo/config": "[env]\nA = 'b'\n"}, "[env]"),
+        # an ignored folder right below the root: rust-analyzer takes its Cargo.toml
+        ({"target/Cargo.toml": "", "target/.cargo/config.toml": "[env]\nA = 'b'\n"}, "[env]"),
+        ({"node_modules/rust-project.json": "{}"}, "rust-project.json"),
         ({".cargo/config.toml": "[env\n"}, "[env]"),  # unreadable: cannot tell
     ],
 )

@@ -63,6 +63,7 @@ from typing import Any
 import msgspec
 
 from codeward.daemon.config import ServerConfig
+from codeward.daemon.lsp.ignored import ignored_name
 from codeward.daemon.paths import is_inside
 
 
@@ -315,12 +316,14 @@ def _find(root: Path, names: frozenset[str], limit: int) -> str | None:
     """Why rust-analyzer cannot be restricted in `root` ("" when it can): a file of
     `names`, or a cargo config with an `[env]` table (cargo sets those variables, even
     LD_PRELOAD, for the rustc it runs to learn the target, whatever the environment says).
-    None when the walk gave up after `limit` entries. Build and dependency folders are
-    skipped."""
-    stack = [root]
+    None when the walk gave up after `limit` entries. Ignored folders (`lsp.ignored`) are
+    not walked, but one right below the root is looked into: rust-analyzer takes a
+    Cargo.toml there, and cargo then reads that folder's `.cargo` config."""
+    stack: list[tuple[Path, bool]] = [(root, True)]  # (folder, walk its subfolders)
     while stack:
+        folder, walk = stack.pop()
         try:
-            entries = list(os.scandir(stack.pop()))
+            entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
@@ -331,8 +334,11 @@ def _find(root: Path, names: frozenset[str], limit: int) -> str | None:
                 return f"the project has a {entry.name}, which may name programs it would run"
             if entry.name == ".cargo" and _sets_env(Path(entry.path)):
                 return "the project's cargo config has an [env] table, which cargo applies to rustc"
-            if entry.is_dir(follow_symlinks=False) and entry.name not in SKIPPED:
-                stack.append(Path(entry.path))
+            if walk and entry.is_dir(follow_symlinks=False):
+                if not ignored_name(entry.name):
+                    stack.append((Path(entry.path), True))
+                elif folder == root:
+                    stack.append((Path(entry.path), False))
     return ""
 
 
@@ -349,9 +355,6 @@ def _sets_env(folder: Path) -> bool:
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
             return True
     return False
-
-
-SKIPPED = frozenset({".git", "target", "node_modules", ".venv", "__pycache__"})
 
 
 def _compiles(what: str) -> Callable[[ServerConfig, Path], ServerConfig]:

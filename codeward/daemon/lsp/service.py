@@ -84,19 +84,14 @@ from codeward.daemon.lsp.defaults import (
     language_of,
 )
 from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat, content_hash, stat_key
+from codeward.daemon.lsp.ignored import is_ignored
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.restricted import NotInRestrictedMode
 from codeward.daemon.lsp.restricted import restricted as restricted_config
 from codeward.daemon.lsp.server import LanguageServer, ServerState
 from codeward.daemon.lsp.types import Diagnostic, Position, Range
 from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
-from codeward.daemon.lsp.watcher import (
-    CHANGED,
-    DELETED,
-    glob_matches,
-    is_ignored,
-    watch_root,
-)
+from codeward.daemon.lsp.watcher import CHANGED, DELETED, glob_matches, watch_root
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 

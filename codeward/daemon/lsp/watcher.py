@@ -15,33 +15,14 @@ import trio
 from watchfiles import Change
 from watchfiles._rust_notify import RustNotify
 
+from codeward.daemon.lsp.ignored import is_ignored
 from codeward.daemon.lsp.uris import uri_to_path
-
-IGNORED_DIRS = frozenset(
-    {
-        ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "node_modules", "__pycache__",
-        ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox", ".nox", ".cache", ".idea",
-        ".vscode", "build", "dist", "target", "_build", "deps", ".elixir_ls", ".lexical",
-        ".gradle", ".next", ".direnv", ".eggs",
-    }
-)  # fmt: skip
 
 # FileChangeType of LSP
 CREATED, CHANGED, DELETED = 1, 2, 3
 _KINDS = {Change.added: CREATED, Change.modified: CHANGED, Change.deleted: DELETED}
 
 OnChanges = Callable[[list[tuple[Path, int]]], None]
-
-
-def is_ignored(path: Path, root: Path) -> bool:
-    """Whether `path` lies in an ignored folder below `root` (or outside it)."""
-    try:
-        parts = path.relative_to(root).parts
-    except ValueError:
-        return True
-    return any(part in IGNORED_DIRS or part.endswith(".egg-info") for part in parts[:-1]) or (
-        bool(parts) and parts[-1] in IGNORED_DIRS
-    )
 
 
 async def watch_root(
