@@ -1,26 +1,27 @@
-"""Watching a session root for changes (inotify through watchfiles' Rust notifier), skipping
-ignored folders; and LSP glob patterns for `didChangeWatchedFiles` registrations."""
+"""Watching a session root for changes: inotify read by trio, one watch per folder, ignored
+folders never watched; and LSP glob patterns for `didChangeWatchedFiles` registrations."""
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import functools
+import logging
+import os
 import re
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import trio
-from watchfiles import Change
-from watchfiles._rust_notify import RustNotify
 
-from codeward.daemon.lsp.ignored import is_ignored
+from codeward.daemon.lsp import inotify
+from codeward.daemon.lsp.ignored import ignored_name
 from codeward.daemon.lsp.uris import uri_to_path
+
+log = logging.getLogger("codeward.lsp")
 
 # FileChangeType of LSP
 CREATED, CHANGED, DELETED = 1, 2, 3
-_KINDS = {Change.added: CREATED, Change.modified: CHANGED, Change.deleted: DELETED}
 
 OnChanges = Callable[[list[tuple[Path, int]]], None]
 
@@ -33,86 +34,114 @@ async def watch_root(
     step_ms: int = 10,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Report batches of (path, LSP change type) under `root` until cancelled.
+    """Report batches of (path, LSP change type) under `root` until cancelled: a batch is
+    what came until `step_ms` passed without an event, or `debounce_ms` after its first.
 
-    `started` is signalled once the inotify watches are in place.
+    `started` is signalled once every folder is watched.
     """
-    notify = _Notifier(RustNotify([str(root)], False, False, 300, True, True))
-    try:
+    notify = _open(root)
+    if notify is None:  # changes on disk then reach the servers only through codeward's own
         task_status.started()
+        await trio.sleep_forever()
+    with notify:
+        tree = _Tree(notify)
+        tree.add(root, collect=False)  # here, not in a thread: ignored folders are not walked
+        task_status.started()
+        debounce, step = debounce_ms / 1000, step_ms / 1000
         while True:
-            batch = await _next_batch(notify, debounce_ms, step_ms)
-            changes = [
-                (Path(raw), _KINDS.get(Change(kind), CHANGED))
-                for kind, raw in batch
-                if not is_ignored(Path(raw), root)
-            ]
+            await notify.wait()
+            changes = tree.changes(notify.read())
+            deadline = trio.current_time() + debounce
+            while (left := deadline - trio.current_time()) > 0:
+                with trio.move_on_after(min(step, left)) as quiet:
+                    await notify.wait()
+                if quiet.cancelled_caught:
+                    break
+                changes += tree.changes(notify.read())
             if changes:
-                on_changes(changes)
-    finally:
-        notify.close_unless_busy()
+                on_changes(list(dict.fromkeys(changes)))
 
 
-class _Notifier:
-    """The Rust notifier, closed exactly once: by the watching task, or by a thread that was
-    still inside `watch` when the task was cancelled."""
-
-    def __init__(self, rust: RustNotify) -> None:
-        self.rust = rust
-        self.busy = False
-        self._closed = False
-        self._lock = threading.Lock()
-
-    def _close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.rust.close()
-
-    def finished(self, *, close: bool) -> None:
-        with self._lock:
-            self.busy = False
-            if close:
-                self._close()
-
-    def close_unless_busy(self) -> None:
-        with self._lock:
-            if not self.busy:
-                self._close()
+def _open(root: Path) -> inotify.Inotify | None:
+    if not inotify.AVAILABLE:
+        log.warning("no inotify here: changes on disk below %s are not seen", root)
+        return None
+    try:
+        return inotify.Inotify()
+    except OSError as exc:  # EMFILE: fs.inotify.max_user_instances
+        log.warning("cannot watch %s (%s): changes on disk are not seen", root, exc.strerror)
+        return None
 
 
-async def _next_batch(notify: _Notifier, debounce_ms: int, step_ms: int) -> set[tuple[int, str]]:
-    """One batch from the notifier's blocking `watch`, run in a thread.
+class _Tree:
+    """The watched folders of one root: watch descriptor -> folder."""
 
-    Cancellation returns at once (virtual clocks included) and sets the stop event: the
-    thread then ends within `step_ms` and closes the notifier itself.
-    """
-    token = trio.lowlevel.current_trio_token()
-    while True:
-        stop = threading.Event()
-        done = trio.Event()
-        box: list[Any] = []
+    def __init__(self, notify: inotify.Inotify) -> None:
+        self.notify = notify
+        self.folders: dict[int, Path] = {}
+        self._full = False
 
-        def work(stop: threading.Event = stop) -> Any:
+    def add(self, top: Path, *, collect: bool = True) -> list[Path]:
+        """Watch `top` and every folder below it but the ignored ones; with `collect`, the
+        files found (in a folder that just appeared, written before its watch was in place)."""
+        found: list[Path] = []
+        stack = [top]
+        while stack:
+            folder = stack.pop()
             try:
-                return notify.rust.watch(debounce_ms, step_ms, 1000, stop)
-            finally:
-                notify.finished(close=stop.is_set())
+                self.folders[self.notify.add_folder(str(folder))] = folder
+                entries = list(os.scandir(folder))
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC and not self._full:
+                    self._full = True
+                    log.warning(
+                        "inotify's watch limit is reached (fs.inotify.max_user_watches): "
+                        "changes on disk below %s are not seen",
+                        folder,
+                    )
+                continue
+            for entry in entries:
+                path = folder / entry.name
+                if not entry.is_dir(follow_symlinks=False):
+                    if collect:
+                        found.append(path)
+                elif not ignored_name(entry.name):
+                    stack.append(path)
+        return found
 
-        def deliver(outcome: Any, box: list[Any] = box, done: trio.Event = done) -> None:
-            box.append(outcome)
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(done.set)
+    def changes(self, events: list[inotify.Event]) -> list[tuple[Path, int]]:
+        """(path, LSP change type) of `events`; folders that appear are watched, folders
+        that go are forgotten."""
+        changes: list[tuple[Path, int]] = []
+        for event in events:
+            if event.mask & inotify.Q_OVERFLOW:
+                log.warning("inotify's queue overflowed: some changes on disk were missed")
+                continue
+            if event.mask & inotify.IGNORED:  # the folder is gone, or its watch removed
+                self.folders.pop(event.wd, None)
+                continue
+            folder = self.folders.get(event.wd)
+            if folder is None or not event.name or ignored_name(event.name):
+                continue
+            path = folder / event.name
+            if event.mask & (inotify.CREATE | inotify.MOVED_TO):
+                changes.append((path, CREATED))
+                if event.mask & inotify.ISDIR:
+                    changes += [(found, CREATED) for found in self.add(path)]
+            elif event.mask & (inotify.DELETE | inotify.MOVED_FROM):
+                changes.append((path, DELETED))
+                if event.mask & inotify.ISDIR:
+                    self._forget(path)
+            elif not event.mask & inotify.ISDIR:
+                changes.append((path, CHANGED))
+        return changes
 
-        notify.busy = True
-        trio.lowlevel.start_thread_soon(work, deliver)
-        try:
-            await done.wait()
-        finally:
-            if not done.is_set():
-                stop.set()
-        result = box[0].unwrap()
-        if isinstance(result, set):
-            return result
+    def _forget(self, top: Path) -> None:
+        """Stop watching `top` and the folders below it (moved away: their paths changed)."""
+        for wd, folder in list(self.folders.items()):
+            if folder == top or top in folder.parents:
+                self.notify.remove(wd)
+                del self.folders[wd]
 
 
 @functools.lru_cache(maxsize=256)
