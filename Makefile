@@ -65,11 +65,11 @@ system-deps:
 test: $(TSTAMP) $(NSTAMP) system-deps
 	$(BIN)/python -m pytest --cov=codeward --cov-report=term --cov-fail-under=85 $(PYTEST_ARGS)
 
-## lint: ruff and basedpyright
+## lint: ruff and basedpyright (CI runs it before the tests)
 lint: $(TSTAMP)
 	$(BIN)/ruff check codeward tests bench
 	$(BIN)/ruff format --check codeward tests bench
-	$(BIN)/basedpyright codeward
+	$(BIN)/basedpyright --pythonpath $(BIN)/python codeward
 
 ## bench: print the benchmark ratios
 bench: $(TSTAMP) $(NSTAMP) system-deps

@@ -72,3 +72,15 @@ def test_the_wheel_holds_the_lua_sources(tmp_path: Path) -> None:
     lua = {path.relative_to(TOP).as_posix() for path in (TOP / "codeward").rglob("*.lua")}
     assert {"codeward/daemon/lua/guards.lua", "codeward/daemon/lua/prelude.lua"} <= lua
     assert lua <= names
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_ci_runs_lint_then_the_readmes_test_command() -> None:
+    run = (TOP / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert [line for line in run if line.startswith("make")] == ["make lint", "make test"]
+    assert "`make test`" in (TOP / "README.md").read_text(encoding="utf-8")
+    plan = subprocess.run(
+        ["make", "-n", "-B", "lint"], cwd=TOP, capture_output=True, text=True, check=True
+    ).stdout
+    # basedpyright checks against the project's own environment, not whatever python is first
+    assert ".venv/bin/basedpyright --pythonpath .venv/bin/python codeward" in plan, plan
