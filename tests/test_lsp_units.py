@@ -110,8 +110,6 @@ def test_capabilities_static_and_dynamic() -> None:
         "5", "workspace/didChangeWatchedFiles", {"watchers": [{"globPattern": "**/*.py"}]}
     )
     assert caps.watched_file_globs() == ["**/*.py"]
-    assert ServerCapabilities({"textDocumentSync": {"change": 2}}).text_document_sync_kind() == 2
-    assert ServerCapabilities({"textDocumentSync": 1}).text_document_sync_kind() == 1
     declared = client_capabilities()
     assert declared["general"]["positionEncodings"] == ["utf-8", "utf-16"]
     assert declared["textDocument"]["hover"]["contentFormat"][0] == "markdown"

@@ -173,10 +173,3 @@ class ServerCapabilities:
                     if isinstance(watcher, dict) and "globPattern" in watcher:
                         patterns.append(watcher["globPattern"])
         return patterns
-
-    def text_document_sync_kind(self) -> int:
-        """1 (full) or 2 (incremental); the daemon always sends full text, which both accept."""
-        sync = self.static.get("textDocumentSync")
-        if isinstance(sync, dict):
-            return int(sync.get("change") or 0)
-        return int(sync or 0)

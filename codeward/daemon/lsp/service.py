@@ -1030,10 +1030,6 @@ class LanguageService:
                 nursery.start_soon(ask, language, path)
         return answers
 
-    def project_languages(self, limit: int = 20000) -> list[str]:
-        """Languages with at least one file under the root (ignored folders skipped)."""
-        return sorted(self.project_files(limit)[0])
-
     def project_files(
         self, limit: int = 20000, folder: Path | None = None
     ) -> tuple[dict[str, list[Path]], bool]:
