@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from codeward.daemon.config import Config, DaemonConfig, LspConfig
-from codeward.daemon.lsp.defaults import command_available, default_servers
 from tests.conftest import OpenClient
 from tests.intel_support import pos, write
 from tests.rpc import RpcClient, RpcFailure
@@ -21,18 +20,6 @@ def patient_config() -> Config:
     cold rust-analyzer or jdtls on two loaded cores), not the default 20 s."""
     lsp = LspConfig(ready_timeout=90.0, settle_timeout=60.0, request_timeout=90.0)
     return Config(daemon=DaemonConfig(idle_timeout=600.0), lsp=lsp)
-
-
-def require(*names: str) -> None:
-    """Fail (never skip), naming the install command, when a real server is missing."""
-    servers = default_servers()
-    missing = [
-        f"{name} is not installed: {servers[name].install_hint or 'see the README'}"
-        for name in names
-        if not command_available(servers[name].command, servers[name].env)
-    ]
-    if missing:
-        pytest.fail("; ".join(missing) + " (make test installs it)", pytrace=False)
 
 
 async def open_project(open_client: OpenClient, root: Path, files: dict[str, str]) -> RpcClient:

@@ -11,9 +11,10 @@ import pytest
 
 from codeward.daemon.config import Config
 from tests.conftest import OpenClient
-from tests.langs_support import at, open_project, patient_config, places, require
+from tests.langs_support import at, open_project, patient_config, places
+from tests.lsp_support import needs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, needs("jdtls")]
 
 UTIL = """\
 package demo;
@@ -63,7 +64,6 @@ def daemon_config() -> Config:
 
 
 async def test_java(open_client: OpenClient, project: Path) -> None:
-    require("jdtls")
     client = await open_project(open_client, project, FILES)
     # Diagnostics of the deliberate error, in code points after "é😀中".
     result = await client.tool("get_diagnostics", path="src/demo/Main.java")

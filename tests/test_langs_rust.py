@@ -11,7 +11,10 @@ import pytest
 
 from codeward.daemon.config import Config
 from tests.conftest import OpenClient
-from tests.langs_support import at, open_project, patient_config, places, require
+from tests.langs_support import at, open_project, patient_config, places
+from tests.lsp_support import needs
+
+pytestmark = needs("rust-analyzer")
 
 MAIN = """\
 mod util;
@@ -49,7 +52,6 @@ def daemon_config() -> Config:
 
 
 async def test_rust(open_client: OpenClient, project: Path) -> None:
-    require("rust-analyzer")
     client = await open_project(open_client, project, FILES)
     # Workspace symbols as the session's first call: answered once it is quiescent, not
     # not_found from a cold index.

@@ -11,7 +11,10 @@ import pytest
 
 from codeward.daemon.config import Config
 from tests.conftest import OpenClient
-from tests.langs_support import at, open_project, patient_config, require
+from tests.langs_support import at, open_project, patient_config
+from tests.lsp_support import needs
+
+pytestmark = needs("svelte-language-server")
 
 APP = """\
 <script lang="ts">
@@ -42,7 +45,6 @@ def daemon_config() -> Config:
 
 
 async def test_svelte(open_client: OpenClient, project: Path) -> None:
-    require("svelte-language-server")
     client = await open_project(open_client, project, FILES)
     # Diagnostics of the component's script, in code points after "é😀中".
     result = await client.tool("get_diagnostics", path="src/App.svelte")

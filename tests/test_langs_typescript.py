@@ -11,7 +11,10 @@ import pytest
 
 from codeward.daemon.config import Config
 from tests.conftest import OpenClient
-from tests.langs_support import at, open_project, patient_config, places, require
+from tests.langs_support import at, open_project, patient_config, places
+from tests.lsp_support import needs
+
+pytestmark = needs("typescript-language-server")
 
 UTIL = """\
 /** Doubles x, as text. */
@@ -56,7 +59,6 @@ def daemon_config() -> Config:
 
 
 async def test_typescript_and_javascript(open_client: OpenClient, project: Path) -> None:
-    require("typescript-language-server")
     client = await open_project(open_client, project, FILES)
     # Workspace symbols as the session's first call: tsserver has no project until a file
     # is open ("No Project"); one is opened and loaded first.
