@@ -213,10 +213,9 @@ class Peer(Generic[M]):
 
     def receive_data(self, data: bytes | bytearray) -> list[Event]:
         """The events of the frames `data` completes (raises `FrameError` as `frames`)."""
-        events: list[Event] = []
-        for frame in self.frames(data):
-            events.append(self.receive_frame(frame))
-        return events
+        decoder = self._decoder
+        frames = decoder.feed(data) if decoder is not None else self.frames(data)
+        return [self.receive_frame(frame) for frame in frames]
 
     def receive_frame(self, frame: bytes) -> Event:
         """The event of one whole frame."""
@@ -226,7 +225,12 @@ class Peer(Generic[M]):
             return InvalidMessage(None, exc)
         if is_batch:
             return BatchReceived([self._event(item) for item in items])
-        return self._event(items[0])
+        item = items[0]
+        if not isinstance(item, RpcError) and item.kind == "response":  # the hot case: a reply
+            msg_id, pending = item.id, self.pending
+            if msg_id in pending:
+                return ResponseReceived(msg_id, item, pending.pop(msg_id))  # type: ignore[arg-type]
+        return self._event(item)
 
     def _event(self, item: M | RpcError) -> Event:
         if isinstance(item, RpcError):
@@ -281,14 +285,11 @@ class Peer(Generic[M]):
 
     # -- our requests --------------------------------------------------------------------------
 
-    def next_id(self) -> Id:
-        number = next(self._ids)
-        return f"{self._id_prefix}{number}" if self._id_prefix else number
-
     def send_request(self, method: str, params: Any, context: Any = None) -> tuple[Id, bytes]:
         """A new request's id and frame; its reply will come as a `ResponseReceived` event
         carrying `context`."""
-        msg_id = self.next_id()
+        number = next(self._ids)
+        msg_id: Id = f"{self._id_prefix}{number}" if self._id_prefix else number
         self.pending[msg_id] = context
         return msg_id, self.frame(self.codec.request(msg_id, method, params))
 
