@@ -446,3 +446,21 @@ def test_send_to_a_daemon_that_hung_up_raises(sock_path: Path) -> None:
         assert sock.recv(1) == b""  # the daemon is gone: writing now fails with EPIPE
         with Connection(sock) as conn, pytest.raises(ConnectionLost, match="closed the connection"):
             conn.request("daemon/status")
+
+
+def test_a_refusal_sent_before_the_daemon_hung_up_is_the_reason(sock_path: Path) -> None:
+    """The daemon refused the connection and closed it before the request was written: the
+    write fails with EPIPE, and the refusal already received says why."""
+    gone = threading.Event()
+
+    def refuse(peer: Peer) -> None:
+        peer.send({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "busy"}})
+        peer.close()
+        gone.set()
+
+    with FakeDaemon(sock_path, refuse):
+        conn = Connection(connect_socket(sock_path))
+        assert gone.wait(JOIN_TIMEOUT)
+        with conn, pytest.raises(ConnectionLost) as info:
+            conn.request("daemon/status")
+    assert str(info.value) == "The daemon closed the connection: busy"

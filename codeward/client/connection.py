@@ -200,8 +200,20 @@ class Connection:
             self._sock.settimeout(CONNECT_TIMEOUT)
             self._sock.sendall(frame)
         except OSError as exc:
+            self._read_farewell()
             self.close()
-            raise ConnectionLost(f"The daemon closed the connection ({exc.strerror}).") from None
+            raise ConnectionLost(
+                self._farewell or f"The daemon closed the connection ({exc.strerror})."
+            ) from None
+
+    def _read_farewell(self) -> None:
+        """After a failed write, read what the daemon sent before it closed: a refusal
+        (all connections busy, shutting down) says why, where a broken pipe says nothing."""
+        with contextlib.suppress(OSError, FrameError):
+            self._sock.setblocking(False)
+            while data := self._sock.recv(65536):
+                for event in self._peer.receive_data(data):
+                    self._handle(event, None)
 
     def _cancel(self, msg_id: Id, method: str) -> None:
         frame = self._peer.abandon(msg_id, method)
