@@ -259,3 +259,18 @@ async def test_fresh_diagnostics_answer_for_the_content_given(tmp_path: Path, do
         assert second.version == first.version + 1 and first.text == "good\nbad\n"  # snapshots
         assert server.document(doc.as_uri()) is second
         assert server.open_documents() == (second,)
+
+
+async def test_concurrent_flushes_send_each_change_once(tmp_path: Path, doc: Path) -> None:
+    log = tmp_path / "log"
+    async with running(tmp_path, fake_config({"fake": fake_server("ok", log)})) as (manager, _):
+        await manager.diagnostics(doc)  # opens it
+        doc.write_text("bad\n")
+        manager.files_changed([doc])
+        async with trio.open_nursery() as nursery:
+            for _ in range(5):
+                nursery.start_soon(manager.flush)
+        found = await manager.diagnostics(doc)
+        assert [d.message for d in found.diagnostics] == ["bad line 1"]
+    changes = [m for m in logged(log) if m.get("method") == "textDocument/didChange"]
+    assert [c["params"]["contentChanges"][0]["text"] for c in changes] == ["bad\n"]

@@ -1,7 +1,19 @@
 """One language server for one session root, as an actor: it owns its process (through its
 `Supervisor`), its open documents (`DocumentSync`), what it said about them (`Freshness`)
 and its answers to the server's own requests (`ServerRequests`). The rest of the daemon
-asks it through the methods below, never through its parts.
+asks it through these methods, never through its parts:
+
+- life: `run` (in the session's nursery), `start`, `stop`, `halt(reason, park=)`, `retry`,
+  `connection()` (started on first need), `status()`, `state`, `running`, `live`, `busy`;
+- requests: `request(method, params, timeout=, result_type=)`, `notify`, `offers(method)`,
+  `may_offer`, `capabilities`, `encoding`; `execute_command(command, arguments, on_edit)`
+  with the edits that command asks for;
+- documents: `sync(path, language_id, data, stat)` -> the `Document` sent (one version,
+  never changed), `document(uri)`, `open_documents()`, `touch`, `close_document`,
+  `watched_files_changed`;
+- freshness: `fresh_diagnostics(path, language_id, data, settle)`,
+  `document_diagnostics(doc, settle)` (None: no answer for that content in time),
+  `workspace_diagnostics`, `published`, `wait_ready`, `ready`/`until_ready`, `readiness`.
 
 Its state changes only in its own methods, each change sent to the server before the next
 checkpoint, so messages reach the server in the order the changes were made. What must run
@@ -443,10 +455,6 @@ class LanguageServer:
     @property
     def published(self) -> dict[str, Published]:
         return self._freshness.published
-
-    @property
-    def progress(self) -> dict[int | str, str]:
-        return self._freshness.progress
 
     async def fresh_diagnostics(
         self, path: Path, language_id: str, data: bytes, settle: float, stat: Stat = UNTRUSTED

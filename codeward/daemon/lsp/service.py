@@ -227,7 +227,6 @@ class LanguageService:
         self._nursery: trio.Nursery | None = None
         self._changes: dict[Path, int | None] = {}
         self._wake = trio.Event()
-        self._flush_lock = trio.Lock()
         self._texts: dict[Path, tuple[Stat, LineIndex]] = {}
         self._language_cache: dict[Path, str | None] = {}
         self._missing: dict[str, tuple[float, ToolError]] = {}  # not installed: when, why
@@ -472,39 +471,41 @@ class LanguageService:
             await self.flush()
 
     async def flush(self) -> None:
-        """Tell running servers everything that changed on disk up to now."""
-        if not self._flush_lock.locked() and not self._changes and not self._stale_documents():
-            return  # the common case, without a checkpoint
-        async with self._flush_lock:
-            changes, self._changes = self._changes, {}
-            running = [s for s in self.servers.values() if s.running]
-            for path in self._stale_documents():
-                changes.setdefault(path, None)
-            if not changes:
-                return
-            events: dict[str, list[dict[str, Any]]] = {s.name: [] for s in running}
-            for path, kind in changes.items():
-                self._texts.pop(path, None)
-                uri = path.as_uri()
-                data, stat = None, UNTRUSTED
-                if any(server.document(uri) is not None for server in running):
-                    try:  # only open documents are read (never a FIFO or a huge file)
-                        data, stat = self._read(path)
-                    except ToolError:
-                        data = None  # no longer a readable file: closed like a deleted one
-                if kind is None:
-                    kind = CHANGED if os.path.lexists(path) else DELETED
-                for server in running:
-                    doc = server.document(uri)
-                    if doc is not None:
-                        if data is None:
-                            server.close_document(doc.uri)
-                        else:
-                            server.sync(path, doc.language_id, data, stat)
-                    elif self._watched_by(server, path):
-                        events[server.name].append({"uri": uri, "type": kind})
+        """Tell running servers everything that changed on disk up to now.
+
+        No await inside: each flush is whole before any other task runs (no lock needed),
+        and each server sends its notifications as they are made, in order."""
+        if not self._changes and not self._stale_documents():
+            return  # the common case
+        changes, self._changes = self._changes, {}
+        running = [s for s in self.servers.values() if s.running]
+        for path in self._stale_documents():
+            changes.setdefault(path, None)
+        if not changes:
+            return
+        events: dict[str, list[dict[str, Any]]] = {s.name: [] for s in running}
+        for path, kind in changes.items():
+            self._texts.pop(path, None)
+            uri = path.as_uri()
+            data, stat = None, UNTRUSTED
+            if any(server.document(uri) is not None for server in running):
+                try:  # only open documents are read (never a FIFO or a huge file)
+                    data, stat = self._read(path)
+                except ToolError:
+                    data = None  # no longer a readable file: closed like a deleted one
+            if kind is None:
+                kind = CHANGED if os.path.lexists(path) else DELETED
             for server in running:
-                server.watched_files_changed(events[server.name])
+                doc = server.document(uri)
+                if doc is not None:
+                    if data is None:
+                        server.close_document(doc.uri)
+                    else:
+                        server.sync(path, doc.language_id, data, stat)
+                elif self._watched_by(server, path):
+                    events[server.name].append({"uri": uri, "type": kind})
+        for server in running:
+            server.watched_files_changed(events[server.name])
 
     def _stale_documents(self) -> list[Path]:
         """Open documents whose file changed on disk since it was read (or may have).
