@@ -18,8 +18,9 @@ import trio.testing
 from codeward.daemon.config import Config, DaemonConfig, ServerConfig
 from codeward.daemon.lsp import supervisor
 from codeward.daemon.lsp.budget import ServerBudget
-from codeward.daemon.lsp.server import LanguageServer, ServerState
+from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.lsp.supervisor import ServerState
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.conftest import OpenClient
 from tests.lsp_support import FAKE, fake_config, fake_server, running

@@ -13,7 +13,7 @@ import trio.testing
 
 from codeward.daemon.config import ServerConfig
 from codeward.daemon.lsp import freshness
-from codeward.daemon.lsp.server import BARRIER
+from codeward.daemon.lsp.freshness import BARRIER
 from codeward.daemon.lsp.service import Found, LanguageService
 from tests.lsp_support import FAKE, fake_config, fake_server, logged, methods, running
 
@@ -120,7 +120,7 @@ async def test_a_progress_token_it_never_begins_is_forgotten(
         with trio.fail_after(10):
             await server.wait_for(lambda: bool(server._freshness.announced), 10)
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
-        assert server._freshness.announced == set() and server.progress == {}
+        assert server._freshness.announced == set() and server._freshness.progress == {}
 
 
 async def test_pulls_take_turns(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

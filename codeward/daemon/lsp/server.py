@@ -43,7 +43,6 @@ from codeward.daemon.lsp.connection import (
 )
 from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat
 from codeward.daemon.lsp.freshness import (
-    BARRIER,
     Freshness,
     ProgressSink,
     Published,
@@ -58,7 +57,7 @@ from codeward.daemon.lsp.types import Diagnostic
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
-__all__ = ["BARRIER", "LanguageServer", "Published", "ServerState"]
+__all__ = ["LanguageServer", "ServerState"]
 
 REGISTRATION_GRACE = 2.0  # seconds a new server may take to register its capabilities
 # Long polls a server may hold open until the next one, even when cancelled (basedpyright
