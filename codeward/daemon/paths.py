@@ -1,4 +1,5 @@
-"""Input paths of tools: relative to the root or absolute inside it, resolved through symlinks."""
+"""Paths: tools' input paths (relative to the root or absolute inside it, resolved through
+symlinks) and paths shown in text (`scrub`: root-relative inside the root, `<path>` outside)."""
 
 from __future__ import annotations
 
