@@ -176,7 +176,7 @@ class Locator:
                 index = self.index(uri) if shown else None
                 lines = index.lines if index is not None else []
                 count = len(lines) if index is not None else -1
-                units = encoding == "utf-32" or all(line.isascii() for line in lines)
+                units = encoding == "utf-32" or all(map(str.isascii, lines))
             if not shown:
                 continue
             start, end = item.range.start, item.range.end
