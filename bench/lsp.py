@@ -60,8 +60,8 @@ from common import Daemon, DaemonClient, RpcFailed, cpu_seconds, stop_group  # b
 
 from codeward.daemon.config import Config
 from codeward.daemon.intel.locations import Locator
-from codeward.daemon.lsp.capabilities import client_capabilities
 from codeward.daemon.lsp.defaults import default_servers
+from codeward.daemon.lsp.initialize import initialize_params
 from codeward.daemon.lsp.positions import Encoding, negotiated
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.types import Location as LspLocation
@@ -244,7 +244,7 @@ class DirectClient:
                 "rootPath": str(self.root),
                 "workspaceFolders": [{"uri": self.root.as_uri(), "name": self.root.name}],
                 # The daemon's own declaration: the server does the same work for both.
-                "capabilities": client_capabilities(),
+                "capabilities": initialize_params(self.root)["capabilities"],
             },
         )
         self.capabilities = result["capabilities"]

@@ -22,6 +22,9 @@ version at didOpen, then an indexing progress around the real diagnostics), `pro
 (tsserver: workspace symbols fail with "No Project" while no file is open, diagnostics
 published once the project loaded), `service-ready` (jdtls: `language/status`).
 
+`off-spec` sends shapes off the LSP spec: a capability without a required field, a
+registration with no list of registrations, one whose options are not what its method takes.
+
 Every mode runs the commands of `command` (edits asked for around the answer, a crash, a
 command never answered). Fault modes for supervision: `grow` takes 64 MiB more memory at
 each hover before it answers (`grow-silent` never answers); `silent-hover` never answers
@@ -290,6 +293,8 @@ def main() -> None:
                         "interFileDependencies": False,
                         "workspaceDiagnostics": False,
                     }
+            if MODE == "off-spec":  # capabilities and answers off the LSP spec
+                capabilities["semanticTokensProvider"] = {"full": True}  # no legend
             if MODE == "busy-symbols":  # an index that never finishes loading
                 capabilities["workspaceSymbolProvider"] = True
                 workspace.root = params["rootPath"]
@@ -315,6 +320,18 @@ def main() -> None:
                 send({"method": "$/progress", "params": {"token": "index", "value": begin}})
             if MODE == "workspace-stale-token":
                 ask("window/workDoneProgress/create", {"token": "stale"})
+            if MODE == "off-spec":
+                ask("client/registerCapability", {"registrations": "formatting"})
+                watchers = {"watchers": "**/*.fake"}  # not a list
+                registrations = [
+                    {
+                        "id": "w",
+                        "method": "workspace/didChangeWatchedFiles",
+                        "registerOptions": watchers,
+                    },
+                    {"id": "f", "method": "textDocument/formatting"},
+                ]
+                ask("client/registerCapability", {"registrations": registrations})
             if MODE == "server-requests":
                 ask("custom/unknownThing", {})
                 ask("workspace/configuration", {"items": [{"section": "fake.answer"}, {}]})

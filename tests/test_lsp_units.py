@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from codeward.daemon.config import Config, LanguageConfig, ServerConfig
-from codeward.daemon.lsp.capabilities import ServerCapabilities, client_capabilities
+from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.defaults import (
     command_available,
     default_servers,
@@ -18,6 +20,7 @@ from codeward.daemon.lsp.defaults import (
 )
 from codeward.daemon.lsp.documents import DocumentStore
 from codeward.daemon.lsp.ignored import is_ignored
+from codeward.daemon.lsp.initialize import initialize_params, server_capabilities
 from codeward.daemon.lsp.positions import (
     LineIndex,
     negotiated,
@@ -26,6 +29,7 @@ from codeward.daemon.lsp.positions import (
     to_units,
 )
 from codeward.daemon.lsp.service import Found
+from codeward.daemon.lsp.shapes import OffSpec
 from codeward.daemon.lsp.uris import uri_to_path
 from codeward.daemon.lsp.watcher import glob_matches
 from codeward.daemon.tools.diagnostics import shape
@@ -82,8 +86,12 @@ def test_document_store_versions_and_lru(tmp_path: Path) -> None:
     assert store.close("file:///nowhere") == []
 
 
+def _capabilities(result: dict[str, Any]) -> Capabilities:
+    return server_capabilities("fake", {"capabilities": result})
+
+
 def test_capabilities_static_and_dynamic() -> None:
-    caps = ServerCapabilities(
+    caps = _capabilities(
         {
             "hoverProvider": True,
             "renameProvider": {"prepareProvider": True},
@@ -95,25 +103,90 @@ def test_capabilities_static_and_dynamic() -> None:
     assert not caps.supports("textDocument/definition")
     assert not caps.supports("codeAction/resolve")
     caps.register("1", "textDocument/codeAction", {"resolveProvider": True})
-    caps.register("2", "textDocument/diagnostic", {"workspaceDiagnostics": False})
+    caps.register(
+        "2",
+        "textDocument/diagnostic",
+        {"interFileDependencies": True, "workspaceDiagnostics": False},
+    )
     caps.register("3", "textDocument/formatting", None)
     assert caps.supports("codeAction/resolve") and caps.supports("textDocument/formatting")
     assert caps.supports("textDocument/diagnostic") and not caps.supports("workspace/diagnostic")
     assert not caps.supports("custom/thing")
-    caps.register("4", "custom/thing", None)
-    assert caps.supports("custom/thing")
+    caps.register("4", "custom/thing", {"anything": [1]})  # no lsprotocol type: kept as is
+    assert caps.supports("custom/thing") and caps.registered("custom/thing") == [{"anything": [1]}]
     caps.unregister("3")
     assert not caps.supports("textDocument/formatting")
     assert caps.position_encoding == "utf-16"
-    assert ServerCapabilities({"offsetEncoding": "utf-8"}).position_encoding == "utf-8"
+    assert _capabilities({"positionEncoding": "utf-8"}).position_encoding == "utf-8"
+    clangd = server_capabilities("clangd", {"capabilities": {}, "offsetEncoding": "utf-8"})
+    assert clangd.position_encoding == "utf-8"
     caps.register(
-        "5", "workspace/didChangeWatchedFiles", {"watchers": [{"globPattern": "**/*.py"}]}
+        "5",
+        "workspace/didChangeWatchedFiles",
+        {
+            "watchers": [
+                {"globPattern": "**/*.py"},
+                {"globPattern": {"baseUri": "file:///p", "pattern": "*.toml"}, "kind": 7},
+            ]
+        },
     )
-    assert caps.watched_file_globs() == ["**/*.py"]
-    declared = client_capabilities()
+    assert caps.watched_file_globs() == ["**/*.py", {"baseUri": "file:///p", "pattern": "*.toml"}]
+    assert Capabilities().static is None and not Capabilities().supports("textDocument/hover")
+
+
+def test_capabilities_off_the_spec_are_left_out() -> None:
+    caps = _capabilities(
+        {
+            "hoverProvider": True,
+            "semanticTokensProvider": {"full": True},  # its legend is missing
+            "signatureHelpProvider": 5,
+            # ruff's notebook selector names cells only (lsprotocol needs a hook for it)
+            "notebookDocumentSync": {"notebookSelector": [{"cells": [{"language": "python"}]}]},
+        }
+    )
+    assert caps.supports("textDocument/hover")
+    assert caps.unreadable == ["semanticTokensProvider", "signatureHelpProvider"]
+    assert caps.static is not None and caps.static.notebook_document_sync is not None
+    # Registration options off the spec: the method is offered, none of its sub-options.
+    detail = caps.register("w", "workspace/didChangeWatchedFiles", {"watchers": 3})
+    assert detail is not None and "watchers" in detail
+    assert caps.registered("workspace/didChangeWatchedFiles") == [None]
+    assert caps.watched_file_globs() == []
+    assert caps.register("d", "textDocument/diagnostic", {"workspaceDiagnostics": True})
+    assert caps.supports("textDocument/diagnostic") and not caps.supports("workspace/diagnostic")
+    assert caps.unreadable[2:] == [
+        "workspace/didChangeWatchedFiles registration",
+        "textDocument/diagnostic registration",
+    ]
+    for result in (None, [], {"capabilities": None}, {"capabilities": [1]}):
+        with pytest.raises(OffSpec):
+            server_capabilities("fake", result)
+
+
+def test_initialize_params_declare_what_the_tools_use(tmp_path: Path) -> None:
+    params = initialize_params(tmp_path, {"opt": 1})
+    assert params["rootUri"] == tmp_path.as_uri() and params["rootPath"] == str(tmp_path)
+    assert params["workspaceFolders"] == [{"uri": tmp_path.as_uri(), "name": tmp_path.name}]
+    assert params["initializationOptions"] == {"opt": 1} and params["trace"] == "off"
+    assert initialize_params(tmp_path)["initializationOptions"] is None
+    declared = params["capabilities"]
     assert declared["general"]["positionEncodings"] == ["utf-8", "utf-16"]
+    assert declared["offsetEncoding"] == ["utf-8", "utf-16"]  # clangd's own name
     assert declared["textDocument"]["hover"]["contentFormat"][0] == "markdown"
     assert declared["textDocument"]["rename"]["prepareSupport"]
+    assert declared["textDocument"]["documentSymbol"]["hierarchicalDocumentSymbolSupport"]
+    assert declared["textDocument"]["definition"] == {
+        "dynamicRegistration": True,
+        "linkSupport": True,
+    }
+    kinds = declared["textDocument"]["codeAction"]["codeActionLiteralSupport"]["codeActionKind"]
+    assert "source.fixAll" in kinds["valueSet"] and "" in kinds["valueSet"]
+    assert declared["workspace"]["workspaceEdit"]["resourceOperations"] == [
+        "create",
+        "rename",
+        "delete",
+    ]
+    assert declared["workspace"]["symbol"]["symbolKind"]["valueSet"] == list(range(1, 27))
     assert declared["window"]["workDoneProgress"]
 
 

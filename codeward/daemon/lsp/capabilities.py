@@ -1,113 +1,42 @@
-"""What the daemon declares to servers, and which server offers which method.
+"""Which server offers which method.
 
 A server offers a method through its static `ServerCapabilities` (from `initialize`) or
-through a dynamic registration (`client/registerCapability`), until it unregisters.
+through a dynamic registration (`client/registerCapability`), until it unregisters. Both are
+lsprotocol shapes: the registration options are structured as the method's registration
+options type.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from lsprotocol import types as lsp
+
 from codeward.daemon.lsp.positions import Encoding, negotiated
-
-_LINK = {"dynamicRegistration": True, "linkSupport": True}
-_SYMBOL_KINDS = {"valueSet": list(range(1, 27))}
-_CODE_ACTION_KINDS = [
-    "",
-    "quickfix",
-    "refactor",
-    "refactor.extract",
-    "refactor.inline",
-    "refactor.rewrite",
-    "source",
-    "source.organizeImports",
-    "source.fixAll",
-]
-
-
-def client_capabilities() -> dict[str, Any]:
-    """The `ClientCapabilities` of `initialize`: what the tools really use, and nothing more."""
-    return {
-        "general": {
-            "positionEncodings": ["utf-8", "utf-16"],
-            "staleRequestSupport": {"cancel": True, "retryOnContentModified": []},
-        },
-        "workspace": {
-            "applyEdit": True,
-            "workspaceEdit": {
-                "documentChanges": True,
-                "resourceOperations": ["create", "rename", "delete"],
-                "failureHandling": "abort",
-            },
-            "configuration": True,
-            "workspaceFolders": True,
-            "didChangeConfiguration": {"dynamicRegistration": True},
-            "didChangeWatchedFiles": {"dynamicRegistration": True, "relativePatternSupport": True},
-            "symbol": {"dynamicRegistration": True, "symbolKind": _SYMBOL_KINDS},
-            "diagnostics": {"refreshSupport": False},
-        },
-        "textDocument": {
-            "synchronization": {"dynamicRegistration": True, "didSave": False},
-            "hover": {"dynamicRegistration": True, "contentFormat": ["markdown", "plaintext"]},
-            "definition": _LINK,
-            "typeDefinition": _LINK,
-            "implementation": _LINK,
-            "declaration": _LINK,
-            "references": {"dynamicRegistration": True},
-            "documentSymbol": {
-                "dynamicRegistration": True,
-                "hierarchicalDocumentSymbolSupport": True,
-                "symbolKind": _SYMBOL_KINDS,
-            },
-            "publishDiagnostics": {
-                "relatedInformation": True,
-                "versionSupport": True,
-                "codeDescriptionSupport": True,
-                "dataSupport": True,
-                "tagSupport": {"valueSet": [1, 2]},
-            },
-            "diagnostic": {"dynamicRegistration": True, "relatedDocumentSupport": False},
-            "formatting": {"dynamicRegistration": True},
-            "rangeFormatting": {"dynamicRegistration": True},
-            "codeAction": {
-                "dynamicRegistration": True,
-                "isPreferredSupport": True,
-                "dataSupport": True,
-                "resolveSupport": {"properties": ["edit"]},
-                "codeActionLiteralSupport": {"codeActionKind": {"valueSet": _CODE_ACTION_KINDS}},
-            },
-            "rename": {"dynamicRegistration": True, "prepareSupport": True},
-            "callHierarchy": {"dynamicRegistration": True},
-        },
-        "window": {"workDoneProgress": True, "showMessage": {}},
-        # rust-analyzer then says when it is quiescent (lsp/readiness.py)
-        "experimental": {"serverStatusNotification": True},
-        # clangd's own name for positionEncodings (clangd before 15 reads only this one).
-        "offsetEncoding": ["utf-8", "utf-16"],
-    }
-
+from codeward.daemon.lsp.shapes import OffSpec, structure, unstructure
 
 # The static capability that offers each request, and a sub-option it also needs.
 _PROVIDERS: dict[str, tuple[str, str | None]] = {
-    "textDocument/hover": ("hoverProvider", None),
-    "textDocument/definition": ("definitionProvider", None),
-    "textDocument/typeDefinition": ("typeDefinitionProvider", None),
-    "textDocument/implementation": ("implementationProvider", None),
-    "textDocument/declaration": ("declarationProvider", None),
-    "textDocument/references": ("referencesProvider", None),
-    "textDocument/documentSymbol": ("documentSymbolProvider", None),
-    "workspace/symbol": ("workspaceSymbolProvider", None),
-    "textDocument/formatting": ("documentFormattingProvider", None),
-    "textDocument/rangeFormatting": ("documentRangeFormattingProvider", None),
-    "textDocument/codeAction": ("codeActionProvider", None),
-    "codeAction/resolve": ("codeActionProvider", "resolveProvider"),
-    "textDocument/rename": ("renameProvider", None),
-    "textDocument/prepareRename": ("renameProvider", "prepareProvider"),
-    "textDocument/prepareCallHierarchy": ("callHierarchyProvider", None),
-    "callHierarchy/incomingCalls": ("callHierarchyProvider", None),
-    "callHierarchy/outgoingCalls": ("callHierarchyProvider", None),
-    "textDocument/diagnostic": ("diagnosticProvider", None),
-    "workspace/diagnostic": ("diagnosticProvider", "workspaceDiagnostics"),
+    "textDocument/hover": ("hover_provider", None),
+    "textDocument/definition": ("definition_provider", None),
+    "textDocument/typeDefinition": ("type_definition_provider", None),
+    "textDocument/implementation": ("implementation_provider", None),
+    "textDocument/declaration": ("declaration_provider", None),
+    "textDocument/references": ("references_provider", None),
+    "textDocument/documentSymbol": ("document_symbol_provider", None),
+    "workspace/symbol": ("workspace_symbol_provider", None),
+    "textDocument/formatting": ("document_formatting_provider", None),
+    "textDocument/rangeFormatting": ("document_range_formatting_provider", None),
+    "textDocument/codeAction": ("code_action_provider", None),
+    "codeAction/resolve": ("code_action_provider", "resolve_provider"),
+    "textDocument/rename": ("rename_provider", None),
+    "textDocument/prepareRename": ("rename_provider", "prepare_provider"),
+    "textDocument/prepareCallHierarchy": ("call_hierarchy_provider", None),
+    "callHierarchy/incomingCalls": ("call_hierarchy_provider", None),
+    "callHierarchy/outgoingCalls": ("call_hierarchy_provider", None),
+    "textDocument/diagnostic": ("diagnostic_provider", None),
+    "workspace/diagnostic": ("diagnostic_provider", "workspace_diagnostics"),
 }
 # Requests a dynamic registration of another method also enables.
 _REGISTERED_AS = {
@@ -119,19 +48,40 @@ _REGISTERED_AS = {
 }
 
 
-class ServerCapabilities:
+def registration_options(method: str, options: Any) -> Any:
+    """A registration's options as the method's registration options type (raw when
+    lsprotocol knows no such type); raises `OffSpec`."""
+    types = lsp.METHOD_TO_TYPES.get(method)
+    if options is None or types is None or types[3] is None:
+        return options
+    return structure(options, types[3])
+
+
+class Capabilities:
     """A server's static capabilities and live dynamic registrations."""
 
-    def __init__(self, static: dict[str, Any] | None = None) -> None:
-        self.static: dict[str, Any] = static or {}
+    def __init__(
+        self,
+        static: lsp.ServerCapabilities | None = None,
+        *,
+        encoding: str | None = None,
+        unreadable: Sequence[str] = (),
+    ) -> None:
+        self.static = static  # None until the server answered initialize
         self.registrations: dict[str, tuple[str, Any]] = {}  # id -> (method, options)
+        self.position_encoding: Encoding = negotiated(encoding)
+        self.unreadable = list(unreadable)  # capabilities off the spec, left out
 
-    @property
-    def position_encoding(self) -> Encoding:
-        return negotiated(self.static.get("positionEncoding") or self.static.get("offsetEncoding"))
-
-    def register(self, reg_id: str, method: str, options: Any) -> None:
-        self.registrations[reg_id] = (method, options)
+    def register(self, reg_id: str, method: str, options: Any) -> str | None:
+        """Record a registration. Options off the LSP spec are left out (the method is
+        offered, none of its sub-options): what is wrong with them is returned."""
+        try:
+            self.registrations[reg_id] = (method, registration_options(method, options))
+        except OffSpec as exc:
+            self.registrations[reg_id] = (method, None)
+            self.unreadable.append(f"{method} registration")
+            return exc.detail
+        return None
 
     def unregister(self, reg_id: str) -> None:
         self.registrations.pop(reg_id, None)
@@ -151,25 +101,22 @@ class ServerCapabilities:
         if provider is None:
             return bool(self.registered(method))
         key, sub = provider
-        options: list[Any] = [self.static.get(key)]
+        options: list[Any] = [getattr(self.static, key, None)]
         options += [
             True if opts is None else opts for opts in self.registered(self.registered_as(method))
         ]
         for option in options:
             if option is None or option is False:
                 continue
-            if sub is None:
-                return True
-            if isinstance(option, dict) and option.get(sub):
+            if sub is None or getattr(option, sub, None):
                 return True
         return False
 
     def watched_file_globs(self) -> list[Any]:
-        """The `FileSystemWatcher` glob patterns the server registered."""
-        patterns: list[Any] = []
-        for options in self.registered("workspace/didChangeWatchedFiles"):
-            if isinstance(options, dict):
-                for watcher in options.get("watchers") or []:
-                    if isinstance(watcher, dict) and "globPattern" in watcher:
-                        patterns.append(watcher["globPattern"])
-        return patterns
+        """The `FileSystemWatcher` glob patterns the server registered, as JSON data."""
+        return [
+            unstructure(watcher.glob_pattern)
+            for options in self.registered("workspace/didChangeWatchedFiles")
+            if isinstance(options, lsp.DidChangeWatchedFilesRegistrationOptions)
+            for watcher in options.watchers
+        ]

@@ -32,7 +32,7 @@ from typing import Any
 import trio
 
 from codeward.daemon.config import LspConfig, ServerConfig
-from codeward.daemon.lsp.capabilities import ServerCapabilities
+from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.capture import COMMAND_EDIT_GRACE, EditCapture, EditHandler
 from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.connection import (
@@ -84,7 +84,7 @@ class LanguageServer:
         self.lsp = lsp
         self._capture: EditCapture | None = None  # the edits of the command running
         self._on_start: Callable[[LanguageServer], None] | None = None
-        self.capabilities = ServerCapabilities()
+        self.capabilities = Capabilities()
         self._changes = Changes()
         self._freshness = Freshness(
             name,
@@ -128,10 +128,10 @@ class LanguageServer:
         self._lanes = {m: Lane(name) for m in [EXECUTE_COMMAND, *config.exclusive_methods]}
         self._pulls = Lane(name)
 
-    def _running(self, conn: LspConnection, capabilities: dict[str, Any]) -> None:
+    def _running(self, conn: LspConnection, capabilities: Capabilities) -> None:
         """The new process is initialized: its capabilities, then every open document."""
         # Until now `capabilities` held what the last run offered (see `may_offer`).
-        self.capabilities = ServerCapabilities(capabilities)
+        self.capabilities = capabilities
         self._docs.reopen_all(conn.notify)
 
     # -- the process ------------------------------------------------------------------

@@ -8,22 +8,23 @@ import collections
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from codeward.daemon.lsp.capabilities import ServerCapabilities
+from lsprotocol import types as lsp
+
+from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.capture import REFUSED, EditCapture
 from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.connection import ResponseError
 from codeward.daemon.lsp.freshness import Freshness
-from codeward.daemon.lsp.supervisor import workspace_folders
+from codeward.daemon.lsp.initialize import folders
+from codeward.daemon.lsp.shapes import OffSpec, structure, unstructure
 from codeward.daemon.lsp.sync import DocumentSync
 from codeward.daemon.lsp.types import (
     ConfigurationParams,
     LogMessageParams,
     ProgressParams,
     PublishDiagnosticsParams,
-    RegistrationParams,
-    UnregistrationParams,
     WorkDoneProgressCreateParams,
 )
 from codeward.protocol.messages import Incoming
@@ -31,6 +32,8 @@ from codeward.protocol.messages import Incoming
 log = logging.getLogger("codeward.lsp")
 
 METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+T = TypeVar("T")
 
 
 class ServerRequests:
@@ -39,7 +42,7 @@ class ServerRequests:
         name: str,
         root: Path,
         settings: Callable[[], dict[str, Any]],
-        capabilities: Callable[[], ServerCapabilities],
+        capabilities: Callable[[], Capabilities],
         changes: Changes,
         sync: DocumentSync,
         freshness: Freshness,
@@ -71,14 +74,11 @@ class ServerRequests:
             items = message.decode(ConfigurationParams).items
             return [self._setting(item.section) for item in items]
         if method == "client/registerCapability":
-            capabilities = self._capabilities()
-            for reg in message.decode(RegistrationParams).registrations:
-                capabilities.register(reg.id, reg.method, reg.register_options)
-            self._changes.touch()
+            self._register(message)
             return None
         if method == "client/unregisterCapability":
             capabilities = self._capabilities()
-            for unreg in message.decode(UnregistrationParams).unregisterations:
+            for unreg in self._params(message, lsp.UnregistrationParams).unregisterations:
                 capabilities.unregister(unreg.id)
             self._changes.touch()
             return None
@@ -86,7 +86,7 @@ class ServerRequests:
             self._freshness.on_created(message.decode(WorkDoneProgressCreateParams).token)
             return None
         if method == "workspace/workspaceFolders":
-            return workspace_folders(self.root)
+            return unstructure(folders(self.root))
         if method == "workspace/applyEdit":
             capture = self._capture()  # the command running, if any
             return REFUSED if capture is None else capture.receive(message.decode())
@@ -100,6 +100,26 @@ class ServerRequests:
             self._sync.changed_elsewhere()
             return None
         raise ResponseError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _params(self, message: Incoming, type_: type[T]) -> T:
+        """A server request's params as their lsprotocol type; off the spec, the
+        invalid-params error answers it (and says so in the log)."""
+        try:
+            return structure(message.decode(), type_)
+        except OffSpec as exc:
+            log.warning("%s: %s params off the LSP spec: %s", self.name, message.method, exc.detail)
+            raise ResponseError(INVALID_PARAMS, f"{message.method}: {exc.detail}") from None
+
+    def _register(self, message: Incoming) -> None:
+        """Record each registration; options off the LSP spec are left out (logged)."""
+        capabilities = self._capabilities()
+        for reg in self._params(message, lsp.RegistrationParams).registrations:
+            detail = capabilities.register(reg.id, reg.method, reg.register_options)
+            if detail is not None:
+                log.warning(
+                    "%s: %s registration off the LSP spec: %s", self.name, reg.method, detail
+                )
+        self._changes.touch()
 
     def on_notification(self, method: str, message: Incoming) -> None:
         if self._freshness.listens(method):

@@ -18,12 +18,11 @@ import signal
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 import trio
 
 from codeward.daemon.config import LspConfig, ServerConfig
-from codeward.daemon.lsp.capabilities import client_capabilities
+from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.connection import (
     ConnectionClosed,
@@ -34,7 +33,9 @@ from codeward.daemon.lsp.connection import (
     ResponseError,
 )
 from codeward.daemon.lsp.defaults import command_available
+from codeward.daemon.lsp.initialize import initialize_params, server_capabilities
 from codeward.daemon.lsp.process import ServerProcess, group_rss, is_stopped
+from codeward.daemon.lsp.shapes import OffSpec
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -59,15 +60,11 @@ class ServerState(StrEnum):
     UNRESPONSIVE = "unresponsive"
 
 
-def workspace_folders(root: Path) -> list[dict[str, str]]:
-    return [{"uri": root.as_uri(), "name": root.name}]
-
-
 class _StartFailed(Exception):
     """The server started but did not complete the handshake."""
 
 
-OnRunning = Callable[[LspConnection, dict[str, Any]], None]
+OnRunning = Callable[[LspConnection, Capabilities], None]
 
 
 class Supervisor:
@@ -312,32 +309,21 @@ class Supervisor:
 
     async def _handshake(self, conn: LspConnection) -> None:
         timeout = self.lsp.initialize_timeout
-        params = {
-            "processId": os.getpid(),
-            "clientInfo": {"name": "codeward", "version": "0.1.0"},
-            "locale": "en",
-            "rootPath": str(self.root),
-            "rootUri": self.root.as_uri(),
-            "workspaceFolders": workspace_folders(self.root),
-            "capabilities": client_capabilities(),
-            "initializationOptions": self.config.init_options,
-            "trace": "off",
-        }
+        params = initialize_params(self.root, self.config.init_options)
         try:
             result = await conn.request("initialize", params, timeout=timeout)
         except RequestTimeout:
             raise _StartFailed(f"it did not answer initialize within {timeout:g} s") from None
         except ResponseError as exc:
             raise _StartFailed(f"it refused initialize ({scrub(exc.message, self.root)})") from None
-        caps = result.get("capabilities") if isinstance(result, dict) else None
-        if not isinstance(caps, dict):
-            raise _StartFailed("its initialize result has no capabilities")
-        if "offsetEncoding" in result and "positionEncoding" not in caps:
-            caps["offsetEncoding"] = result["offsetEncoding"]
+        try:
+            capabilities = server_capabilities(self.name, result)
+        except OffSpec as exc:
+            raise _StartFailed(exc.detail) from None
         conn.notify("initialized", {})
         if self.config.settings:
             conn.notify("workspace/didChangeConfiguration", {"settings": self.config.settings})
-        self._on_running(conn, caps)
+        self._on_running(conn, capabilities)
 
     async def _watch(self, process: ServerProcess, conn: LspConnection) -> None:
         """Every `lsp.check_interval` seconds: restart the running server when its process

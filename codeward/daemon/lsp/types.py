@@ -24,13 +24,6 @@ class Location(Struct, gc=False):
     range: Range
 
 
-class LocationLink(Struct, rename="camel"):
-    target_uri: str
-    target_range: Range
-    target_selection_range: Range
-    origin_selection_range: Range | None = None
-
-
 class Diagnostic(Struct, rename="camel"):
     range: Range
     message: str
@@ -66,14 +59,6 @@ class WorkspaceDiagnosticReport(Struct):
     items: list[WorkspaceDocumentReport] = []
 
 
-class ProgressValue(Struct):
-    kind: str
-    title: str | None = None
-    message: str | None = None
-    percentage: float | None = None
-    cancellable: bool | None = None
-
-
 class ProgressParams(Struct):
     token: int | str
     value: Any
@@ -81,26 +66,6 @@ class ProgressParams(Struct):
 
 class WorkDoneProgressCreateParams(Struct):
     token: int | str
-
-
-class Registration(Struct, rename="camel"):
-    id: str
-    method: str
-    register_options: Any = None
-
-
-class RegistrationParams(Struct):
-    registrations: list[Registration]
-
-
-class Unregistration(Struct):
-    id: str
-    method: str
-
-
-class UnregistrationParams(Struct):
-    # The LSP spec keeps this misspelling.
-    unregisterations: list[Unregistration]
 
 
 class ConfigurationItem(Struct, rename="camel"):

@@ -1,0 +1,91 @@
+"""LSP shapes at the seam with the servers: lsprotocol types and their cattrs converter.
+
+Requests are built from lsprotocol types and `unstructure`d to JSON-able data; answers,
+decoded from JSON, are `structure`d into lsprotocol types. A shape a server sends off the
+spec (a field missing, of another type, null where none is allowed) becomes an
+`lsp_error` naming the server and the method (`answer`), never a crash. Hot bulky answers
+(thousands of locations) stay on msgspec Structs (`lsp.types`): bench/decode.py measures
+both converters on the same bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from lsprotocol import types as lsp
+from lsprotocol.converters import get_converter
+
+from codeward.protocol.errors import ErrorKind, ToolError
+
+T = TypeVar("T")
+
+
+class OffSpec(Exception):
+    """Data that does not have the LSP shape asked for; `detail` says where and why."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+def _converter() -> cattrs.Converter:
+    converter = get_converter()
+    # lsprotocol has a hook for a notebook filter, not for an optional one (the `notebook`
+    # of a `notebookSelector` entry that names `cells` only, as ruff sends it).
+    optional_filter = attrs.fields(lsp.NotebookDocumentFilterWithCells).notebook.type
+    notebook_filter_type = attrs.fields(lsp.NotebookCellTextDocumentFilter).notebook.type
+
+    def notebook_filter(value: Any, _: Any) -> Any:
+        return None if value is None else converter.structure(value, notebook_filter_type)
+
+    converter.register_structure_hook(optional_filter, notebook_filter)
+    return converter
+
+
+CONVERTER = _converter()
+
+
+def unstructure(value: Any) -> Any:
+    """JSON-able data (camelCase keys, unset fields left out) of an lsprotocol value."""
+    return CONVERTER.unstructure(value)
+
+
+def structure(data: Any, type_: type[T] | Any) -> T:
+    """`data` (decoded JSON) as `type_`; raises `OffSpec` when it does not fit."""
+    try:
+        return CONVERTER.structure(data, type_)
+    except cattrs.BaseValidationError as exc:
+        raise OffSpec("; ".join(cattrs.transform_error(exc)[:3])) from None
+    except (cattrs.StructureHandlerNotFoundError, ValueError, TypeError, KeyError) as exc:
+        # lsprotocol's own hooks look into the data before checking its type.
+        raise OffSpec(f"{exc.__class__.__name__}: {exc}"[:200]) from None
+    except AttributeError as exc:
+        raise OffSpec(f"AttributeError: {exc}"[:200]) from None
+
+
+def result_type(method: str) -> Any:
+    """The lsprotocol type of the result of the request `method` (e.g. `Hover | None`)."""
+    response = lsp.METHOD_TO_TYPES[method][1]
+    return attrs.fields(response).result.type
+
+
+def off_spec(server: str, method: str, detail: str) -> ToolError:
+    """The `lsp_error` for an answer to `method` that does not have the LSP shape."""
+    return ToolError(
+        ErrorKind.LSP_ERROR,
+        f"The {server} language server answered {method} with a shape off the LSP spec "
+        f"({detail}); retry, or report it to the server's authors.",
+        server=server,
+        method=method,
+    )
+
+
+def answer(data: Any, server: str, method: str, type_: Any = None) -> Any:
+    """A server's answer to `method` as its lsprotocol type (`type_`, else the method's
+    result type); an `lsp_error` naming the server and the method when it does not fit."""
+    try:
+        return structure(data, result_type(method) if type_ is None else type_)
+    except OffSpec as exc:
+        raise off_spec(server, method, exc.detail) from None
