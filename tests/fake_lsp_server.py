@@ -23,7 +23,9 @@ version at didOpen, then an indexing progress around the real diagnostics), `pro
 published once the project loaded), `service-ready` (jdtls: `language/status`).
 
 `off-spec` sends shapes off the LSP spec: a capability without a required field, a
-registration with no list of registrations, one whose options are not what its method takes.
+registration with no list of registrations, one whose options are not what its method takes,
+hovers and symbols with fields missing or of the wrong type; `symbols` answers document and
+workspace symbols as the spec says.
 
 Every mode runs the commands of `command` (edits asked for around the answer, a crash, a
 command never answered). Fault modes for supervision: `grow` takes 64 MiB more memory at
@@ -295,6 +297,10 @@ def main() -> None:
                     }
             if MODE == "off-spec":  # capabilities and answers off the LSP spec
                 capabilities["semanticTokensProvider"] = {"full": True}  # no legend
+            if MODE in ("off-spec", "symbols"):
+                capabilities["documentSymbolProvider"] = True
+                capabilities["workspaceSymbolProvider"] = True
+                workspace.root = params["rootPath"]
             if MODE == "busy-symbols":  # an index that never finishes loading
                 capabilities["workspaceSymbolProvider"] = True
                 workspace.root = params["rootPath"]
@@ -376,7 +382,14 @@ def main() -> None:
         elif method == "workspace/symbol":
             where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}
             uri = f"file://{workspace.root}/a.fake"
-            found = {"name": "good", "kind": 12, "location": {"uri": uri, "range": where}}
+            kind = "function" if MODE == "off-spec" else 12  # a SymbolKind is a number
+            found = {"name": "good", "kind": kind, "location": {"uri": uri, "range": where}}
+            send({"id": msg_id, "result": [found]})
+        elif method == "textDocument/documentSymbol":
+            where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}
+            found = {"name": "good", "kind": 12, "range": where, "selectionRange": where}
+            if MODE == "off-spec":
+                del found["range"]  # required
             send({"id": msg_id, "result": [found]})
         elif method == "textDocument/rename":
             send({"id": msg_id, "result": {"changes": {}}})
@@ -420,6 +433,10 @@ def main() -> None:
                 os.close(1)
                 time.sleep(600)
             if MODE == "silent-hover":
+                continue
+            if MODE == "off-spec":  # a range without its end, a position without character
+                odd = {"contents": "odd", "range": {"start": {"line": 0}}}
+                send({"id": msg_id, "result": odd})
                 continue
             position = params["position"]
             send(

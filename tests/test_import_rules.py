@@ -22,6 +22,7 @@ PUBLIC: dict[str, frozenset[str] | None] = {
     LSP: frozenset({"Answer", "DocumentContext", "LanguageService"}),
     f"{LSP}.service": frozenset(service.__all__),
     f"{LSP}.types": None,  # value types of the servers' replies (Location, Diagnostic...)
+    f"{LSP}.shapes": None,  # lsprotocol types at the seam: converter, typed answers, params
     f"{LSP}.positions": None,  # Encoding, LineIndex: positions in the servers' encodings
     f"{LSP}.uris": None,  # file URIs and paths
     f"{LSP}.defaults": None,  # the built-in languages and servers of the config

@@ -16,6 +16,7 @@ import pytest
 from codeward.daemon.intel.locations import Locator
 from codeward.daemon.intel.symbols import Outline
 from codeward.daemon.lsp.service import Answer
+from codeward.daemon.lsp.shapes import result_type, structure
 from codeward.daemon.tools.intel import DeclarationSites, module_of
 from tests.conftest import OpenClient
 from tests.intel_support import pos, write
@@ -216,10 +217,13 @@ def test_outline_selects_trees_and_flat_lists() -> None:
     ]
 
     def shape(outline: Outline) -> list[Any]:
-        return [(s["name"], shape_children(s)) for s in outline.select(tree)]
+        return [(s.name, shape_children(s)) for s in outline.select(typed(tree))]
 
-    def shape_children(s: dict[str, Any]) -> list[Any]:
-        return [(c["name"], shape_children(c)) for c in s["children"]]
+    def shape_children(s: Any) -> list[Any]:
+        return [(c.name, shape_children(c)) for c in s.children]
+
+    def typed(items: list[dict[str, Any]]) -> Any:
+        return structure(items, result_type("textDocument/documentSymbol"))
 
     assert shape(Outline()) == [("C", [("m", []), ("a", [])]), ("f", []), ("V", [])]
     assert shape(Outline(all=True, depth=2)) == [
@@ -239,8 +243,10 @@ def test_outline_selects_trees_and_flat_lists() -> None:
         {"name": n, "kind": k, "location": {"uri": "file:///m.py", "range": s["range"]}}
         for n, k, s in (("f", 12, tree[1]), ("x", 13, tree[1]["children"][0]), ("V", 13, tree[2]))
     ]
-    assert [s["name"] for s in Outline().select(flat)] == ["f", "V"]
-    assert [s["name"] for s in Outline(all=True).select(flat)] == ["f", "x", "V"]
+    assert [s.name for s in Outline().select(typed(flat))] == ["f", "V"]
+    assert [s.name for s in Outline(all=True).select(typed(flat))] == ["f", "x", "V"]
+    assert [s.name for s in Outline(kinds=frozenset({"variable"})).select(typed(flat))] == ["V"]
+    assert Outline(depth=1).select(None) == [] and Outline().select([]) == []
 
 
 class _Lines:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+from lsprotocol import types as lsp
 
 from codeward.daemon.config import Config
 from codeward.daemon.intel import calls, hover
@@ -25,6 +26,7 @@ from codeward.daemon.intel.inputs import check_position, source_file
 from codeward.daemon.intel.locations import Locator, finish, targets
 from codeward.daemon.intel.symbols import Budget, document_symbols, information, kind_name, rank
 from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.lsp.shapes import OffSpec, result_type, structure
 from codeward.daemon.lsp.types import Location, Position, Range
 from codeward.daemon.tools.intel import module_of
 from codeward.protocol.errors import ToolError
@@ -175,14 +177,19 @@ def test_hover_clangd() -> None:
     assert var is not None and (var.kind, var.type) == ("variable", "int")
 
 
+def _hover(contents: Any) -> str:
+    hovered = structure({"contents": contents}, lsp.Hover)
+    return hover.markdown_of(hovered.contents)
+
+
 def test_hover_contents_shapes() -> None:
-    assert hover.markdown_of({"kind": "markdown", "value": "**x**"}) == "**x**"
-    assert hover.markdown_of({"kind": "plaintext", "value": "x"}) == "x"
-    assert hover.markdown_of({"language": "python", "value": "x: int"}) == "```python\nx: int\n```"
-    assert hover.markdown_of(["doc", {"language": "c", "value": "int x"}, ""]) == (
-        "doc\n\n```c\nint x\n```"
-    )
-    assert hover.markdown_of(None) == "" and hover.markdown_of({"value": 3}) == ""
+    assert _hover({"kind": "markdown", "value": "**x**"}) == "**x**"
+    assert _hover({"kind": "plaintext", "value": "x"}) == "x"
+    assert _hover({"language": "python", "value": "x: int"}) == "```python\nx: int\n```"
+    assert _hover(["doc", {"language": "c", "value": "int x"}, ""]) == ("doc\n\n```c\nint x\n```")
+    assert _hover("plain") == "plain" and _hover(3) == ""  # lsprotocol lets a number through
+    with pytest.raises(OffSpec):
+        _hover({"value": 3})
     assert hover.parse("") is None and hover.parse("  \n ") is None
     plain = hover.parse("just words")
     assert plain is not None and plain.signature is None and plain.docs == "just words"
@@ -288,11 +295,11 @@ def test_document_and_workspace_symbols(tmp_path: Path) -> None:
     write(root, {"a.py": "class A:\n    def f(self): pass\n"})
     locator = Locator(LanguageService(root, Config(), lambda _: None))
     uri = (root / "a.py").as_uri()
-    tree = [
+    tree = _symbols([
         {"name": "A", "kind": 5, "range": _r(0, 0, 1, 21), "selectionRange": _r(0, 6, 0, 7),
-         "children": [{"name": "f", "kind": 6, "detail": "(self)", "range": _r(1, 4, 1, 21)}]},
-        {"name": 3}, "junk", {"name": "nr", "kind": 13},
-    ]  # fmt: skip
+         "children": [{"name": "f", "kind": 6, "detail": "(self)", "range": _r(1, 4, 1, 21),
+                       "selectionRange": _r(1, 4, 1, 21)}]},
+    ])  # fmt: skip
     shaped = document_symbols(tree, uri, locator, "utf-16", Budget(10))
     assert shaped == [
         {"name": "A", "kind": "class", "detail": None, "line": 1, "character": 7,
@@ -302,13 +309,13 @@ def test_document_and_workspace_symbols(tmp_path: Path) -> None:
                                                  "end_character": 22}, "children": []}]},
     ]  # fmt: skip
     assert document_symbols(None, uri, locator, "utf-16", Budget(10)) == []
-    flat = [
+    flat = _symbols([
         {"name": "A", "kind": 5, "location": {"uri": uri, "range": _r(0, 6, 0, 7)}},
         {"name": "f", "kind": 6, "containerName": "A",
          "location": {"uri": uri, "range": _r(1, 8, 1, 9)}},
         {"name": "s", "kind": 13,
          "location": {"uri": (tmp_path / "s.py").as_uri(), "range": _r(0, 0, 0, 1)}},
-    ]  # fmt: skip
+    ])  # fmt: skip
     budget = Budget(1)
     shaped = document_symbols(flat, uri, locator, "utf-16", budget)
     assert [s["name"] for s in shaped] == ["A"] and budget.truncated
@@ -317,12 +324,20 @@ def test_document_and_workspace_symbols(tmp_path: Path) -> None:
         "A", "a.py", 2, "def f(self): pass",
     )  # fmt: skip
     assert information(flat[2], locator, "utf-16") is None
-    assert information({"name": "x", "location": {"uri": uri}}, locator, "utf-16") == {
-        "name": "x", "kind": "unknown", "container": None, "path": "a.py",
+    assert information(_workspace_symbol(uri), locator, "utf-16") == {
+        "name": "x", "kind": "variable", "container": None, "path": "a.py",
     }  # fmt: skip
-    outside = {"name": "x", "location": {"uri": (tmp_path / "s.py").as_uri()}}
+    outside = _workspace_symbol((tmp_path / "s.py").as_uri())
     assert information(outside, locator, "utf-16") is None
-    assert information({"name": "x"}, locator, "utf-16") is None
+
+
+def _symbols(items: list[dict[str, Any]]) -> Any:
+    return structure(items, result_type("textDocument/documentSymbol"))
+
+
+def _workspace_symbol(uri: str) -> lsp.WorkspaceSymbol:
+    """A `WorkspaceSymbol` without a range: the file only."""
+    return structure({"name": "x", "kind": 13, "location": {"uri": uri}}, lsp.WorkspaceSymbol)
 
 
 def test_call_shapes(tmp_path: Path) -> None:

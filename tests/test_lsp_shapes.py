@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 import trio
 
+from codeward.daemon.config import Config, DaemonConfig
+from tests.conftest import OpenClient
+from tests.intel_support import write
 from tests.lsp_support import fake_config, fake_server, logged, running
+from tests.rpc import RpcFailure
 
 
 @pytest.fixture
@@ -43,3 +47,45 @@ async def test_capabilities_and_registrations_off_the_spec(tmp_path: Path, doc: 
     refused = answers[1001]["error"]  # registrations that are not a list
     assert refused["code"] == -32602 and "client/registerCapability" in refused["message"]
     assert answers[1002]["result"] is None
+
+
+class TestTools:
+    """Through the daemon: `odd` answers off the spec, `fine` by it; both serve `*.fake`."""
+
+    @pytest.fixture
+    def daemon_config(self) -> Config:
+        config = fake_config(
+            {"odd": fake_server("off-spec"), "fine": fake_server("symbols")},
+            order=["odd", "fine"],
+        )
+        return Config(
+            daemon=DaemonConfig(idle_timeout=600.0),
+            lsp=config.lsp,
+            servers=config.servers,
+            languages=config.languages,
+        )
+
+    async def test_an_answer_off_the_spec_is_an_lsp_error_naming_server_and_method(
+        self, open_client: OpenClient, project: Path
+    ) -> None:
+        write(project, {"a.fake": "good\n"})
+        client = await open_client(project)
+        for tool, method, arguments in (
+            ("get_hover_info", "textDocument/hover", {"line": 1, "character": 1}),
+            ("get_symbols", "textDocument/documentSymbol", {}),
+        ):
+            with pytest.raises(RpcFailure) as info:
+                await client.tool(tool, path="a.fake", **arguments)
+            assert info.value.kind == "lsp_error"
+            assert info.value.data["server"] == "odd" and info.value.data["method"] == method
+            assert f"The odd language server answered {method}" in info.value.message
+        # The server is still there, and so are the others' answers.
+        found = await client.tool("get_symbols", scope="workspace", query="good")
+        assert [(s["name"], s["kind"], s["path"]) for s in found["symbols"]] == [
+            ("good", "function", "a.fake")
+        ]
+        servers = (await client.call("session/list"))["sessions"][0]["servers"]
+        assert [(s["name"], s["state"], s["restarts"]) for s in servers] == [
+            ("odd", "running", 0),
+            ("fine", "running", 0),
+        ]

@@ -15,8 +15,10 @@ link.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from lsprotocol import types as lsp
 
 _FENCE = re.compile(r"```[ \t]*([\w+#-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 _PYRIGHT_KIND = re.compile(r"^\(([a-z][a-z ]*)\)\s+")
@@ -72,23 +74,17 @@ class HoverText:
     module: str | None
 
 
-def markdown_of(contents: Any) -> str:
+def markdown_of(contents: lsp.MarkupContent | lsp.MarkedString | Sequence[lsp.MarkedString]) -> str:
     """The markdown of `Hover.contents`: MarkupContent, MarkedString or a list of them."""
     if isinstance(contents, str):
         return contents
-    if isinstance(contents, list):
+    if isinstance(contents, lsp.MarkupContent):
+        return contents.value
+    if isinstance(contents, lsp.MarkedStringWithLanguage):
+        return f"```{contents.language}\n{contents.value}\n```"
+    if isinstance(contents, Sequence):
         parts = [markdown_of(item) for item in contents]
         return "\n\n".join(part for part in parts if part.strip())
-    if isinstance(contents, dict):
-        value = contents.get("value")
-        if not isinstance(value, str):
-            return ""
-        language = contents.get("language")
-        if isinstance(language, str):
-            return f"```{language}\n{value}\n```"
-        if contents.get("kind") == "plaintext":
-            return value
-        return value
     return ""
 
 

@@ -18,7 +18,7 @@ from codeward.daemon.intel.indicators import go_env, indicator, typeshed_module
 from codeward.daemon.lsp.positions import Encoding, LineIndex, to_code_points
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.types import Location as LspLocation
-from codeward.daemon.lsp.types import Position, Range
+from codeward.daemon.lsp.types import PositionLike, Range, RangeLike
 from codeward.daemon.lsp.uris import real_path, uri_to_path
 from codeward.daemon.paths import scrub
 
@@ -26,14 +26,14 @@ Location = dict[str, Any]
 _MISSING = object()
 
 
-def point(position: Position | dict[str, Any]) -> tuple[int, int]:
-    """(line, character) of an LSP Position, as a Struct or a dict."""
+def point(position: PositionLike | dict[str, Any]) -> tuple[int, int]:
+    """(line, character) of an LSP Position, as a Struct, an lsprotocol type or a dict."""
     if isinstance(position, dict):
         return int(position["line"]), int(position["character"])
     return position.line, position.character
 
 
-def bounds(rng: Range | dict[str, Any]) -> tuple[Any, Any]:
+def bounds(rng: RangeLike | dict[str, Any]) -> tuple[Any, Any]:
     if isinstance(rng, dict):
         return rng["start"], rng["end"]
     return rng.start, rng.end
@@ -108,7 +108,9 @@ class Locator:
             self._indexes[uri] = self.manager.line_index(path) if path is not None else None
         return self._indexes[uri]
 
-    def span(self, uri: str, rng: Range | dict[str, Any], encoding: Encoding) -> tuple[int, ...]:
+    def span(
+        self, uri: str, rng: RangeLike | dict[str, Any], encoding: Encoding
+    ) -> tuple[int, ...]:
         """1-based (line, character, end_line, end_character) in code points."""
         start, end = bounds(rng)
         index = self.index(uri)
@@ -125,7 +127,7 @@ class Locator:
         return index.line(line - 1).strip() if index is not None else ""
 
     def location(
-        self, uri: str, rng: Range | dict[str, Any], encoding: Encoding
+        self, uri: str, rng: RangeLike | dict[str, Any], encoding: Encoding
     ) -> Location | None:
         """`{path, line, character, end_line, end_character, preview}`, or None to drop."""
         place = self.place(uri)

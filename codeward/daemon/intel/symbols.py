@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+import attrs
+from lsprotocol import types as lsp
 
 from codeward.daemon.intel.locations import Locator
 from codeward.daemon.lsp.positions import Encoding
@@ -64,6 +67,9 @@ class Budget:
 
 CALLABLE = frozenset({"function", "method", "constructor", "operator"})
 
+DocumentSymbols = Sequence[lsp.DocumentSymbol] | Sequence[lsp.SymbolInformation]
+Point = Callable[[lsp.Position], tuple[int, int]]
+
 
 @dataclass(frozen=True)
 class Outline:
@@ -76,102 +82,89 @@ class Outline:
     kinds: frozenset[str] | None = None
     depth: int | None = None
 
-    def select(self, items: Any, level: int = 1) -> list[dict[str, Any]]:
+    def select(self, items: DocumentSymbols | None, level: int = 1) -> DocumentSymbols:
         """The `DocumentSymbol`s (or flat `SymbolInformation`s) of `items` to show, with
         their `children` selected the same way."""
-        items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
-        if self.depth is not None and level > self.depth:
+        if not items or (self.depth is not None and level > self.depth):
             return []
-        if not self.all and any("location" in i for i in items):
-            items = _outside_callables(items)
-        chosen: list[dict[str, Any]] = []
+        if isinstance(items[0], lsp.SymbolInformation):
+            flat = [i for i in items if isinstance(i, lsp.SymbolInformation)]
+            if not self.all:
+                flat = _outside_callables(flat)
+            return [i for i in flat if self.kinds is None or kind_name(i.kind) in self.kinds]
+        chosen: list[lsp.DocumentSymbol] = []
         for item in items:
-            kind = kind_name(item.get("kind"))
-            children: list[dict[str, Any]] = []
-            if "children" in item and (self.all or kind not in CALLABLE):
-                children = self.select(item.get("children"), level + 1)
+            if not isinstance(item, lsp.DocumentSymbol):
+                continue
+            kind = kind_name(item.kind)
+            children: Sequence[lsp.DocumentSymbol] = []
+            if item.children and (self.all or kind not in CALLABLE):
+                children = self.select(item.children, level + 1)  # type: ignore[assignment]
             if self.kinds is not None and kind not in self.kinds and not children:
                 continue
-            chosen.append({**item, "children": children} if "children" in item else item)
+            chosen.append(attrs.evolve(item, children=children))
         return chosen
 
 
-def _outside_callables(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _outside_callables(items: list[lsp.SymbolInformation]) -> list[lsp.SymbolInformation]:
     """Flat symbols without those inside a function's range (its parameters and locals)."""
     spans = [
-        (_start(i["location"]["range"]), _end(i["location"]["range"]), i["location"].get("uri"))
+        (_point(i.location.range.start), _point(i.location.range.end), i.location.uri)
         for i in items
-        if kind_name(i.get("kind")) in CALLABLE and _has_range(i)
+        if kind_name(i.kind) in CALLABLE
     ]
-    kept: list[dict[str, Any]] = []
-    for item in items:
-        if _has_range(item):
-            uri, start = item["location"].get("uri"), _start(item["location"]["range"])
-            if any(u == uri and first < start <= last for first, last, u in spans):
-                continue
-        kept.append(item)
-    return kept
+    return [
+        item
+        for item in items
+        if not any(
+            uri == item.location.uri and first < _point(item.location.range.start) <= last
+            for first, last, uri in spans
+        )
+    ]
 
 
-def _has_range(item: dict[str, Any]) -> bool:
-    location = item.get("location")
-    return isinstance(location, dict) and isinstance(location.get("range"), dict)
-
-
-def _start(rng: dict[str, Any]) -> tuple[int, int]:
-    return rng["start"]["line"], rng["start"]["character"]
-
-
-def _end(rng: dict[str, Any]) -> tuple[int, int]:
-    return rng["end"]["line"], rng["end"]["character"]
+def _point(position: lsp.Position) -> tuple[int, int]:
+    return position.line, position.character
 
 
 def inside_callable(
-    position: tuple[int, int], symbols: Any, point: Callable[[Any], tuple[int, int]]
+    position: tuple[int, int], symbols: DocumentSymbols | None, point: Point
 ) -> bool:
     """Whether `position` lies inside a function or method of the `DocumentSymbol` tree
     `symbols`, its name excepted: a parameter, a local or a nested function. `point` turns
     an LSP position into the units of `position`."""
-    for item in symbols if isinstance(symbols, list) else []:
-        if not isinstance(item, dict) or not isinstance(item.get("range"), dict):
+    for item in symbols or []:
+        if not isinstance(item, lsp.DocumentSymbol):
             continue
-        rng = item["range"]
-        selection = item.get("selectionRange") or rng
-        if not point(rng["start"]) <= position <= point(rng["end"]):
+        rng = item.range
+        if not point(rng.start) <= position <= point(rng.end):
             continue
-        if kind_name(item.get("kind")) in CALLABLE and position != point(selection["start"]):
+        if kind_name(item.kind) in CALLABLE and position != point(item.selection_range.start):
             return True
-        if inside_callable(position, item.get("children"), point):
+        if inside_callable(position, item.children, point):
             return True
     return False
 
 
 def document_symbols(
-    result: Any, uri: str, locator: Locator, encoding: Encoding, budget: Budget
+    items: DocumentSymbols | None, uri: str, locator: Locator, encoding: Encoding, budget: Budget
 ) -> list[dict[str, Any]]:
     """The hierarchical tree of `DocumentSymbol`s, or flat `SymbolInformation`s with containers."""
-    items = result if isinstance(result, list) else []
     shaped: list[dict[str, Any]] = []
-    for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            continue
-        if "location" in item:  # SymbolInformation: flat
+    for item in items or []:
+        if isinstance(item, lsp.SymbolInformation):  # flat
             flat = information(item, locator, encoding)
             if flat is not None and budget.take():
                 shaped.append(flat)
             continue
-        rng = item.get("range")
-        if not isinstance(rng, dict) or not budget.take():
+        if not budget.take():
             continue
-        selection: dict[str, Any] = item.get("selectionRange") or rng
-        if not isinstance(selection, dict):
-            selection = rng
-        line, char, end_line, end_char = locator.span(uri, rng, encoding)
-        name_line, name_char, _, _ = locator.span(uri, selection, encoding)
+        line, char, end_line, end_char = locator.span(uri, item.range, encoding)
+        name_line, name_char, _, _ = locator.span(uri, item.selection_range, encoding)
         symbol: dict[str, Any] = {
-            "name": item["name"],
-            "kind": kind_name(item.get("kind")),
-            "detail": item.get("detail") or None,
+            "name": item.name,
+            "kind": kind_name(item.kind),
+            "detail": item.detail or None,
             "line": name_line,
             "character": name_char,
             "range": {
@@ -180,33 +173,29 @@ def document_symbols(
                 "end_line": end_line,
                 "end_character": end_char,
             },
-            "children": document_symbols(item.get("children"), uri, locator, encoding, budget),
+            "children": document_symbols(item.children, uri, locator, encoding, budget),
         }
         shaped.append(symbol)
     return shaped
 
 
 def information(
-    item: dict[str, Any], locator: Locator, encoding: Encoding
+    item: lsp.SymbolInformation | lsp.WorkspaceSymbol, locator: Locator, encoding: Encoding
 ) -> dict[str, Any] | None:
     """A `SymbolInformation` or `WorkspaceSymbol` as `{name, kind, container, path, ...}`."""
-    location = item.get("location")
-    if not isinstance(location, dict) or not isinstance(location.get("uri"), str):
-        return None
-    uri = location["uri"]
+    location = item.location
     symbol: dict[str, Any] = {
-        "name": item.get("name"),
-        "kind": kind_name(item.get("kind")),
-        "container": item.get("containerName") or None,
+        "name": item.name,
+        "kind": kind_name(item.kind),
+        "container": item.container_name or None,
     }
-    rng = location.get("range")
-    if isinstance(rng, dict):
-        where = locator.location(uri, rng, encoding)
+    if isinstance(location, lsp.Location):
+        where = locator.location(location.uri, location.range, encoding)
         if where is None:
             return None
         symbol.update(where)
     else:  # a WorkspaceSymbol without a range: the file only
-        place = locator.place(uri)
+        place = locator.place(location.uri)
         if place is None:
             return None
         symbol["path"] = place[0]

@@ -89,7 +89,7 @@ from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.restricted import NotInRestrictedMode
 from codeward.daemon.lsp.restricted import restricted as restricted_config
 from codeward.daemon.lsp.server import LanguageServer, ServerState
-from codeward.daemon.lsp.types import Diagnostic, Position, Range
+from codeward.daemon.lsp.types import Diagnostic, PositionLike, RangeLike
 from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
 from codeward.daemon.lsp.watcher import CHANGED, DELETED, glob_matches, watch_root
 from codeward.daemon.paths import scrub
@@ -158,7 +158,7 @@ class Answer:
     # with `snapshot=True`: the server's open documents when it was asked (see `snapshot`)
     versions: Versions | None = field(default=None, repr=False)
 
-    def point(self, uri: str, position: Position | dict[str, int]) -> tuple[int, int]:
+    def point(self, uri: str, position: PositionLike | dict[str, int]) -> tuple[int, int]:
         """1-based (line, character) in code points of a server position in `uri`."""
         return self.service.to_client(uri, position, self.encoding)
 
@@ -167,7 +167,7 @@ class Answer:
         `codeAction/resolve`): the result, as that server computed it."""
         return await self.service.ask(self.server, method, params, result_type=result_type)
 
-    def span(self, uri: str, rng: Range | dict[str, Any]) -> tuple[int, int, int, int]:
+    def span(self, uri: str, rng: RangeLike | dict[str, Any]) -> tuple[int, int, int, int]:
         """1-based (line, character, end_line, end_character) of a server range in `uri`."""
         if isinstance(rng, dict):
             start, end = rng["start"], rng["end"]
@@ -836,7 +836,7 @@ class LanguageService:
         return None
 
     def to_client(
-        self, uri: str, position: Position | dict[str, int], encoding: Encoding
+        self, uri: str, position: PositionLike | dict[str, int], encoding: Encoding
     ) -> tuple[int, int]:
         if isinstance(position, dict):
             line, character = position["line"], position["character"]

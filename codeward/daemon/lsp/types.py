@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from msgspec import UNSET, Struct
+
+
+class PositionLike(Protocol):
+    """A Position as a Struct here or as an lsprotocol type."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def character(self) -> int: ...
+
+
+class RangeLike(Protocol):
+    """A Range as a Struct here or as an lsprotocol type."""
+
+    @property
+    def start(self) -> PositionLike: ...
+    @property
+    def end(self) -> PositionLike: ...
 
 
 # Locations come by the thousand (references): untracked by the garbage collector (they

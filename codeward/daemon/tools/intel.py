@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 import msgspec
 import trio
+from lsprotocol import types as lsp
 
 from codeward.daemon.intel import calls, hover
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
 from codeward.daemon.intel.locations import Location, Locator, bounds, finish, targets
 from codeward.daemon.intel.symbols import (
     Budget,
+    DocumentSymbols,
     Outline,
     SymbolKind,
     document_symbols,
@@ -24,6 +26,7 @@ from codeward.daemon.intel.symbols import (
     inside_callable,
     rank,
 )
+from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import Answer, DocumentContext, LanguageService
 from codeward.daemon.lsp.types import Location as LspLocation
@@ -207,9 +210,10 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
             )
             if not isinstance(answer.result, dict):
                 nursery.cancel_scope.cancel()
-    result = answer.result if isinstance(answer.result, dict) else {}
+    hovered: lsp.Hover | None = shapes.answer(answer.result, answer.server, "textDocument/hover")
     locator = Locator(manager)
-    parsed = hover.parse(locator.scrub(hover.markdown_of(result.get("contents"))))
+    markdown = hover.markdown_of(hovered.contents) if hovered is not None else ""
+    parsed = hover.parse(locator.scrub(markdown))
     if parsed is None:
         return {"status": "not_found", "partial": answer.partial}
     module = parsed.module
@@ -219,9 +223,9 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
         await locator.prepare(uri for uri, _ in found)
         places = [p for p in (locator.place(uri) for uri, _ in found) if p is not None]
         module = module_of(places[0][0], source.language, manager.root) if places else None
-    rng = result.get("range")
+    rng = hovered.range if hovered is not None else None
     span = None
-    if isinstance(rng, dict):
+    if rng is not None:
         line, char, end_line, end_char = locator.span(source.path.as_uri(), rng, answer.encoding)
         span = {"line": line, "character": char, "end_line": end_line, "end_character": end_char}
     return {
@@ -453,10 +457,11 @@ async def _document_symbols(
         lambda doc: {"textDocument": doc.text_document},
         wait_ready=False,
     )
+    tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
     locator = Locator(manager)
     budget = Budget(limit)
     symbols = document_symbols(
-        outline.select(answer.result), source.path.as_uri(), locator, answer.encoding, budget
+        outline.select(tree), source.path.as_uri(), locator, answer.encoding, budget
     )
     count = limit - budget.left
     return {
@@ -492,27 +497,12 @@ async def _workspace_symbols(
     # with some files only
     partial = partial or any(a.partial or manager.indexing(a.server) for a in answers)
     locator = Locator(manager)
-    items = [
-        (answer, item)
-        for answer in answers
-        for item in (answer.result if isinstance(answer.result, list) else [])
-        if isinstance(item, dict)
-    ]
-    await locator.prepare(
-        item["location"]["uri"]
-        for _, item in items
-        if isinstance(item.get("location"), dict) and isinstance(item["location"].get("uri"), str)
-    )
+    items = [(answer, item) for answer, found in _workspace_found(answers) for item in found]
+    await locator.prepare(item.location.uri for _, item in items)
     shaped = [
-        (information(item, locator, answer.encoding), item["location"]["uri"])
-        for answer, item in items
-        if isinstance(item.get("location"), dict)
+        (information(item, locator, answer.encoding), item.location.uri) for answer, item in items
     ]
-    symbols = [
-        s
-        for s, uri in shaped
-        if s is not None and isinstance(s.get("name"), str) and _named_there(locator, uri, s)
-    ]
+    symbols = [s for s, uri in shaped if s is not None and _named_there(locator, uri, s)]
     if outline.kinds is not None:
         symbols = [s for s in symbols if s["kind"] in outline.kinds]
     symbols.sort(
@@ -548,6 +538,23 @@ async def _workspace_symbols(
     }
 
 
+def _workspace_found(
+    answers: list[Answer],
+) -> list[tuple[Answer, Sequence[lsp.SymbolInformation] | Sequence[lsp.WorkspaceSymbol]]]:
+    """Each answer's symbols; a server whose answer is off the LSP spec has its error
+    raised only when no other server's answer could be read."""
+    found: list[tuple[Answer, Any]] = []
+    errors: list[ToolError] = []
+    for answer in answers:
+        try:
+            found.append((answer, shapes.answer(answer.result, answer.server, "workspace/symbol")))
+        except ToolError as exc:
+            errors.append(exc)
+    if errors and not found:
+        raise errors[0]
+    return [(answer, symbols or []) for answer, symbols in found]
+
+
 def _named_there(locator: Locator, uri: str, symbol: dict[str, Any]) -> bool:
     """Whether a project symbol's name is on its line in the file as it is now. A server's
     index may be older than the file (or have read what a link pointed to a moment ago):
@@ -570,7 +577,7 @@ class _Locals:
 
     def __init__(self, manager: LanguageService) -> None:
         self.manager = manager
-        self.trees: dict[str, tuple[Any, Answer] | None] = {}
+        self.trees: dict[str, tuple[DocumentSymbols, Answer] | None] = {}
 
     async def holds(self, symbol: dict[str, Any]) -> bool:
         if not symbol.get("container") or "line" not in symbol or symbol["kind"] in _OUTLINE:
@@ -587,7 +594,7 @@ class _Locals:
             (symbol["line"], symbol["character"]), tree, lambda p: answer.point(uri, p)
         )
 
-    async def _tree(self, path: str) -> tuple[Any, Answer] | None:
+    async def _tree(self, path: str) -> tuple[DocumentSymbols, Answer] | None:
         try:
             source = source_file(self.manager, path)
             answer = await self.manager.request(
@@ -596,9 +603,10 @@ class _Locals:
                 lambda doc: {"textDocument": doc.text_document},
                 wait_ready=False,
             )
+            tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
         except ToolError:
             return None
-        return answer.result, answer
+        return tree or [], answer
 
 
 _OUTLINE = frozenset({"class", "interface", "struct", "enum", "module", "namespace", "package"})
