@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 import trio
+from lsprotocol import types as lsp
 
 from codeward.daemon.edits import Basis, RootWriter, apply_workspace_edit, commit, prepare
 from codeward.daemon.edits.diff import unified_diff
 from codeward.daemon.edits.text import apply_text_edits
-from codeward.daemon.edits.workspace import TextEdit, operations
+from codeward.daemon.edits.workspace import operations
 from codeward.daemon.lsp.documents import content_hash
-from codeward.daemon.lsp.types import Position, Range
 from codeward.protocol.errors import ErrorKind, ToolError
 
 
@@ -29,8 +29,9 @@ def edit(line: int, char: int, end_line: int, end_char: int, text: str) -> dict[
     return {"range": rng(line, char, end_line, end_char), "newText": text}
 
 
-def text_edit(line: int, char: int, end_line: int, end_char: int, text: str) -> TextEdit:
-    return TextEdit(Range(Position(line, char), Position(end_line, end_char)), text)
+def text_edit(line: int, char: int, end_line: int, end_char: int, text: str) -> lsp.TextEdit:
+    start, end = lsp.Position(line, char), lsp.Position(end_line, end_char)
+    return lsp.TextEdit(range=lsp.Range(start, end), new_text=text)
 
 
 @pytest.fixture
@@ -67,15 +68,18 @@ def test_text_edits_order_line_ends_and_clamping() -> None:
     assert apply_text_edits(text, edits, "utf-16") == "one!?\r\nTWO\rthree\nfoUR\n"
 
 
-def test_overlapping_reversed_and_negative_edits_are_refused() -> None:
+def test_overlapping_and_reversed_edits_are_refused() -> None:
+    # (A negative position never gets this far: lsprotocol refuses it while structuring.)
     for edits in (
         [text_edit(0, 0, 0, 3, "x"), text_edit(0, 2, 0, 4, "y")],
         [text_edit(0, 3, 0, 1, "x")],
-        [text_edit(-1, 0, 0, 1, "x")],
     ):
         with pytest.raises(ToolError) as info:
             apply_text_edits("hello\n", edits, "utf-16")
         assert kind_of(info) is ErrorKind.LSP_ERROR
+
+
+_R = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
 
 
 def test_malformed_workspace_edits() -> None:
@@ -84,10 +88,15 @@ def test_malformed_workspace_edits() -> None:
         {"documentChanges": {"a": 1}},
         {"changes": {"file:///x": [{"range": 3}]}},
         {"documentChanges": [{"kind": "explode", "uri": "file:///x"}]},
-    ):
+        {"documentChanges": [{"kind": "create", "uri": "file:///x", "options": 3}]},
+        {"changes": {"file:///x": [{"range": {"start": {"line": -1, "character": 0}}}]}},
+        {"documentChanges": [{"textDocument": {"uri": "file:///x", "version": None}, "edits": [
+            {"range": _R, "snippet": {"kind": "snippet", "value": "${1:x}"}}]}]},
+    ):  # fmt: skip
         with pytest.raises(ToolError) as info:
             operations(bad)
         assert kind_of(info) is ErrorKind.LSP_ERROR
+        assert "codeward cannot read" in info.value.message
     assert operations(None) == []
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from codeward.daemon.edits.workspace import TextEdit
 from codeward.daemon.lsp.positions import Encoding, to_code_points
-from codeward.daemon.lsp.types import Position
+from codeward.daemon.lsp.types import PositionLike
 from codeward.protocol.errors import ErrorKind, ToolError
 
 _EOL = re.compile(r"\r\n|\r|\n")
@@ -20,15 +20,10 @@ class Lines:
         self.text = text
         self.starts = [0] + [m.end() for m in _EOL.finditer(text)]
 
-    def offset(self, position: Position, encoding: Encoding) -> int:
+    def offset(self, position: PositionLike, encoding: Encoding) -> int:
         """The index in the text of an LSP position; a position past a line's end or past
-        the last line means that end, as the LSP says."""
-        if position.line < 0 or position.character < 0:
-            raise ToolError(
-                ErrorKind.LSP_ERROR,
-                "The language server sent an edit at a negative position; nothing was "
-                "written: retry, or report it.",
-            )
+        the last line means that end, as the LSP says (never negative: lsprotocol's
+        `Position` refuses that)."""
         if position.line >= len(self.starts):
             return len(self.text)
         start = self.starts[position.line]

@@ -1,4 +1,4 @@
-"""The shapes of an LSP WorkspaceEdit, decoded into a list of operations (sans IO).
+"""An LSP WorkspaceEdit (lsprotocol types) as a list of operations (sans IO).
 
 `documentChanges` (text edits with versions, and create/rename/delete file operations)
 is preferred over `changes`, as the LSP says; the operations keep their order.
@@ -6,51 +6,16 @@ is preferred over `changes`, as the LSP says; the operations keep their order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
+from lsprotocol import types as lsp
 
-from codeward.daemon.lsp.types import Range
+from codeward.daemon.lsp.shapes import OffSpec, structure
 from codeward.protocol.errors import ErrorKind, ToolError
 
-
-class TextEdit(msgspec.Struct, rename="camel"):
-    range: Range
-    new_text: str
-
-
-class _Document(msgspec.Struct):
-    uri: str
-    version: int | None = None
-
-
-class _TextDocumentEdit(msgspec.Struct, rename="camel"):
-    text_document: _Document
-    edits: list[TextEdit]
-
-
-class _FileOptions(msgspec.Struct, rename="camel"):
-    overwrite: bool = False
-    ignore_if_exists: bool = False
-    recursive: bool = False
-    ignore_if_not_exists: bool = False
-
-
-class _CreateFile(msgspec.Struct):
-    uri: str
-    options: _FileOptions | None = None
-
-
-class _RenameFile(msgspec.Struct, rename="camel"):
-    old_uri: str
-    new_uri: str
-    options: _FileOptions | None = None
-
-
-class _DeleteFile(msgspec.Struct):
-    uri: str
-    options: _FileOptions | None = None
+TextEdit = lsp.TextEdit | lsp.AnnotatedTextEdit
 
 
 @dataclass(frozen=True)
@@ -59,7 +24,7 @@ class EditText:
 
     uri: str
     version: int | None
-    edits: list[TextEdit]
+    edits: Sequence[TextEdit]
 
 
 @dataclass(frozen=True)
@@ -95,41 +60,36 @@ def _malformed(detail: str) -> ToolError:
     )
 
 
-def operations(edit: Any) -> list[Operation]:
-    """The operations of a WorkspaceEdit (a dict as decoded from JSON), in order."""
+def operations(edit: lsp.WorkspaceEdit | Any) -> list[Operation]:
+    """The operations of a WorkspaceEdit, in order: an lsprotocol `WorkspaceEdit`, or the
+    JSON data of one (a server's `workspace/applyEdit`), structured here."""
     if edit is None:
         return []
-    if not isinstance(edit, dict):
-        raise _malformed("it is not an object")
-    try:
-        document_changes = edit.get("documentChanges")
-        if document_changes is not None:
-            if not isinstance(document_changes, list):
-                raise _malformed("documentChanges is not a list")
-            return [_operation(item) for item in document_changes]
-        changes = msgspec.convert(edit.get("changes") or {}, type=dict[str, list[TextEdit]])
-    except msgspec.ValidationError as exc:
-        raise _malformed(str(exc)) from None
-    return [EditText(uri, None, edits) for uri, edits in changes.items()]
+    if not isinstance(edit, lsp.WorkspaceEdit):
+        try:
+            edit = structure(edit, lsp.WorkspaceEdit)
+        except OffSpec as exc:
+            raise _malformed(exc.detail) from None
+    if edit.document_changes is not None:
+        return [_operation(item) for item in edit.document_changes]
+    return [EditText(uri, None, edits) for uri, edits in (edit.changes or {}).items()]
 
 
-def _operation(item: Any) -> Operation:
-    kind = item.get("kind") if isinstance(item, dict) else None
-    if kind is None:
-        text = msgspec.convert(item, type=_TextDocumentEdit)
-        return EditText(text.text_document.uri, text.text_document.version, text.edits)
-    if kind == "create":
-        create = msgspec.convert(item, type=_CreateFile)
-        options = create.options or _FileOptions()
-        return CreateFile(create.uri, options.overwrite, options.ignore_if_exists)
-    if kind == "rename":
-        rename = msgspec.convert(item, type=_RenameFile)
-        options = rename.options or _FileOptions()
+def _operation(
+    item: lsp.TextDocumentEdit | lsp.CreateFile | lsp.RenameFile | lsp.DeleteFile,
+) -> Operation:
+    if isinstance(item, lsp.TextDocumentEdit):
+        edits = [e for e in item.edits if not isinstance(e, lsp.SnippetTextEdit)]
+        if len(edits) < len(item.edits):
+            raise _malformed("a snippet edit, which codeward never declared it takes")
+        return EditText(item.text_document.uri, item.text_document.version, edits)
+    if isinstance(item, lsp.CreateFile):
+        create = item.options or lsp.CreateFileOptions()
+        return CreateFile(item.uri, bool(create.overwrite), bool(create.ignore_if_exists))
+    if isinstance(item, lsp.RenameFile):
+        rename = item.options or lsp.RenameFileOptions()
         return RenameFile(
-            rename.old_uri, rename.new_uri, options.overwrite, options.ignore_if_exists
+            item.old_uri, item.new_uri, bool(rename.overwrite), bool(rename.ignore_if_exists)
         )
-    if kind == "delete":
-        delete = msgspec.convert(item, type=_DeleteFile)
-        options = delete.options or _FileOptions()
-        return DeleteFile(delete.uri, options.recursive, options.ignore_if_not_exists)
-    raise _malformed(f"unknown file operation {kind!r}")
+    delete = item.options or lsp.DeleteFileOptions()
+    return DeleteFile(item.uri, bool(delete.recursive), bool(delete.ignore_if_not_exists))

@@ -54,6 +54,9 @@ def unstructure(value: Any) -> Any:
 
 def structure(data: Any, type_: type[T] | Any) -> T:
     """`data` (decoded JSON) as `type_`; raises `OffSpec` when it does not fit."""
+    an_object = attrs.has(type_)  # (no narrowing of `type_` for the return below)
+    if an_object and not isinstance(data, dict):  # cattrs reads a string as `{}`
+        raise OffSpec(f"expected an object, got {_json_type(data)}")
     try:
         return CONVERTER.structure(data, type_)
     except cattrs.BaseValidationError as exc:
@@ -65,10 +68,27 @@ def structure(data: Any, type_: type[T] | Any) -> T:
         raise OffSpec(f"AttributeError: {exc}"[:200]) from None
 
 
+def _json_type(data: Any) -> str:
+    if data is None:
+        return "null"
+    if isinstance(data, bool):
+        return "a boolean"
+    if isinstance(data, (int, float)):
+        return "a number"
+    return {str: "a string", list: "an array"}.get(type(data), type(data).__name__)
+
+
 def result_type(method: str) -> Any:
     """The lsprotocol type of the result of the request `method` (e.g. `Hover | None`)."""
     response = lsp.METHOD_TO_TYPES[method][1]
     return attrs.fields(response).result.type
+
+
+def document_params(method: str, uri: str, **fields: Any) -> Any:
+    """The params of the request `method` about the document `uri`, built as the method's
+    lsprotocol params type with `fields`, as JSON-able data."""
+    params_type = lsp.METHOD_TO_TYPES[method][2]
+    return unstructure(params_type(text_document=lsp.TextDocumentIdentifier(uri=uri), **fields))
 
 
 def off_spec(server: str, method: str, detail: str) -> ToolError:

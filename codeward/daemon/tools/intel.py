@@ -147,22 +147,25 @@ def _at(
     return manager, source
 
 
-def _position_params(line: int, character: int, **extra: Any) -> Any:
-    def build(doc: DocumentContext) -> dict[str, Any]:
-        return {
-            "textDocument": doc.text_document,
-            "position": doc.position(line, character),
-            **extra,
-        }
+def _position_params(method: str, line: int, character: int, **extra: Any) -> Any:
+    """The params builder of a request at a position, as the method's lsprotocol type."""
+
+    def build(doc: DocumentContext) -> Any:
+        position = lsp.Position(**doc.position(line, character))
+        return shapes.document_params(method, doc.uri, position=position, **extra)
 
     return build
+
+
+def _document_params(method: str) -> Any:
+    return lambda doc: shapes.document_params(method, doc.uri)
 
 
 async def _targets(
     manager: LanguageService, source: SourceFile, method: str, line: int, character: int
 ) -> tuple[list[Location], bool]:
     """The shaped, sorted, de-duplicated locations of a definition-style request."""
-    answer = await manager.request(source.path, method, _position_params(line, character))
+    answer = await manager.request(source.path, method, _position_params(method, line, character))
     found = targets(answer.result)
     locator = Locator(manager)
     await locator.prepare(uri for uri, _ in found)
@@ -199,14 +202,16 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
             answers["definition"] = await manager.request(
                 source.path,
                 "textDocument/definition",
-                _position_params(args.line, args.character),
+                _position_params("textDocument/definition", args.line, args.character),
             )
 
     with _tool_errors():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(definition)
             answer: Answer = await manager.request(
-                source.path, "textDocument/hover", _position_params(args.line, args.character)
+                source.path,
+                "textDocument/hover",
+                _position_params("textDocument/hover", args.line, args.character),
             )
             if not isinstance(answer.result, dict):
                 nursery.cancel_scope.cancel()
@@ -342,7 +347,7 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
         with contextlib.suppress(ToolError):  # a server without it: the other one counts
             declarations.append(
                 await manager.request(
-                    source.path, method, _position_params(args.line, args.character)
+                    source.path, method, _position_params(method, args.line, args.character)
                 )
             )
 
@@ -354,7 +359,7 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
             answer = await manager.request(
                 source.path,
                 "textDocument/references",
-                _position_params(args.line, args.character, context={"includeDeclaration": True}),
+                _references_params(args.line, args.character, include_declaration=True),
                 result_type=list[LspLocation] | None,
             )
     if not args.include_declaration and not declarations:
@@ -362,7 +367,7 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
         answer = await manager.request(
             source.path,
             "textDocument/references",
-            _position_params(args.line, args.character, context={"includeDeclaration": False}),
+            _references_params(args.line, args.character, include_declaration=False),
             result_type=list[LspLocation] | None,
         )
     items: list[LspLocation] = answer.result or []
@@ -378,6 +383,11 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
         "count": len(found),
         "partial": answer.partial,
     }
+
+
+def _references_params(line: int, character: int, *, include_declaration: bool) -> Any:
+    context = lsp.ReferenceContext(include_declaration=include_declaration)
+    return _position_params("textDocument/references", line, character, context=context)
 
 
 class DeclarationSites:
@@ -454,7 +464,7 @@ async def _document_symbols(
     answer = await manager.request(
         source.path,
         "textDocument/documentSymbol",
-        lambda doc: {"textDocument": doc.text_document},
+        _document_params("textDocument/documentSymbol"),
         wait_ready=False,
     )
     tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
@@ -484,7 +494,7 @@ async def _workspace_symbols(
     async def ask() -> list[Answer]:
         if not languages:
             return []
-        params = {"query": query}
+        params = shapes.unstructure(lsp.WorkspaceSymbolParams(query=query))
         return await manager.workspace_request("workspace/symbol", params, languages=languages)
 
     answers = await ask()  # a loaded server answers at once, whatever else it is doing
@@ -600,7 +610,7 @@ class _Locals:
             answer = await self.manager.request(
                 source.path,
                 "textDocument/documentSymbol",
-                lambda doc: {"textDocument": doc.text_document},
+                _document_params("textDocument/documentSymbol"),
                 wait_ready=False,
             )
             tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
@@ -647,7 +657,7 @@ async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
     answer = await manager.request(
         source.path,
         "textDocument/prepareCallHierarchy",
-        _position_params(args.line, args.character),
+        _position_params("textDocument/prepareCallHierarchy", args.line, args.character),
     )
     items = [
         item
