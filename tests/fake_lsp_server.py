@@ -24,8 +24,8 @@ published once the project loaded), `service-ready` (jdtls: `language/status`).
 
 `off-spec` sends shapes off the LSP spec: a capability without a required field, a
 registration with no list of registrations, one whose options are not what its method takes,
-hovers and symbols with fields missing or of the wrong type; `symbols` answers document and
-workspace symbols as the spec says.
+hovers, symbols, code actions, formatting and rename edits with fields missing or of the
+wrong type; `by-spec` answers symbols, code actions and formatting as the spec says.
 
 Every mode runs the commands of `command` (edits asked for around the answer, a crash, a
 command never answered). Fault modes for supervision: `grow` takes 64 MiB more memory at
@@ -297,9 +297,12 @@ def main() -> None:
                     }
             if MODE == "off-spec":  # capabilities and answers off the LSP spec
                 capabilities["semanticTokensProvider"] = {"full": True}  # no legend
-            if MODE in ("off-spec", "symbols"):
+            if MODE in ("off-spec", "by-spec"):
                 capabilities["documentSymbolProvider"] = True
                 capabilities["workspaceSymbolProvider"] = True
+                capabilities["codeActionProvider"] = True
+                capabilities["renameProvider"] = True
+                capabilities["documentFormattingProvider"] = True
                 workspace.root = params["rootPath"]
             if MODE == "busy-symbols":  # an index that never finishes loading
                 capabilities["workspaceSymbolProvider"] = True
@@ -385,14 +388,34 @@ def main() -> None:
             kind = "function" if MODE == "off-spec" else 12  # a SymbolKind is a number
             found = {"name": "good", "kind": kind, "location": {"uri": uri, "range": where}}
             send({"id": msg_id, "result": [found]})
-        elif method == "textDocument/documentSymbol":
+        elif method == "textDocument/documentSymbol" and MODE in ("off-spec", "by-spec"):
             where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}
             found = {"name": "good", "kind": 12, "range": where, "selectionRange": where}
             if MODE == "off-spec":
                 del found["range"]  # required
             send({"id": msg_id, "result": [found]})
+        elif method == "textDocument/rename" and MODE == "off-spec":
+            send({"id": msg_id, "result": {"documentChanges": [{"kind": "move"}]}})
         elif method == "textDocument/rename":
             send({"id": msg_id, "result": {"changes": {}}})
+        elif method in ("textDocument/codeAction", "textDocument/formatting") and MODE in (
+            "off-spec",
+            "by-spec",
+        ):
+            uri = params["textDocument"]["uri"]
+            where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}
+            edit = {"range": where, "newText": "fine"}
+            if MODE == "off-spec":
+                del edit["range"]  # required
+            if method == "textDocument/formatting":
+                send({"id": msg_id, "result": [edit]})
+                continue
+            action = {
+                "title": f"Fix ({MODE})",
+                "kind": "quickfix",
+                "edit": {"changes": {uri: [edit]}},
+            }
+            send({"id": msg_id, "result": [action]})
         elif method == "textDocument/hover":
             if MODE == "late-register":  # registers pull diagnostics only when asked this
                 ask(

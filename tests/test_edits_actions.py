@@ -44,8 +44,6 @@ def test_collect_indexes_filters_and_shows_diagnostics(manager: LanguageService)
             },
             {"title": "Run", "command": "do.it", "arguments": []},  # a bare Command
             {"title": "Off", "kind": "refactor.extract", "disabled": {"reason": "no selection"}},
-            "garbage",
-            {"kind": "quickfix"},  # no title
         ],
         False,
         "utf-8",
@@ -59,7 +57,11 @@ def test_collect_indexes_filters_and_shows_diagnostics(manager: LanguageService)
         manager,
     )
     nothing = Answer("three", None, False, "utf-16", manager)
-    actions = collect([first, second, nothing], uri, None)
+    odd = Answer("four", ["garbage", {"kind": "quickfix"}], False, "utf-16", manager)
+    actions, errors = collect([first, odd, second, nothing], uri, None)
+    assert [(e.kind, e.details["server"], e.details["method"]) for e in errors] == [
+        (ErrorKind.LSP_ERROR, "four", "textDocument/codeAction")
+    ]
     assert [(a.index, a.title, a.kind, a.server) for a in actions] == [
         (0, "Fix it", "quickfix", "one"),
         (1, "Run", None, "one"),
@@ -82,7 +84,7 @@ def test_collect_indexes_filters_and_shows_diagnostics(manager: LanguageService)
         }
     ]
     assert actions[2].public()["disabled"] == "no selection"
-    only = collect([first, second], uri, ["source", "refactor.extract"])
+    only, _ = collect([first, second], uri, ["source", "refactor.extract"])
     assert [(a.index, a.title) for a in only] == [(0, "Off"), (1, "Organize")]
 
 
@@ -115,7 +117,7 @@ def test_choosing_an_action(manager: LanguageService) -> None:
         "utf-16",
         manager,
     )
-    actions = collect([answer], uri, None)
+    actions, _ = collect([answer], uri, None)
     assert _choose(actions, 0).title == "A" and _choose(actions, "A").index == 0
     for choice, words in ((2, "0 to 1"), ("C", "'A'"), ("B", "disabled"), (1, "not here")):
         with pytest.raises(ToolError) as info:

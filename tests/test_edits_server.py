@@ -9,10 +9,12 @@ from typing import Any, cast
 
 import pytest
 import trio
+from lsprotocol import types as lsp
 
 from codeward.daemon.edits import Basis, RootWriter, ServerEdits, run_command
 from codeward.daemon.edits.actions import Action
 from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.lsp.shapes import structure
 from codeward.daemon.tools.edits import _apply_action
 from codeward.daemon.tools.registry import NoCaller, ToolContext
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -91,7 +93,8 @@ async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
         arguments = [{"uri": doc.uri, "version": doc.version}]
         # A bare Command, as servers may offer instead of a CodeAction.
         command = {"title": "Fix all", "command": "ruff.applyAutofix", "arguments": arguments}
-        action = Action(0, "ruff", "Fix all", None, False, None, [], command)
+        item = structure(command, lsp.Command)
+        action = Action(0, "ruff", "Fix all", None, False, None, [], item, command)
         done = await _apply_action(ctx, manager, action, Basis())
         assert done.applied and done.files_changed == ["m.py"] and path.read_text() == FIXED
         assert session.told == [[path]]
@@ -113,7 +116,8 @@ async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
             },
         }
         basis = Basis(manager.snapshot("ruff"))
-        action = Action(0, "ruff", "Header, then fix", "quickfix", False, None, [], both)
+        item = structure(both, lsp.CodeAction)
+        action = Action(0, "ruff", "Header, then fix", "quickfix", False, None, [], item, both)
         done = await _apply_action(ctx, manager, action, basis)
         # The server is told of the header before the command, which fixes the new text.
         assert path.read_text() == "# header\n" + FIXED

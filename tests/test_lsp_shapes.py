@@ -31,9 +31,7 @@ async def test_capabilities_and_registrations_off_the_spec(tmp_path: Path, doc: 
         server = manager.server_for("fake")
         await server.connection()
         with trio.fail_after(5):
-            await server.wait_for(
-                lambda: server.capabilities.supports("textDocument/formatting"), 5
-            )
+            await server.wait_for(lambda: "f" in server.capabilities.registrations, 5)
         caps = server.capabilities
         assert caps.supports("textDocument/hover")  # the readable capabilities stand
         assert caps.unreadable == [
@@ -55,7 +53,7 @@ class TestTools:
     @pytest.fixture
     def daemon_config(self) -> Config:
         config = fake_config(
-            {"odd": fake_server("off-spec"), "fine": fake_server("symbols")},
+            {"odd": fake_server("off-spec"), "fine": fake_server("by-spec")},
             order=["odd", "fine"],
         )
         return Config(
@@ -89,3 +87,26 @@ class TestTools:
             ("odd", "running", 0),
             ("fine", "running", 0),
         ]
+
+    async def test_edits_off_the_spec_write_nothing(
+        self, open_client: OpenClient, project: Path
+    ) -> None:
+        write(project, {"a.fake": "good\n"})
+        client = await open_client(project)
+        found = await client.tool("get_code_actions", path="a.fake", line=1)
+        assert [(a["title"], a["server"]) for a in found["actions"]] == [("Fix (by-spec)", "fine")]
+        assert [e["server"] for e in found["errors"]] == ["odd"]
+        assert "textDocument/codeAction" in found["errors"][0]["message"]
+        applied = await client.tool("get_code_actions", path="a.fake", line=1, apply=0)
+        assert (
+            applied["files_changed"] == ["a.fake"] and (project / "a.fake").read_text() == "fine\n"
+        )
+        for tool, method, arguments in (
+            ("rename_symbol", "textDocument/rename", {"line": 1, "character": 1, "new_name": "x"}),
+            ("format_code", "textDocument/formatting", {}),
+        ):
+            with pytest.raises(RpcFailure) as info:
+                await client.tool(tool, path="a.fake", **arguments)
+            assert info.value.kind == "lsp_error" and info.value.data["method"] == method
+            assert info.value.data["server"] == "odd"
+        assert (project / "a.fake").read_text() == "fine\n"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from lsprotocol import types as lsp
 
+from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import Answer
 from codeward.daemon.lsp.types import SEVERITY_NAMES, Diagnostic
+from codeward.protocol.errors import ToolError
 
 
 def in_lines(diagnostics: list[Diagnostic], first: int, last: int) -> list[dict[str, Any]]:
@@ -30,7 +34,8 @@ class Action:
     preferred: bool
     disabled: str | None
     diagnostics: list[dict[str, Any]]
-    raw: dict[str, Any]  # the CodeAction or Command as the server sent it
+    item: lsp.CodeAction | lsp.Command
+    raw: Any  # the CodeAction as the server sent it, sent back as is to resolve it
     encoding: Encoding = "utf-16"  # the server's position encoding
 
     def public(self) -> dict[str, Any]:
@@ -54,56 +59,59 @@ def matches(kind: str | None, kinds: list[str] | None) -> bool:
     return kind is not None and any(kind == k or kind.startswith(k + ".") for k in kinds)
 
 
-def collect(answers: list[Answer], uri: str, kinds: list[str] | None) -> list[Action]:
-    """The actions of every answer, in the servers' routing order, indexed from 0."""
+def collect(
+    answers: list[Answer], uri: str, kinds: list[str] | None
+) -> tuple[list[Action], list[ToolError]]:
+    """The actions of every answer, in the servers' routing order, indexed from 0; an
+    answer off the LSP spec is left out, its `lsp_error` returned beside the others'."""
     found: list[Action] = []
+    errors: list[ToolError] = []
     for answer in answers:
-        for item in answer.result if isinstance(answer.result, list) else []:
-            if not isinstance(item, dict) or not isinstance(item.get("title"), str):
-                continue
-            bare_command = isinstance(item.get("command"), str)
-            kind = None if bare_command else item.get("kind")
-            kind = kind if isinstance(kind, str) else None
+        try:
+            items = shapes.answer(answer.result, answer.server, "textDocument/codeAction")
+        except ToolError as exc:
+            errors.append(exc)
+            continue
+        for item, raw in zip(items or [], answer.result or [], strict=True):
+            if isinstance(item, lsp.Command):
+                kind, preferred, disabled, diagnostics = None, False, None, None
+            else:
+                kind, preferred = item.kind, bool(item.is_preferred)
+                disabled = item.disabled.reason if item.disabled is not None else None
+                diagnostics = item.diagnostics
             if not matches(kind, kinds):
                 continue
-            disabled = item.get("disabled")
             found.append(
                 Action(
                     index=len(found),
                     server=answer.server,
-                    title=item["title"],
+                    title=item.title,
                     kind=kind,
-                    preferred=bool(item.get("isPreferred")),
-                    disabled=str(disabled.get("reason", "disabled"))
-                    if isinstance(disabled, dict)
-                    else None,
-                    diagnostics=_shown(answer, uri, item.get("diagnostics")),
-                    raw=item,
+                    preferred=preferred,
+                    disabled=disabled,
+                    diagnostics=_shown(answer, uri, diagnostics or []),
+                    item=item,
+                    raw=raw,
                     encoding=answer.encoding,
                 )
             )
-    return found
+    return found, errors
 
 
-def _shown(answer: Answer, uri: str, diagnostics: Any) -> list[dict[str, Any]]:
+def _shown(answer: Answer, uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[dict[str, Any]]:
     shown: list[dict[str, Any]] = []
-    for d in diagnostics if isinstance(diagnostics, list) else []:
-        if not isinstance(d, dict) or not isinstance(d.get("range"), dict):
-            continue
-        try:
-            line, column, end_line, end_column = answer.span(uri, d["range"])
-        except (KeyError, TypeError):
-            continue
+    for d in diagnostics:
+        line, column, end_line, end_column = answer.span(uri, d.range)
         shown.append(
             {
                 "line": line,
                 "column": column,
                 "end_line": end_line,
                 "end_column": end_column,
-                "severity": SEVERITY_NAMES.get(d.get("severity") or 1, "error"),
-                "message": str(d.get("message", "")),
-                "code": d.get("code"),
-                "source": d.get("source"),
+                "severity": SEVERITY_NAMES.get(d.severity or 1, "error"),
+                "message": d.message,
+                "code": d.code,
+                "source": d.source,
             }
         )
     return shown

@@ -6,23 +6,25 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
+from lsprotocol import types as lsp
 
 from codeward.daemon.edits import Basis, EditResult, apply_workspace_edit, run_command
 from codeward.daemon.edits.actions import Action, collect, in_lines
 from codeward.daemon.edits.identifiers import invalid_reason
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
+from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.service import CONTENT_MODIFIED, Answer, DocumentContext, LanguageService
 from codeward.daemon.tools.intel import Character, Line, Path_
 from codeward.daemon.tools.registry import ToolContext, tool
 from codeward.protocol.errors import ErrorKind, ToolError
 
-FORMATTING_OPTIONS = {
-    "tabSize": 4,
-    "insertSpaces": True,
-    "trimTrailingWhitespace": True,
-    "insertFinalNewline": True,
-    "trimFinalNewlines": True,
-}
+FORMATTING_OPTIONS = lsp.FormattingOptions(
+    tab_size=4,
+    insert_spaces=True,
+    trim_trailing_whitespace=True,
+    insert_final_newline=True,
+    trim_final_newlines=True,
+)
 
 Apply = Annotated[
     bool,
@@ -111,25 +113,20 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
     if ranged:
         _check_lines(source, first, last)
 
-    def params(doc: DocumentContext) -> dict[str, Any]:
-        built: dict[str, Any] = {"textDocument": doc.text_document, "options": FORMATTING_OPTIONS}
-        if ranged:
-            built["range"] = doc.range(first, 1, last, len(doc.index.line(last - 1)) + 1)
-        return built
-
     method = "textDocument/rangeFormatting" if ranged else "textDocument/formatting"
+
+    def params(doc: DocumentContext) -> Any:
+        if not ranged:
+            return shapes.document_params(method, doc.uri, options=FORMATTING_OPTIONS)
+        end = len(doc.index.line(last - 1)) + 1
+        rng = shapes.structure(doc.range(first, 1, last, end), lsp.Range)
+        return shapes.document_params(method, doc.uri, range=rng, options=FORMATTING_OPTIONS)
+
     answer = await manager.request(source.path, method, params, wait_ready=False, snapshot=True)
-    edits = answer.result if answer.result is not None else []
-    if not isinstance(edits, list):
-        raise ToolError(
-            ErrorKind.LSP_ERROR,
-            f"The {answer.server} language server answered {method} with something other "
-            "than edits; retry, or report it.",
-            server=answer.server,
-        )
+    edits = shapes.answer(answer.result, answer.server, method) or []
     result = await apply_workspace_edit(
         ctx.session.writer,
-        {"changes": {source.path.as_uri(): edits}},
+        lsp.WorkspaceEdit(changes={source.path.as_uri(): edits}),
         answer.encoding,
         _basis(answer),
         apply=args.apply,
@@ -177,7 +174,10 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
     answers, errors = await manager.request_all(
         source.path, "textDocument/codeAction", params, snapshot=True
     )
-    actions = collect(answers, source.path.as_uri(), args.kinds)
+    actions, unreadable = collect(answers, source.path.as_uri(), args.kinds)
+    if unreadable and len(unreadable) == len(answers):
+        raise unreadable[0]  # no server's answer could be read
+    errors += unreadable
     result: dict[str, Any] = {"actions": [a.public() for a in actions], **_errors(errors)}
     if args.apply is None:
         return result
@@ -230,26 +230,26 @@ async def _apply_action(
     """The action's edit (resolved first when the server sends it later), then its command."""
     session = ctx.session
     server = action.server
-    raw = action.raw
-    bare_command = isinstance(raw.get("command"), str)
+    item = action.item
     done = EditResult()
     encoding = action.encoding
     if (
-        not bare_command
-        and "edit" not in raw
+        isinstance(item, lsp.CodeAction)
+        and item.edit is None
         and await manager.offers(server, "codeAction/resolve")
     ):
-        resolved = await manager.ask(server, "codeAction/resolve", raw, snapshot=True)
+        resolved = await manager.ask(server, "codeAction/resolve", action.raw, snapshot=True)
         basis, encoding = _basis(resolved), resolved.encoding
-        raw = resolved.result if isinstance(resolved.result, dict) else raw
-    if not bare_command and raw.get("edit") is not None:
+        if resolved.result is not None:
+            item = shapes.answer(resolved.result, server, "codeAction/resolve")
+    if isinstance(item, lsp.CodeAction) and item.edit is not None:
         done.merge(
-            await apply_workspace_edit(session.writer, raw["edit"], encoding, basis, apply=True)
+            await apply_workspace_edit(session.writer, item.edit, encoding, basis, apply=True)
         )
-    command = raw if bare_command else raw.get("command")
-    if isinstance(command, dict) and isinstance(command.get("command"), str):
+    command = item if isinstance(item, lsp.Command) else item.command
+    if command is not None:
         # the edits the server asks for while it runs the command go through the edit layer
-        taken = await run_command(manager, server, command, session.writer)
+        taken = await run_command(manager, server, shapes.unstructure(command), session.writer)
         done.merge(taken.result)
         if taken.refused and not taken.result.applied:
             raise taken.refused[0]
@@ -289,15 +289,13 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     where = f"line {args.line}, character {args.character} of {source.shown!r}"
     server = await manager.route(source.language, "textDocument/rename")
 
-    def position(doc: DocumentContext) -> dict[str, Any]:
-        return {
-            "textDocument": doc.text_document,
-            "position": doc.position(args.line, args.character),
-        }
+    def prepare(doc: DocumentContext) -> Any:
+        position = lsp.Position(**doc.position(args.line, args.character))
+        return shapes.document_params("textDocument/prepareRename", doc.uri, position=position)
 
     if manager.supports(server, "textDocument/prepareRename"):
         try:
-            prepared = await manager.request(source.path, "textDocument/prepareRename", position)
+            prepared = await manager.request(source.path, "textDocument/prepareRename", prepare)
         except ToolError as exc:
             if exc.kind is not ErrorKind.LSP_ERROR or "code" not in exc.details:
                 raise
@@ -305,8 +303,11 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
         if prepared.result is None:
             raise _nothing(where)
 
-    def params(doc: DocumentContext) -> dict[str, Any]:
-        return {**position(doc), "newName": name}
+    def params(doc: DocumentContext) -> Any:
+        position = lsp.Position(**doc.position(args.line, args.character))
+        return shapes.document_params(
+            "textDocument/rename", doc.uri, position=position, new_name=name
+        )
 
     try:
         answer = await manager.request(source.path, "textDocument/rename", params, snapshot=True)
@@ -314,11 +315,12 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
         if exc.kind is not ErrorKind.LSP_ERROR or "code" not in exc.details:
             raise
         raise _refused(where, source.shown, exc) from None
-    if answer.result is None:
+    edit = shapes.answer(answer.result, answer.server, "textDocument/rename")
+    if edit is None:
         raise _nothing(where)
     result = await apply_workspace_edit(
         ctx.session.writer,
-        answer.result,
+        edit,
         answer.encoding,
         _basis(answer),
         apply=args.apply,
