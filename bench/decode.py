@@ -6,8 +6,9 @@ shapes the result one of two ways:
 - lsprotocol types, structured by its cattrs converter from the JSON decoded to Python.
 
 Prints, for location lists of 1,210 and 5,000 entries (the sizes of issue 8's references
-figures) and for the small, frequent shapes the daemon structures with lsprotocol (a
-hover, a request's params), the median time of each way and their ratio. Interleaved
+figures), a publishDiagnostics of 200 items, and the small, frequent shapes the daemon
+structures with lsprotocol (a hover, a request's params), the median time of each way and
+their ratio. Interleaved
 rounds: machine load hits both alike.
 
 Run: .venv/bin/python bench/decode.py [--rounds N]
@@ -26,10 +27,11 @@ import msgspec
 from lsprotocol import types as lsp
 
 from codeward.daemon.lsp.shapes import CONVERTER, result_type, unstructure
-from codeward.daemon.lsp.types import Location
+from codeward.daemon.lsp.types import Location, PublishDiagnosticsParams
 from codeward.protocol.messages import decode_message
 
 _locations = msgspec.json.Decoder(list[Location] | None)
+_published = msgspec.json.Decoder(PublishDiagnosticsParams)
 _any = msgspec.json.Decoder()
 _REFERENCES = result_type("textDocument/references")
 _HOVER = result_type("textDocument/hover")
@@ -55,6 +57,26 @@ def locations(count: int) -> bytes:
     )
 
 
+def published(count: int) -> bytes:
+    """A publishDiagnostics notification of `count` diagnostics, as ruff writes them."""
+    diagnostics = [
+        {
+            "range": {
+                "start": {"line": n, "character": 0},
+                "end": {"line": n, "character": 9},
+            },
+            "severity": 1 + n % 2,
+            "code": "F401",
+            "source": "Ruff",
+            "message": f"`os` imported but unused (line {n})",
+            "data": {"title": "Remove unused import", "edits": []},
+        }
+        for n in range(count)
+    ]
+    params = {"uri": "file:///work/project/src/a.py", "version": 3, "diagnostics": diagnostics}
+    return json.dumps({"jsonrpc": "2.0", "method": "x", "params": params}).encode()
+
+
 HOVER = response(
     {
         "contents": {
@@ -76,12 +98,21 @@ def timed(work: Callable[[], Any], rounds: int) -> list[float]:
     return samples
 
 
+def _without_nulls(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _without_nulls(v) for k, v in data.items() if v is not None}
+    if isinstance(data, list | tuple):
+        return [_without_nulls(v) for v in data]
+    return data
+
+
 def side_by_side(
     label: str, frame: bytes, fast: Callable[[bytes], Any], typed: Callable[[bytes], Any], n: int
 ) -> None:
     """Median of msgspec (`fast`) and cattrs (`typed`) on the payload of `frame`."""
     payload = bytes(decode_message(frame).payload)
-    assert msgspec.to_builtins(fast(payload)) == CONVERTER.unstructure(typed(payload))
+    both = msgspec.to_builtins(fast(payload)), CONVERTER.unstructure(typed(payload))
+    assert _without_nulls(both[0]) == _without_nulls(both[1])  # the same shapes, both ways
     fast_times: list[float] = []
     typed_times: list[float] = []
     for _ in range(n):  # interleaved, in small batches
@@ -117,6 +148,13 @@ def main() -> None:
             lambda raw: CONVERTER.structure(_any.decode(raw), _REFERENCES),
             max(4, rounds // (4 if count > 2000 else 2)),
         )
+    side_by_side(
+        "publishDiagnostics, 200 items",
+        published(200),
+        _published.decode,
+        lambda raw: CONVERTER.structure(_any.decode(raw), lsp.PublishDiagnosticsParams),
+        rounds,
+    )
     side_by_side(
         "hover (markdown + range)",
         HOVER,
