@@ -27,8 +27,27 @@ import msgspec
 from lsprotocol import types as lsp
 
 from codeward.daemon.lsp.shapes import CONVERTER, result_type, unstructure
-from codeward.daemon.lsp.types import Location, PublishDiagnosticsParams
+from codeward.daemon.lsp.types import Location, Range
 from codeward.protocol.messages import decode_message
+
+
+class Diagnostic(msgspec.Struct, rename="camel"):
+    """The msgspec Diagnostic the daemon used before lsprotocol's."""
+
+    range: Range
+    message: str
+    severity: int | None = None
+    code: int | str | None = None
+    source: str | None = None
+    tags: list[int] | None = None
+    data: Any = msgspec.UNSET
+
+
+class PublishDiagnosticsParams(msgspec.Struct):
+    uri: str
+    diagnostics: list[Diagnostic]
+    version: int | None = None
+
 
 _locations = msgspec.json.Decoder(list[Location] | None)
 _published = msgspec.json.Decoder(PublishDiagnosticsParams)

@@ -24,8 +24,9 @@ published once the project loaded), `service-ready` (jdtls: `language/status`).
 
 `off-spec` sends shapes off the LSP spec: a capability without a required field, a
 registration with no list of registrations, one whose options are not what its method takes,
-hovers, symbols, code actions, formatting and rename edits with fields missing or of the
-wrong type; `by-spec` answers symbols, code actions and formatting as the spec says.
+hovers, symbols, code actions, formatting and rename edits, pushed and pulled diagnostics
+with fields missing or of the wrong type; `by-spec` answers symbols, code actions and
+formatting as the spec says.
 
 Every mode runs the commands of `command` (edits asked for around the answer, a crash, a
 command never answered). Fault modes for supervision: `grow` takes 64 MiB more memory at
@@ -110,6 +111,8 @@ def diagnostics_of(text: str) -> list[dict[str, Any]]:
 
 def publish(uri: str, version: int, text: str) -> None:
     diagnostics = diagnostics_of(text)
+    if MODE == "off-spec":
+        diagnostics = [{**d, "severity": "high"} for d in diagnostics]  # a number 1..4
     send(
         {
             "method": "textDocument/publishDiagnostics",
@@ -297,6 +300,10 @@ def main() -> None:
                     }
             if MODE == "off-spec":  # capabilities and answers off the LSP spec
                 capabilities["semanticTokensProvider"] = {"full": True}  # no legend
+                capabilities["diagnosticProvider"] = {
+                    "interFileDependencies": False,
+                    "workspaceDiagnostics": False,
+                }
             if MODE in ("off-spec", "by-spec"):
                 capabilities["documentSymbolProvider"] = True
                 capabilities["workspaceSymbolProvider"] = True
@@ -341,6 +348,9 @@ def main() -> None:
                     {"id": "f", "method": "textDocument/formatting"},
                 ]
                 ask("client/registerCapability", {"registrations": registrations})
+                ask("workspace/configuration", {"items": {"section": "fake"}})  # not a list
+                send({"method": "$/progress", "params": {"value": {"kind": "begin"}}})  # no token
+                send({"method": "window/logMessage", "params": {"type": "loud", "message": "m"}})
             if MODE == "server-requests":
                 ask("custom/unknownThing", {})
                 ask("workspace/configuration", {"items": [{"section": "fake.answer"}, {}]})
@@ -373,6 +383,10 @@ def main() -> None:
                 loading.changed(doc["uri"], doc["version"], texts[doc["uri"]])
             elif MODE != "unready-silent":
                 publish(doc["uri"], doc["version"], texts[doc["uri"]])
+        elif method == "textDocument/diagnostic" and MODE == "off-spec":
+            uri = params["textDocument"]["uri"]
+            items = [{"message": "no range"}, *diagnostics_of(texts[uri])]  # the first is odd
+            send({"id": msg_id, "result": {"kind": "full", "items": items}})
         elif method == "textDocument/diagnostic":  # the quiescent modes pull
             assert loading is not None
             text = texts[params["textDocument"]["uri"]] if loading.loaded else ""

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types as lsp
 
 from codeward.daemon.config import Config
 from codeward.daemon.edits.actions import collect, in_lines, matches
 from codeward.daemon.lsp.service import Answer, LanguageService
-from codeward.daemon.lsp.types import Diagnostic, Position, Range
+from codeward.daemon.lsp.shapes import structure, unstructure
 from codeward.daemon.tools.edits import _choose
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -95,14 +96,17 @@ def test_kind_matching() -> None:
 
 
 def test_diagnostics_in_lines() -> None:
-    diagnostics = [
-        Diagnostic(Range(Position(0, 0), Position(0, 1)), "a", severity=1, data={"fix": 1}),
-        Diagnostic(Range(Position(2, 0), Position(4, 1)), "b"),
-        Diagnostic(Range(Position(6, 0), Position(6, 1)), "c"),
-    ]
+    diagnostics = structure(
+        [
+            {"range": _range(0, 0, 0, 1), "message": "a", "severity": 1, "data": {"fix": 1}},
+            {"range": _range(2, 0, 4, 1), "message": "b"},
+            {"range": _range(6, 0, 6, 1), "message": "c"},
+        ],
+        list[lsp.Diagnostic],
+    )
     found = in_lines(diagnostics, 3, 5)
-    assert found == [{"range": _range(2, 0, 4, 1), "message": "b"}]  # no nulls sent
-    assert in_lines(diagnostics, 0, 0)[0]["data"] == {"fix": 1}
+    assert unstructure(found) == [{"range": _range(2, 0, 4, 1), "message": "b"}]  # no nulls
+    assert unstructure(in_lines(diagnostics, 0, 0))[0]["data"] == {"fix": 1}
 
 
 def test_choosing_an_action(manager: LanguageService) -> None:

@@ -4,15 +4,24 @@ clear `lsp_error` naming the server and the method; the server and the others go
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
+from lsprotocol import types as lsp
 
 from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.lsp.shapes import OffSpec, lenient
 from tests.conftest import OpenClient
 from tests.intel_support import write
 from tests.lsp_support import fake_config, fake_server, logged, running
 from tests.rpc import RpcFailure
+
+FULL = lsp.RelatedFullDocumentDiagnosticReport
+
+
+def hover_params(path: Path) -> dict[str, Any]:
+    return {"textDocument": {"uri": path.as_uri()}, "position": {"line": 0, "character": 0}}
 
 
 @pytest.fixture
@@ -39,12 +48,19 @@ async def test_capabilities_and_registrations_off_the_spec(tmp_path: Path, doc: 
             "workspace/didChangeWatchedFiles registration",
         ]
         assert caps.watched_file_globs() == []
-        found = await manager.diagnostics(doc)  # it still answers
-        assert [d.message for d in found.diagnostics] == ["bad line 2"]
+        # Its pulled diagnostics: the one without a range is left out, not the others.
+        found = await manager.diagnostics(doc)
+        assert [d.message for d in found.diagnostics] == ["bad line 2"] and not found.errors
+        # Its pushes: each diagnostic has the severity "high", each is left out.
+        assert await server.request("textDocument/hover", hover_params(doc)) is not None
+        published = server.published[doc.as_uri()]
+        assert published.version == 1 and published.diagnostics == []
     answers = {m["id"]: m for m in logged(log) if "method" not in m}
     refused = answers[1001]["error"]  # registrations that are not a list
     assert refused["code"] == -32602 and "client/registerCapability" in refused["message"]
     assert answers[1002]["result"] is None
+    assert answers[1003]["error"]["code"] == -32602  # configuration items not a list
+    assert server._freshness.progress == {} and "m" not in server._answers.messages  # left out
 
 
 class TestTools:
@@ -110,3 +126,26 @@ class TestTools:
             assert info.value.kind == "lsp_error" and info.value.data["method"] == method
             assert info.value.data["server"] == "odd"
         assert (project / "a.fake").read_text() == "fine\n"
+
+    async def test_a_diagnostic_off_the_spec_costs_no_other_its_place(
+        self, open_client: OpenClient, project: Path
+    ) -> None:
+        write(project, {"a.fake": "good\nbad\n"})
+        client = await open_client(project)
+        found = await client.tool("get_diagnostics", path="a.fake")
+        assert [(d["message"], d["severity"]) for d in found["diagnostics"]] == [
+            ("bad line 2", "error")
+        ]  # from `fine`
+        assert "errors" not in found  # `odd`'s one diagnostic off the spec is left out
+
+
+def test_lenient_leaves_out_odd_entries_only() -> None:
+    rng = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
+    items = [{"range": rng, "message": "kept"}, {"message": "no range"}, 3]
+    report, wrong = lenient({"kind": "full", "items": items}, FULL, "items", lsp.Diagnostic)
+    assert [d.message for d in report.items] == ["kept"] and len(wrong) == 2
+    assert "required field missing @ $.range" in wrong[0]
+    odd_envelope = {"kind": "full", "items": items, "relatedDocuments": 5}
+    for envelope in (odd_envelope, {"kind": "full"}, {"kind": "full", "items": 3}, "full", None):
+        with pytest.raises(OffSpec):
+            lenient(envelope, FULL, "items", lsp.Diagnostic)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import msgspec
 import trio
+from lsprotocol import types as lsp
 
 from codeward.daemon.lsp import tsserver
-from codeward.daemon.lsp.types import Diagnostic, Position, Range
 from tests.lsp_support import fake_config, fake_server, running
 
 
@@ -25,15 +25,27 @@ def test_tsserver_diagnostics_become_lsp_ones() -> None:
     response = msgspec.json.decode(body, type=tsserver.Response)
     assert response.success and response.body is not None
     found = [tsserver.to_lsp(item) for item in response.body]
-    where = Range(Position(2, 54), Position(2, 57))
+    where = lsp.Range(lsp.Position(2, 54), lsp.Position(2, 57))
+    source = "typescript"
     assert found == [
-        Diagnostic(
-            where, "Type 'string' is not assignable to type 'number'.", 1, 2322, "typescript"
+        lsp.Diagnostic(
+            where, "Type 'string' is not assignable to type 'number'.", 1, 2322, source=source
         ),
-        Diagnostic(
-            where, "'bad' is declared but its value is never read.", 4, 6133, "typescript", [1]
+        lsp.Diagnostic(
+            where,
+            "'bad' is declared but its value is never read.",
+            4,
+            6133,
+            source=source,
+            tags=[lsp.DiagnosticTag.Unnecessary],
         ),
-        Diagnostic(Range(Position(0, 0), Position(0, 3)), "old", 2, None, "typescript", [2]),
+        lsp.Diagnostic(
+            lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)),
+            "old",
+            2,
+            source=source,
+            tags=[lsp.DiagnosticTag.Deprecated],
+        ),
     ]
     refused = msgspec.json.decode(
         b'{"success": false, "message": "No Project."}', type=tsserver.Response

@@ -6,23 +6,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 from lsprotocol import types as lsp
 
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import Answer
-from codeward.daemon.lsp.types import SEVERITY_NAMES, Diagnostic
+from codeward.daemon.lsp.types import SEVERITY_NAMES
 from codeward.protocol.errors import ToolError
 
 
-def in_lines(diagnostics: list[Diagnostic], first: int, last: int) -> list[dict[str, Any]]:
-    """The diagnostics touching 0-based lines `first`..`last`, as LSP JSON."""
-    return [
-        {k: v for k, v in msgspec.to_builtins(d).items() if v is not None}
-        for d in diagnostics
-        if d.range.start.line <= last and d.range.end.line >= first
-    ]
+def in_lines(diagnostics: Sequence[lsp.Diagnostic], first: int, last: int) -> list[lsp.Diagnostic]:
+    """The diagnostics touching 0-based lines `first`..`last`."""
+    return [d for d in diagnostics if d.range.start.line <= last and d.range.end.line >= first]
 
 
 @dataclass

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import math
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import trio
+from lsprotocol import types as lsp
 
 from codeward.daemon.lsp import tsserver
 from codeward.daemon.lsp.changes import Changes
@@ -33,15 +34,20 @@ from codeward.daemon.lsp.connection import (
 )
 from codeward.daemon.lsp.documents import Document
 from codeward.daemon.lsp.readiness import Readiness
-from codeward.daemon.lsp.types import (
-    Diagnostic,
-    DocumentDiagnosticReport,
-    ProgressParams,
-    PublishDiagnosticsParams,
-    WorkspaceDiagnosticReport,
+from codeward.daemon.lsp.shapes import (
+    OffSpec,
+    answer,
+    document_params,
+    lenient,
+    off_spec,
+    result_type,
+    structure,
+    unstructure,
 )
 from codeward.daemon.lsp.uris import uri_to_path
 from codeward.protocol.errors import ErrorKind, ToolError
+
+log = logging.getLogger("codeward.lsp")
 
 QUIET = 0.3  # seconds without news before a streamed workspace pull may be over
 BARRIER = "$/codeward/barrier"  # a request every server must refuse: its answer orders output
@@ -56,7 +62,19 @@ class Published:
     """The diagnostics a server last pushed for a document, and the version they describe."""
 
     version: int | None
-    diagnostics: list[Diagnostic]
+    diagnostics: Sequence[lsp.Diagnostic]
+
+
+def left_out(server: str, method: str, wrong: list[str]) -> None:
+    """Log the diagnostics of a `method` left out for being off the LSP spec."""
+    if wrong:
+        log.warning(
+            "%s: %d diagnostics of %s off the LSP spec left out: %s",
+            server,
+            len(wrong),
+            method,
+            wrong[0],
+        )
 
 
 class Freshness:
@@ -106,7 +124,7 @@ class Freshness:
 
     # -- what the server sends --------------------------------------------------------
 
-    def on_publish(self, params: PublishDiagnosticsParams, version: int | None) -> None:
+    def on_publish(self, params: lsp.PublishDiagnosticsParams, version: int | None) -> None:
         """publishDiagnostics; `version` is the open document's when the server sent none."""
         if not self.readiness.counts():
             return  # a placeholder published before it began to load
@@ -119,7 +137,7 @@ class Freshness:
         self.announced.add(token)
         self.changes.touch()
 
-    def on_progress(self, params: ProgressParams) -> None:
+    def on_progress(self, params: lsp.ProgressParams) -> None:
         """$/progress: partial results of a pull, or work-done progress."""
         sink = self.partial.get(params.token)
         if sink is not None:
@@ -162,7 +180,9 @@ class Freshness:
 
     # -- waits ------------------------------------------------------------------------
 
-    async def document_diagnostics(self, doc: Document, settle: float) -> list[Diagnostic] | None:
+    async def document_diagnostics(
+        self, doc: Document, settle: float
+    ) -> Sequence[lsp.Diagnostic] | None:
         """Diagnostics for this content of `doc`: pulled, or the push for its version.
 
         None when no answer came within `settle` seconds.
@@ -190,26 +210,31 @@ class Freshness:
                 if answered():
                     return self.published[doc.uri].diagnostics
             try:
-                report = await self._request(
-                    "textDocument/diagnostic",
-                    {"textDocument": {"uri": doc.uri}},
-                    timeout=settle,
-                    result_type=DocumentDiagnosticReport,
+                method = "textDocument/diagnostic"
+                result = await self._request(
+                    method, document_params(method, doc.uri), timeout=settle
                 )
             except ToolError as exc:
                 if exc.kind is ErrorKind.TIMEOUT:
                     return None
                 raise
+            try:
+                report, wrong = lenient(result, result_type(method), "items", lsp.Diagnostic)
+            except OffSpec as exc:
+                raise off_spec(self.name, method, exc.detail) from None
+            left_out(self.name, method, wrong)
             self.analysed[doc.uri] = doc.version
             self.changes.touch()
-            return report.items
+            if isinstance(report, lsp.RelatedFullDocumentDiagnosticReport):
+                return report.items
+            return []  # "unchanged": codeward sends no previous result id to go by
         if not self.published and not self._pulls():
             self.push_silent = True
         return None
 
     async def workspace_diagnostics(
         self, deadline: float, expected: Collection[Path] | None = None
-    ) -> tuple[dict[str, list[Diagnostic]], bool]:
+    ) -> tuple[dict[str, Sequence[lsp.Diagnostic]], bool]:
         """Pull workspace diagnostics until `deadline` (trio time): (uri -> diagnostics,
         complete). One pull at a time: the actor runs them in a lane.
 
@@ -222,36 +247,40 @@ class Freshness:
         reports (excluded by its own settings) end the pull after a quiet moment, once the
         answer to a later request shows that everything it sent before has been read.
         """
-        results: dict[str, list[Diagnostic]] = {}
+        results: dict[str, Sequence[lsp.Diagnostic]] = {}
         missing = set(expected) if expected is not None else None
         news = 0  # partial results received
         done = False
 
-        def take(report: WorkspaceDiagnosticReport) -> None:
+        def take(
+            report: lsp.WorkspaceDiagnosticReport | lsp.WorkspaceDiagnosticReportPartialResult,
+        ) -> None:
             nonlocal news
             news += 1
             for item in report.items:
                 path = uri_to_path(item.uri) if missing else None
                 if missing and path is not None:
                     missing.discard(path)
-                if item.kind == "full":
+                if isinstance(item, lsp.WorkspaceFullDocumentDiagnosticReport):
                     results[item.uri] = item.items
 
         def sink(value: Any) -> None:
-            take(msgspec.convert(value, type=WorkspaceDiagnosticReport))
+            try:
+                take(structure(value, lsp.WorkspaceDiagnosticReportPartialResult))
+            except OffSpec as exc:
+                log.warning("%s: workspace diagnostics off the LSP spec: %s", self.name, exc.detail)
             self.changes.touch()
 
         async def ask(token: str) -> None:
             nonlocal done
             try:
-                take(
-                    await self._request(
-                        "workspace/diagnostic",
-                        {"previousResultIds": [], "partialResultToken": token},
-                        timeout=max(deadline - trio.current_time(), 0),
-                        result_type=WorkspaceDiagnosticReport,
-                    )
+                params = lsp.WorkspaceDiagnosticParams(
+                    previous_result_ids=[], partial_result_token=token
                 )
+                method = "workspace/diagnostic"
+                timeout = max(deadline - trio.current_time(), 0)
+                result = await self._request(method, unstructure(params), timeout=timeout)
+                take(answer(result, self.name, method))
             except ToolError as exc:
                 if exc.kind is not ErrorKind.TIMEOUT:
                     raise

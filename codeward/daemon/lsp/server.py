@@ -24,12 +24,13 @@ workspace pulls. Everything else goes straight to the connection: no task hop, n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
+from lsprotocol import types as lsp
 
 from codeward.daemon.config import LspConfig, ServerConfig
 from codeward.daemon.lsp.capabilities import Capabilities
@@ -53,7 +54,6 @@ from codeward.daemon.lsp.readiness import Readiness, readiness_for
 from codeward.daemon.lsp.server_requests import ServerRequests
 from codeward.daemon.lsp.supervisor import ServerState, Supervisor
 from codeward.daemon.lsp.sync import DocumentSync
-from codeward.daemon.lsp.types import Diagnostic
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -457,19 +457,21 @@ class LanguageServer:
 
     async def fresh_diagnostics(
         self, path: Path, language_id: str, data: bytes, settle: float, stat: Stat = UNTRUSTED
-    ) -> tuple[Document, list[Diagnostic] | None]:
+    ) -> tuple[Document, Sequence[lsp.Diagnostic] | None]:
         """`data` as the content of `path`, and the server's diagnostics for exactly that
         content (None when none came within `settle` seconds: partial)."""
         doc = self.sync(path, language_id, data, stat, fresh_diagnostics=True)
         return doc, await self._freshness.document_diagnostics(doc, settle)
 
-    async def document_diagnostics(self, doc: Document, settle: float) -> list[Diagnostic] | None:
+    async def document_diagnostics(
+        self, doc: Document, settle: float
+    ) -> Sequence[lsp.Diagnostic] | None:
         """Diagnostics for this content of `doc`; None when none came within `settle`."""
         return await self._freshness.document_diagnostics(doc, settle)
 
     async def workspace_diagnostics(
         self, timeout: float, expected: Collection[Path] | None = None
-    ) -> tuple[dict[str, list[Diagnostic]], bool]:
+    ) -> tuple[dict[str, Sequence[lsp.Diagnostic]], bool]:
         """Pull workspace diagnostics, one pull at a time: (uri -> diagnostics, complete),
         within `timeout` seconds, the wait for an earlier pull included."""
         deadline = trio.current_time() + timeout

@@ -16,17 +16,10 @@ from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.capture import REFUSED, EditCapture
 from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.connection import ResponseError
-from codeward.daemon.lsp.freshness import Freshness
+from codeward.daemon.lsp.freshness import Freshness, left_out
 from codeward.daemon.lsp.initialize import folders
-from codeward.daemon.lsp.shapes import OffSpec, structure, unstructure
+from codeward.daemon.lsp.shapes import OffSpec, lenient, structure, unstructure
 from codeward.daemon.lsp.sync import DocumentSync
-from codeward.daemon.lsp.types import (
-    ConfigurationParams,
-    LogMessageParams,
-    ProgressParams,
-    PublishDiagnosticsParams,
-    WorkDoneProgressCreateParams,
-)
 from codeward.protocol.messages import Incoming
 
 log = logging.getLogger("codeward.lsp")
@@ -71,7 +64,7 @@ class ServerRequests:
     def on_request(self, method: str, message: Incoming) -> Any:
         """The answer to the server's request (a value, or an awaitable of it)."""
         if method == "workspace/configuration":
-            items = message.decode(ConfigurationParams).items
+            items = self._params(message, lsp.ConfigurationParams).items
             return [self._setting(item.section) for item in items]
         if method == "client/registerCapability":
             self._register(message)
@@ -83,7 +76,9 @@ class ServerRequests:
             self._changes.touch()
             return None
         if method == "window/workDoneProgress/create":
-            self._freshness.on_created(message.decode(WorkDoneProgressCreateParams).token)
+            self._freshness.on_created(
+                self._params(message, lsp.WorkDoneProgressCreateParams).token
+            )
             return None
         if method == "workspace/workspaceFolders":
             return unstructure(folders(self.root))
@@ -125,15 +120,33 @@ class ServerRequests:
         if self._freshness.listens(method):
             self._freshness.observe(method, message.decode())
         if method == "textDocument/publishDiagnostics":
-            params = message.decode(PublishDiagnosticsParams)
+            try:
+                params, wrong = lenient(
+                    message.decode(), lsp.PublishDiagnosticsParams, "diagnostics", lsp.Diagnostic
+                )
+            except OffSpec as exc:
+                log.warning("%s: %s off the LSP spec: %s", self.name, method, exc.detail)
+                return
+            left_out(self.name, method, wrong)
             version = params.version
             if version is None:
                 doc = self._sync.get(params.uri)
                 version = doc.version if doc is not None else None
             self._freshness.on_publish(params, version)
         elif method == "$/progress":
-            self._freshness.on_progress(message.decode(ProgressParams))
+            progress = self._notice(message, lsp.ProgressParams)
+            if progress is not None:
+                self._freshness.on_progress(progress)
         elif method in ("window/logMessage", "window/showMessage"):
-            params = message.decode(LogMessageParams)
-            self.messages.append(params.message)
-            log.debug("%s: %s", self.name, params.message)
+            logged = self._notice(message, lsp.LogMessageParams)
+            if logged is not None:
+                self.messages.append(logged.message)
+                log.debug("%s: %s", self.name, logged.message)
+
+    def _notice(self, message: Incoming, type_: type[T]) -> T | None:
+        """A notification's params as their lsprotocol type; None (logged) off the spec."""
+        try:
+            return structure(message.decode(), type_)
+        except OffSpec as exc:
+            log.warning("%s: %s off the LSP spec: %s", self.name, message.method, exc.detail)
+            return None

@@ -72,6 +72,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from lsprotocol.types import Diagnostic
 
 from codeward.daemon.config import Config, ServerConfig
 from codeward.daemon.files import Missing, read_file
@@ -89,7 +90,7 @@ from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.restricted import NotInRestrictedMode
 from codeward.daemon.lsp.restricted import restricted as restricted_config
 from codeward.daemon.lsp.server import LanguageServer, ServerState
-from codeward.daemon.lsp.types import Diagnostic, PositionLike, RangeLike
+from codeward.daemon.lsp.types import PositionLike, RangeLike
 from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
 from codeward.daemon.lsp.watcher import CHANGED, DELETED, glob_matches, watch_root
 from codeward.daemon.paths import scrub
@@ -118,7 +119,7 @@ RETRIED_CODES = frozenset({CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED
 Versions = dict[Path, tuple[int, str]]  # canonical path -> (version, content hash)
 # a server's own edit during a command: (WorkspaceEdit, its encoding, its documents) -> answer
 OnEdit = Callable[[Any, Encoding, Versions], Awaitable[None]]
-ServerDiagnostics = dict[str, tuple[int, list[Diagnostic]]]  # server -> (version, items)
+ServerDiagnostics = dict[str, tuple[int, Sequence[Diagnostic]]]  # server -> (version, items)
 
 
 @dataclass
@@ -954,7 +955,7 @@ class LanguageService:
             languages = sorted(files)
         names = list(dict.fromkeys(n for lang in languages for n in self.languages[lang].servers))
         errors: list[ToolError] = []
-        by_uri: dict[tuple[str, str], list[Diagnostic]] = {}
+        by_uri: dict[tuple[str, str], Sequence[Diagnostic]] = {}
         encodings: dict[str, Encoding] = {}
         partial = not whole
         unchecked = 0
@@ -1009,12 +1010,12 @@ class LanguageService:
 
     async def _each_file(
         self, server: LanguageServer, files: Sequence[tuple[str, Path]]
-    ) -> dict[str, list[Diagnostic] | None]:
+    ) -> dict[str, Sequence[Diagnostic] | None]:
         """`server`'s diagnostics of each file (opened as needed) for its content on disk:
         uri -> diagnostics, or None where it did not answer within the settle timeout."""
         settle = self.config.lsp.settle_timeout
         limiter = trio.CapacityLimiter(FOLDER_CONCURRENCY)
-        answers: dict[str, list[Diagnostic] | None] = {}
+        answers: dict[str, Sequence[Diagnostic] | None] = {}
 
         async def ask(language: str, path: Path) -> None:
             async with limiter:
@@ -1060,7 +1061,7 @@ class LanguageService:
             column=column,
             end_line=end_line,
             end_column=end_column,
-            severity=d.severity or 1,
+            severity=int(d.severity or 1),
             message=scrub(d.message, self.root),
             code=d.code,
             source=scrub(d.source, self.root) if d.source else d.source,

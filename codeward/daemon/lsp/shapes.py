@@ -68,6 +68,26 @@ def structure(data: Any, type_: type[T] | Any) -> T:
         raise OffSpec(f"AttributeError: {exc}"[:200]) from None
 
 
+def lenient(data: Any, type_: Any, field: str, item_type: Any) -> tuple[Any, list[str]]:
+    """`data` as `type_`, leaving out the entries of its list `field` that do not fit
+    `item_type`, and what is wrong with each of those: one odd diagnostic never costs a
+    server the rest of its answer. Raises `OffSpec` when the rest does not fit."""
+    try:
+        return structure(data, type_), []
+    except OffSpec:
+        if not isinstance(data, dict) or not isinstance(data.get(field), list):
+            raise
+    kept: list[Any] = []
+    wrong: list[str] = []
+    for item in data[field]:
+        try:
+            kept.append(structure(item, item_type))
+        except OffSpec as exc:
+            wrong.append(exc.detail)
+    shaped = structure({**data, field: []}, type_)
+    return attrs.evolve(shaped, **{field: kept}), wrong
+
+
 def _json_type(data: Any) -> str:
     if data is None:
         return "null"

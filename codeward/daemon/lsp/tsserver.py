@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
+from lsprotocol import types as lsp
 
-from codeward.daemon.lsp.types import Diagnostic, Position, Range
 from codeward.protocol.errors import ErrorKind, ToolError
 
 COMMAND = "typescript.tsserverRequest"
@@ -45,8 +45,8 @@ class Response(msgspec.Struct):
     message: str | None = None
 
 
-def _position(location: Location) -> Position:
-    return Position(max(location.line - 1, 0), max(location.offset - 1, 0))
+def _position(location: Location) -> lsp.Position:
+    return lsp.Position(max(location.line - 1, 0), max(location.offset - 1, 0))
 
 
 def _flag(value: Any) -> bool:
@@ -54,14 +54,18 @@ def _flag(value: Any) -> bool:
     return value is not None and value is not False
 
 
-def to_lsp(item: TsDiagnostic) -> Diagnostic:
+def to_lsp(item: TsDiagnostic) -> lsp.Diagnostic:
     tags = (
-        [1] if _flag(item.reports_unnecessary) else [2] if _flag(item.reports_deprecated) else None
+        [lsp.DiagnosticTag.Unnecessary]
+        if _flag(item.reports_unnecessary)
+        else [lsp.DiagnosticTag.Deprecated]
+        if _flag(item.reports_deprecated)
+        else None
     )
-    return Diagnostic(
-        range=Range(_position(item.start), _position(item.end)),
+    return lsp.Diagnostic(
+        range=lsp.Range(_position(item.start), _position(item.end)),
         message=item.text,
-        severity=SEVERITY.get(item.category, 1),
+        severity=lsp.DiagnosticSeverity(SEVERITY.get(item.category, 1)),
         code=item.code,
         source=item.source or "typescript",
         tags=tags,
@@ -70,12 +74,12 @@ def to_lsp(item: TsDiagnostic) -> Diagnostic:
 
 async def diagnostics(
     request: Callable[..., Awaitable[Any]], path: str, timeout: float
-) -> list[Diagnostic] | None:
+) -> list[lsp.Diagnostic] | None:
     """tsserver's syntax, semantic and suggestion diagnostics of the open file `path`, in
     that order (as typescript-language-server would publish them); None when tsserver
     refused one of the requests, or the server has no such command (its pushes are then
     the answer)."""
-    found: list[Diagnostic] = []
+    found: list[lsp.Diagnostic] = []
     for kind in KINDS:
         try:
             response = await request(

@@ -1,10 +1,11 @@
-"""LSP shapes on msgspec Structs, for the hot and the frequent messages (not cattrs)."""
+"""LSP shapes on msgspec Structs, for the hot bulky answers (thousands of locations, decoded
+straight from the raw result); every other shape is an lsprotocol type (`lsp.shapes`)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-from msgspec import UNSET, Struct
+from msgspec import Struct
 
 
 class PositionLike(Protocol):
@@ -40,64 +41,6 @@ class Range(Struct, gc=False):
 class Location(Struct, gc=False):
     uri: str
     range: Range
-
-
-class Diagnostic(Struct, rename="camel"):
-    range: Range
-    message: str
-    severity: int | None = None
-    code: int | str | None = None
-    source: str | None = None
-    tags: list[int] | None = None
-    data: Any = UNSET
-
-
-class PublishDiagnosticsParams(Struct):
-    uri: str
-    diagnostics: list[Diagnostic]
-    version: int | None = None
-
-
-class DocumentDiagnosticReport(Struct, rename="camel"):
-    kind: str
-    items: list[Diagnostic] = []
-    result_id: str | None = None
-    related_documents: dict[str, Any] | None = None
-
-
-class WorkspaceDocumentReport(Struct, rename="camel"):
-    uri: str
-    kind: str
-    items: list[Diagnostic] = []
-    version: int | None = None
-    result_id: str | None = None
-
-
-class WorkspaceDiagnosticReport(Struct):
-    items: list[WorkspaceDocumentReport] = []
-
-
-class ProgressParams(Struct):
-    token: int | str
-    value: Any
-
-
-class WorkDoneProgressCreateParams(Struct):
-    token: int | str
-
-
-class ConfigurationItem(Struct, rename="camel"):
-    scope_uri: str | None = None
-    section: str | None = None
-
-
-class ConfigurationParams(Struct):
-    items: list[ConfigurationItem]
-
-
-class LogMessageParams(Struct):
-    type: int
-    message: str
 
 
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}

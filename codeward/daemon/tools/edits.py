@@ -156,20 +156,17 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `apply` as an index or a title.")
     diagnostics = await manager.server_diagnostics(source.path)
 
-    def params(doc: DocumentContext) -> dict[str, Any]:
+    def params(doc: DocumentContext) -> Any:
         version, items = diagnostics.get(doc.server, (None, []))
-        context: dict[str, Any] = {
-            "diagnostics": in_lines(items, first - 1, last - 1) if version == doc.version else [],
-            "triggerKind": 1,
-        }
-        if args.kinds:
-            context["only"] = args.kinds
+        context = lsp.CodeActionContext(
+            diagnostics=in_lines(items, first - 1, last - 1) if version == doc.version else [],
+            only=args.kinds or None,
+            trigger_kind=lsp.CodeActionTriggerKind.Invoked,
+        )
         end = len(doc.index.line(last - 1)) + 1
-        return {
-            "textDocument": doc.text_document,
-            "range": doc.range(first, 1, last, end),
-            "context": context,
-        }
+        rng = shapes.structure(doc.range(first, 1, last, end), lsp.Range)
+        method = "textDocument/codeAction"
+        return shapes.document_params(method, doc.uri, range=rng, context=context)
 
     answers, errors = await manager.request_all(
         source.path, "textDocument/codeAction", params, snapshot=True
