@@ -11,7 +11,7 @@ import trio
 from lsprotocol import types as lsp
 
 from codeward.daemon.config import Config, DaemonConfig
-from codeward.daemon.lsp.shapes import OffSpec, lenient
+from codeward.daemon.lsp.shapes import OffSpec, answer, lenient, structure
 from tests.conftest import OpenClient
 from tests.intel_support import write
 from tests.lsp_support import fake_config, fake_server, logged, running
@@ -149,3 +149,22 @@ def test_lenient_leaves_out_odd_entries_only() -> None:
     for envelope in (odd_envelope, {"kind": "full"}, {"kind": "full", "items": 3}, "full", None):
         with pytest.raises(OffSpec):
             lenient(envelope, FULL, "items", lsp.Diagnostic)
+
+
+def test_code_actions_with_a_command_and_strict_strings() -> None:
+    actions = answer(
+        [
+            {"title": "fix", "kind": "quickfix", "command": {"title": "", "command": "x"}},
+            {"title": "run", "command": "y", "arguments": [1]},
+        ],
+        "fake",
+        "textDocument/codeAction",
+    )
+    assert [type(a) for a in actions] == [lsp.CodeAction, lsp.Command]  # lsprotocol: 2 Commands
+    assert actions[0].command == lsp.Command(title="", command="x")
+    for data, type_ in (
+        ({"contents": {"kind": "markdown", "value": {"a": 1}}}, lsp.Hover),  # str({...}) else
+        ({"interFileDependencies": "yes", "workspaceDiagnostics": True}, lsp.DiagnosticOptions),
+    ):
+        with pytest.raises(OffSpec):
+            structure(data, type_)

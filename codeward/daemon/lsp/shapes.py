@@ -41,7 +41,27 @@ def _converter() -> cattrs.Converter:
         return None if value is None else converter.structure(value, notebook_filter_type)
 
     converter.register_structure_hook(optional_filter, notebook_filter)
+
+    # lsprotocol takes any item with a `command` for a Command; a CodeAction's `command` is
+    # an object, a Command's a string.
+    def code_action(value: Any, _: Any) -> Any:
+        bare = isinstance(value, dict) and isinstance(value.get("command"), str)
+        return converter.structure(value, lsp.Command if bare else lsp.CodeAction)
+
+    converter.register_structure_hook(lsp.Command | lsp.CodeAction, code_action)
+    # cattrs makes a string or a boolean of anything (`str({...})`): here only of itself.
+    converter.register_structure_hook(str, _exactly(str))
+    converter.register_structure_hook(bool, _exactly(bool))
     return converter
+
+
+def _exactly(type_: type) -> Any:
+    def check(value: Any, _: Any) -> Any:
+        if not isinstance(value, type_):
+            raise TypeError(f"expected {type_.__name__}, got {_json_type(value)}")
+        return value
+
+    return check
 
 
 CONVERTER = _converter()
