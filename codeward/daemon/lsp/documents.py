@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lsprotocol import types as lsp
+
 from codeward.daemon.files import UNTRUSTED, Stat, content_hash, stat_key
 from codeward.daemon.lsp.positions import LineIndex
+from codeward.daemon.lsp.shapes import unstructure
 
 __all__ = ["UNTRUSTED", "Document", "DocumentStore", "Stat", "content_hash", "stat_key"]
 
@@ -82,7 +85,7 @@ class DocumentStore:
             version = self._versions.get(uri, 0) + 1
             doc = Document(path, uri, language_id, decode_text(data), digest, version, world, stat)
             self.documents[uri] = doc
-            notices.append(("textDocument/didOpen", {"textDocument": self._item(doc)}))
+            notices.append(self._open(doc))
         else:
             self.documents.move_to_end(uri)
             doc.stat = stat
@@ -106,30 +109,26 @@ class DocumentStore:
         doc = self.documents.pop(uri, None)
         if doc is None:
             return []
-        return [("textDocument/didClose", {"textDocument": {"uri": uri}})]
+        params = lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+        return [("textDocument/didClose", unstructure(params))]
 
     def reopen_all(self) -> list[Notice]:
         """didOpen for every open document (a restarted server knows none of them)."""
-        return [
-            ("textDocument/didOpen", {"textDocument": self._item(d)})
-            for d in self.documents.values()
-        ]
+        return [self._open(d) for d in self.documents.values()]
 
     @staticmethod
-    def _item(doc: Document) -> dict[str, Any]:
-        return {
-            "uri": doc.uri,
-            "languageId": doc.language_id,
-            "version": doc.version,
-            "text": doc.text,
-        }
+    def _open(doc: Document) -> Notice:
+        item = lsp.TextDocumentItem(
+            uri=doc.uri, language_id=doc.language_id, version=doc.version, text=doc.text
+        )
+        params = lsp.DidOpenTextDocumentParams(text_document=item)
+        return ("textDocument/didOpen", unstructure(params))
 
     @staticmethod
     def _change(doc: Document) -> Notice:
-        return (
-            "textDocument/didChange",
-            {
-                "textDocument": {"uri": doc.uri, "version": doc.version},
-                "contentChanges": [{"text": doc.text}],
-            },
+        """The whole text under a new version (every server takes a full change)."""
+        params = lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=doc.uri, version=doc.version),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=doc.text)],
         )
+        return ("textDocument/didChange", unstructure(params))
