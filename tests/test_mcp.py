@@ -156,7 +156,10 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
             "format_code": {"path": "app.py", "apply": False},
             "get_code_actions": {"path": "app.py", "line": 24},
             "rename_symbol": {**at, "new_name": "double", "apply": False},
-        }
+            "edit_file": {"path": "app.py", "mode": "preview", "edits": [
+                {"line": 1, "character": 1, "end_line": 1, "end_character": 1,
+                 "new_text": "BROKEN: int = 'a'\n"}]},
+        }  # fmt: skip
         assert set(calls) == set(tools), "a tool was added: call it here too"
         texts: dict[str, str] = {}
         for name, arguments in calls.items():
@@ -188,6 +191,10 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
     assert "app.py:20:12: caller: return compute(3)+compute(4)" in texts["call_hierarchy"]
     assert "+    return compute(3) + compute(4)" in texts["format_code"]
     assert "-def compute(value: int) -> int:" in texts["rename_symbol"]
+    assert "+BROKEN: int = 'a'" in texts["edit_file"]
+    assert "(preview: nothing written)" in texts["edit_file"]
+    assert "app.py: 1 introduced" in texts["edit_file"]
+    assert "+ app.py:1:" in texts["edit_file"]
 
 
 async def test_errors_as_results_and_as_protocol_errors(daemon: Daemon, repo: Path) -> None:

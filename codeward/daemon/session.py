@@ -17,6 +17,7 @@ import msgspec
 import trio
 
 from codeward.daemon.config import Config, PolicyConfig, load_project_config
+from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.lsp import LanguageService
 from codeward.daemon.lsp.budget import ServerBudget
@@ -100,6 +101,7 @@ class Session:
             root, config, self.publish_progress, budget, restricted=not trusted
         )
         self.writer = RootWriter(root, self.files_changed, config.lsp.max_file_bytes)
+        self.diagnostics_history = DiagnosticsHistory()  # what get_diagnostics reported
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}
         self.started = trio.Event()

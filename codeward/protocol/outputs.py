@@ -47,6 +47,19 @@ SYMBOL = obj({"name": STR}, {"kind": null_or(STR), "path": STR, "line": INT, "ch
                              "detail": null_or(STR), "container": null_or(STR),
                              "children": array(OBJ)})  # fmt: skip
 EDIT = {"files_changed": array(STR), "edits": INT, "diff": STR, "applied": BOOL}
+SEVERITY_COUNTS = obj({"error": INT, "warning": INT, "information": INT, "hint": INT})
+RESOLVED = obj({"count": INT, "diagnostics": array(DIAGNOSTIC)})
+FILE_DELTA = obj(
+    {
+        "file": STR,
+        "changed": BOOL,
+        "introduced": array(DIAGNOSTIC),
+        "resolved": RESOLVED,
+        "remaining": SEVERITY_COUNTS,
+    },
+    {"partial": BOOL, "partial_servers": array(STR)},
+)
+AFTER = {"diagnostics_after": array(FILE_DELTA)}
 
 
 def _located(one: str, many: str) -> Schema:
@@ -61,8 +74,21 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         {"exit_code": INT, "output": STR, "stderr": STR, "truncated": BOOL, "parsed": null_or(OBJ)},
     ),
     "get_diagnostics": obj(
-        {"diagnostics": array(DIAGNOSTIC), "count": INT, "truncated": BOOL},
-        {"content_hash": STR, "partial": BOOL, "errors": SERVER_ERRORS},
+        {},
+        {
+            "diagnostics": array(DIAGNOSTIC),
+            "count": INT,
+            "truncated": BOOL,
+            "content_hash": STR,
+            "partial": BOOL,
+            "errors": SERVER_ERRORS,
+            "unchecked_files": INT,
+            "since": STR,
+            "introduced": array(DIAGNOSTIC),
+            "resolved": RESOLVED,
+            "remaining": SEVERITY_COUNTS,
+            "partial_servers": array(STR),
+        },
     ),
     "get_hover_info": obj(
         {"status": STATUS, "partial": BOOL},
@@ -107,14 +133,26 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         },
         {"item": OBJ},
     ),
-    "format_code": obj({"changed": BOOL, "diff": STR, "applied": BOOL}),
+    "format_code": obj(
+        {"changed": BOOL, "diff": STR, "applied": BOOL}, {**AFTER, "formatter": STR}
+    ),
     "get_code_actions": obj(
         {
             "actions": array(
                 obj({"index": INT, "title": STR}, {"kind": null_or(STR), "preferred": BOOL})
             )
         },
-        {"errors": SERVER_ERRORS, "action": obj({"index": INT, "title": STR}), **EDIT},
+        {
+            "errors": SERVER_ERRORS,
+            "action": obj({"index": INT, "title": STR}),
+            "applied_actions": array(obj({"index": INT, "title": STR})),
+            **EDIT,
+            **AFTER,
+        },
     ),
-    "rename_symbol": obj(EDIT),
+    "rename_symbol": obj(EDIT, {**AFTER, "partial": BOOL}),
+    "edit_file": obj(
+        {"path": STR, "content_hash": STR, "diff": STR, "written": BOOL, "changed": BOOL, **AFTER},
+        {"refused": BOOL, "reason": STR},
+    ),
 }

@@ -145,18 +145,13 @@ def tools(result: dict[str, Any]) -> list[str]:
 
 
 def diagnostics(result: dict[str, Any]) -> list[str]:
-    """`path:line:col: severity: message [code]`, one line each (as compilers print)."""
-    lines = []
-    for diag in result.get("diagnostics") or []:
-        if not isinstance(diag, dict):
-            continue
-        message = " ".join(part.strip() for part in str(diag.get("message", "")).splitlines())
-        text = f"{diag.get('severity', 'error')}: {message.strip()}"
-        code = diag.get("code")
-        if code not in (None, ""):
-            text += f" [{code}]"
-        lines.append(location_line(diag, text))
-    return lines
+    """`path:line:col: severity: message [code]`, one line each (as compilers print); with
+    `since`, the delta."""
+    if "since" in result:
+        return delta_lines(result, f"since {str(result['since'])[:19]}")
+    return [
+        _diagnostic_line(diag) for diag in result.get("diagnostics") or [] if isinstance(diag, dict)
+    ]
 
 
 def hover(result: dict[str, Any]) -> list[str]:
@@ -223,9 +218,53 @@ def calls(result: dict[str, Any]) -> list[str]:
 
 
 def edit(result: dict[str, Any]) -> list[str]:
-    """The diff of a format, rename or applied code action."""
+    """The diff of a format, rename, applied code action or edit, then what it did to the
+    diagnostics."""
     diff = result.get("diff")
-    return str(diff).rstrip("\n").splitlines() if diff else []
+    lines = str(diff).rstrip("\n").splitlines() if diff else []
+    return lines + diagnostics_after(result.get("diagnostics_after"))
+
+
+def _diagnostic_line(diag: dict[str, Any]) -> str:
+    message = " ".join(part.strip() for part in str(diag.get("message", "")).splitlines())
+    text = f"{diag.get('severity', 'error')}: {message.strip()}"
+    code = diag.get("code")
+    if code not in (None, ""):
+        text += f" [{code}]"
+    return location_line(diag, text)
+
+
+def _counts(counts: Any) -> str:
+    if not isinstance(counts, dict):
+        return "?"
+    shown = [f"{n} {name}{'s' if n != 1 else ''}" for name, n in counts.items() if n]
+    return ", ".join(shown) or "none"
+
+
+def delta_lines(report: dict[str, Any], head: str) -> list[str]:
+    """`head: N introduced, M resolved; remaining: ...`, then `+ diagnostic` and `- diagnostic`."""
+    introduced = [d for d in report.get("introduced") or [] if isinstance(d, dict)]
+    resolved = report.get("resolved")
+    resolved = resolved if isinstance(resolved, dict) else {}
+    gone = [d for d in resolved.get("diagnostics") or [] if isinstance(d, dict)]
+    line = (
+        f"{head}: {len(introduced)} introduced, {resolved.get('count', len(gone))} resolved; "
+        f"remaining: {_counts(report.get('remaining'))}"
+    )
+    if report.get("partial"):
+        servers = ", ".join(str(s) for s in report.get("partial_servers") or []) or "a server"
+        line += f" (partial: {servers} did not answer in time)"
+    return [line, *(f"+ {_diagnostic_line(d)}" for d in introduced)] + [
+        f"- {_diagnostic_line(d)}" for d in gone
+    ]
+
+
+def diagnostics_after(reports: Any) -> list[str]:
+    lines: list[str] = []
+    for report in reports if isinstance(reports, list) else []:
+        if isinstance(report, dict):
+            lines += delta_lines(report, f"diagnostics of {report.get('file', '?')}")
+    return lines
 
 
 def actions(result: dict[str, Any]) -> list[str]:
@@ -294,8 +333,18 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
         count = _count(result.get("count"))
         if count is None:
             count = len(result.get("diagnostics") or [])
-        out.append(f"{count} diagnostic{'s' if count != 1 else ''}")
+        if "since" not in result:
+            out.append(f"{count} diagnostic{'s' if count != 1 else ''}")
+    if command == "edit":
+        if result.get("refused"):
+            out.append(f"refused, nothing written: {result.get('reason')}")
+        elif not result.get("changed"):
+            out.append("no change")
+        elif not result.get("written"):
+            out.append("preview: nothing written")
     if command == "format":
+        if result.get("formatter"):
+            out.append(f"formatted with {result['formatter']}")
         if not result.get("changed"):
             out.append("already formatted")
         elif not result.get("applied"):
@@ -323,6 +372,7 @@ _COMMANDS = {
     "format_code": "format",
     "get_code_actions": "actions",
     "rename_symbol": "rename",
+    "edit_file": "edit",
 }
 
 
@@ -395,6 +445,7 @@ _TEXT = {
     "format_code": edit,
     "get_code_actions": actions,
     "rename_symbol": edit,
+    "edit_file": edit,
 }
 
 

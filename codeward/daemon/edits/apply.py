@@ -20,11 +20,13 @@ class EditResult:
     diff: str = ""
     applied: bool = False
     paths: list[Path] = field(default_factory=list)  # canonical
+    deleted: list[Path] = field(default_factory=list)  # of `paths`, the files deleted
 
     def merge(self, other: EditResult) -> None:
         """Add a later edit's result to this one (a command may apply several)."""
         self.files_changed += [f for f in other.files_changed if f not in self.files_changed]
         self.paths += [p for p in other.paths if p not in self.paths]
+        self.deleted = [p for p in self.deleted if p not in other.paths] + other.deleted
         self.edits += other.edits
         self.diff += other.diff
         self.applied = self.applied or other.applied
@@ -42,4 +44,5 @@ async def apply_workspace_edit(
             prepare, writer.root, edit, encoding, basis, writer.limit
         )
     paths = [c.path for c in plan.changes]
-    return EditResult(plan.files, plan.edits, plan.diff, apply and bool(paths), paths)
+    deleted = [c.path for c in plan.changes if c.after is None]
+    return EditResult(plan.files, plan.edits, plan.diff, apply and bool(paths), paths, deleted)

@@ -67,6 +67,7 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,9 +85,17 @@ from codeward.daemon.lsp.defaults import (
     effective_servers,
     language_of,
 )
-from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat, content_hash, stat_key
+from codeward.daemon.lsp.documents import (
+    UNTRUSTED,
+    Document,
+    Stat,
+    content_hash,
+    decode_text,
+    stat_key,
+)
 from codeward.daemon.lsp.ignored import is_ignored
 from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.lsp.preview import Gate, Previewer, hold_for_preview
 from codeward.daemon.lsp.restricted import NotInRestrictedMode
 from codeward.daemon.lsp.restricted import restricted as restricted_config
 from codeward.daemon.lsp.server import LanguageServer, ServerState
@@ -105,6 +114,7 @@ __all__ = [
     "Found",
     "LanguageService",
     "OnEdit",
+    "Previewer",
     "ServerDiagnostics",
     "Versions",
 ]
@@ -206,6 +216,8 @@ class FileDiagnostics:
     content_hash: str
     partial: bool  # a server did not answer for this content within the settle timeout
     errors: list[ToolError]  # servers that failed; their diagnostics are missing
+    text: str = ""  # the content answered for
+    silent: list[str] = field(default_factory=list)  # servers that did not answer in time
 
 
 class LanguageService:
@@ -234,6 +246,8 @@ class LanguageService:
         self.budget = budget
         self.last_used = 0.0  # trio time of its last request's end
         self._in_flight = 0  # requests through `_ask`
+        self.gate = Gate()  # requests share the servers; a preview has them alone
+        self.previews: dict[Path, bytes] = {}  # files shown a text that is not on disk
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -421,11 +435,12 @@ class LanguageService:
     ) -> Answer:
         """`method` to server `server` after the disk sync: a follow-up to one of its
         answers (`callHierarchy/incomingCalls`, `codeAction/resolve`)."""
-        actor = await self.started(server)
-        await self.flush()
-        versions = self.snapshot(server) if snapshot else None
-        result = await actor.request(method, params, timeout=timeout, result_type=result_type)
-        return Answer(actor.name, result, False, actor.encoding, self, versions)
+        async with self.gate.shared():
+            actor = await self.started(server)
+            await self.flush()
+            versions = self.snapshot(server) if snapshot else None
+            result = await actor.request(method, params, timeout=timeout, result_type=result_type)
+            return Answer(actor.name, result, False, actor.encoding, self, versions)
 
     async def execute_command(self, server: str, command: dict[str, Any], on_edit: OnEdit) -> Any:
         """`workspace/executeCommand` on server `server`; each `workspace/applyEdit` it sends
@@ -433,6 +448,10 @@ class LanguageService:
         `on_edit(edit, encoding, versions)` with the server's documents when it asked (a
         ToolError refuses it). The server runs one command at a time; outside a command its
         edit requests are refused."""
+        async with self.gate.shared():
+            return await self._execute_command(server, command, on_edit)
+
+    async def _execute_command(self, server: str, command: dict[str, Any], on_edit: OnEdit) -> Any:
         actor = await self.started(server)
         await self.flush()
         arguments = command.get("arguments") or []
@@ -472,41 +491,45 @@ class LanguageService:
             await self.flush()
 
     async def flush(self) -> None:
-        """Tell running servers everything that changed on disk up to now.
+        """Tell running servers everything that changed on disk up to now (a file under
+        preview keeps its preview text: it is synced when the preview ends).
 
-        No await inside: each flush is whole before any other task runs (no lock needed),
-        and each server sends its notifications as they are made, in order."""
+        No await inside once the gate lets it in (it waits only while another task's
+        preview holds the servers): each flush is whole before any other task runs (no
+        lock needed), and each server sends its notifications as they are made, in order."""
         if not self._changes and not self._stale_documents():
             return  # the common case
-        changes, self._changes = self._changes, {}
-        running = [s for s in self.servers.values() if s.running]
-        for path in self._stale_documents():
-            changes.setdefault(path, None)
-        if not changes:
-            return
-        events: dict[str, list[dict[str, Any]]] = {s.name: [] for s in running}
-        for path, kind in changes.items():
-            self._texts.pop(path, None)
-            uri = path.as_uri()
-            data, stat = None, UNTRUSTED
-            if any(server.document(uri) is not None for server in running):
-                try:  # only open documents are read (never a FIFO or a huge file)
-                    data, stat = self._read(path)
-                except ToolError:
-                    data = None  # no longer a readable file: closed like a deleted one
-            if kind is None:
-                kind = CHANGED if os.path.lexists(path) else DELETED
+        async with self.gate.shared():
+            changes = {p: k for p, k in self._changes.items() if p not in self.previews}
+            self._changes = {p: k for p, k in self._changes.items() if p in self.previews}
+            running = [s for s in self.servers.values() if s.running]
+            for path in self._stale_documents():
+                changes.setdefault(path, None)
+            if not changes:
+                return
+            events: dict[str, list[dict[str, Any]]] = {s.name: [] for s in running}
+            for path, kind in changes.items():
+                self._texts.pop(path, None)
+                uri = path.as_uri()
+                data, stat = None, UNTRUSTED
+                if any(server.document(uri) is not None for server in running):
+                    try:  # only open documents are read (never a FIFO or a huge file)
+                        data, stat = self._read(path)
+                    except ToolError:
+                        data = None  # no longer a readable file: closed like a deleted one
+                if kind is None:
+                    kind = CHANGED if os.path.lexists(path) else DELETED
+                for server in running:
+                    doc = server.document(uri)
+                    if doc is not None:
+                        if data is None:
+                            server.close_document(doc.uri)
+                        else:
+                            server.sync(path, doc.language_id, data, stat)
+                    elif self._watched_by(server, path):
+                        events[server.name].append({"uri": uri, "type": kind})
             for server in running:
-                doc = server.document(uri)
-                if doc is not None:
-                    if data is None:
-                        server.close_document(doc.uri)
-                    else:
-                        server.sync(path, doc.language_id, data, stat)
-                elif self._watched_by(server, path):
-                    events[server.name].append({"uri": uri, "type": kind})
-        for server in running:
-            server.watched_files_changed(events[server.name])
+                server.watched_files_changed(events[server.name])
 
     def _stale_documents(self) -> list[Path]:
         """Open documents whose file changed on disk since it was read (or may have).
@@ -520,6 +543,8 @@ class LanguageService:
             if not server.running:
                 continue
             for doc in server.open_documents():
+                if doc.path in self.previews:
+                    continue
                 name = str(doc.path)
                 current = stats.get(name)
                 if current is None:
@@ -607,7 +632,9 @@ class LanguageService:
         if doc is not None and doc.stat is not UNTRUSTED and _stat(path) == doc.stat:
             server.touch(doc.uri)
             return doc
-        data, stat = self._read(path)
+        data, stat = self.previews.get(path), UNTRUSTED
+        if data is None:
+            data, stat = self._read(path)
         if data is None:
             raise ToolError(ErrorKind.FILE_NOT_FOUND, f"{path.name!r} no longer exists.")
         return server.sync(path, self._language_id(language), data, stat)
@@ -625,10 +652,11 @@ class LanguageService:
     ) -> Answer:
         """Send a request about `path` to the server that offers `method` (see the module doc)."""
         language = self.language(path)
-        server = await self._route(language, method)
-        return await self._ask(
-            server, path, language, method, params, result_type, wait_ready, timeout, snapshot
-        )
+        async with self.gate.shared():
+            server = await self._route(language, method)
+            return await self._ask(
+                server, path, language, method, params, result_type, wait_ready, timeout, snapshot
+            )
 
     async def request_all(
         self,
@@ -665,7 +693,7 @@ class LanguageService:
             except ToolError as exc:
                 errors.append(exc)
 
-        async with trio.open_nursery() as nursery:
+        async with self.gate.shared(), trio.open_nursery() as nursery:
             for i, name in enumerate(names):
                 nursery.start_soon(one, i, name)
         found = [a for a in answers if a is not None]
@@ -683,6 +711,17 @@ class LanguageService:
         timeout: float | None = None,
     ) -> list[Answer]:
         """A request naming no document, to each server of `languages` that offers it."""
+        async with self.gate.shared():
+            return await self._workspace_request(method, params, languages, result_type, timeout)
+
+    async def _workspace_request(
+        self,
+        method: str,
+        params: Any,
+        languages: Sequence[str],
+        result_type: Any,
+        timeout: float | None,
+    ) -> list[Answer]:
         answers: list[Answer] = []
         errors: list[ToolError] = []
         names = list(dict.fromkeys(n for lang in languages for n in self.languages[lang].servers))
@@ -867,21 +906,75 @@ class LanguageService:
 
     # -- diagnostics --------------------------------------------------------------------
 
+    def open_files(self, languages: Sequence[str], limit: int) -> list[Path]:
+        """Up to `limit` files the servers of `languages` have open, most recently used
+        first (the files an edit of another file may break)."""
+        names = {n for lang in languages for n in self.languages[lang].servers}
+        found: dict[Path, None] = {}
+        for name in sorted(names):
+            server = self.servers.get(name)
+            if server is not None:
+                for doc in reversed(server.open_documents()):
+                    found.setdefault(doc.path, None)
+        return list(found)[:limit]
+
+    # -- previews -----------------------------------------------------------------------
+
+    def previewing(self) -> AbstractAsyncContextManager[Previewer]:
+        """`async with service.previewing() as p:` the servers to the caller alone (no
+        other request runs meanwhile); `async with p.show(path, data):` shows them `data`
+        as the content of `path`, given back the disk's after the block (`lsp.preview`)."""
+        return hold_for_preview(self)
+
+    async def show(self, path: Path) -> None:
+        """Send the preview text of `path` to every server of its language (started)."""
+        language = self.language(path)
+        data = self.previews[path]
+        for name in self.languages[language].servers:
+            with contextlib.suppress(ToolError):  # its diagnostics say it failed
+                server = await self.started(name, language)
+                server.sync(path, self._language_id(language), data)
+
+    def restore(self, path: Path) -> None:
+        """Give every server that has `path` open the disk's content again (or close it
+        when the file is not there)."""
+        uri = path_to_uri(path)
+        try:
+            data, stat = self._read(path)
+        except ToolError:
+            data, stat = None, UNTRUSTED
+        for server in self.servers.values():
+            doc = server.document(uri)
+            if doc is None:
+                continue
+            if data is None:
+                server.close_document(uri)
+            else:
+                server.sync(path, doc.language_id, data, stat)
+
+    # -- diagnostics --------------------------------------------------------------------
+
     async def diagnostics(self, path: Path) -> FileDiagnostics:
-        """Diagnostics of every diagnostic server for the file's current content (fresh)."""
+        """Diagnostics of every diagnostic server for the file's current content (fresh);
+        inside a preview of the file, for the preview's text."""
+        async with self.gate.shared():
+            return await self._diagnostics(path)
+
+    async def _diagnostics(self, path: Path) -> FileDiagnostics:
         language = self.language(path)
         await self.flush()
-        data, stat = self._read(path)
+        data, stat = self.previews.get(path), UNTRUSTED
+        if data is None:
+            data, stat = self._read(path)
         if data is None:
             raise ToolError(ErrorKind.FILE_NOT_FOUND, f"{path.name!r} does not exist.")
         digest = content_hash(data)
         settle = self.config.lsp.settle_timeout
         found: list[Found] = []
         errors: list[ToolError] = []
-        partial = False
+        silent: list[str] = []
 
         async def one(name: str) -> None:
-            nonlocal partial
             try:
                 server = await self.started(name, language)
                 doc = server.sync(
@@ -892,7 +985,7 @@ class LanguageService:
                 errors.append(exc)
                 return
             if items is None:
-                partial = True
+                silent.append(name)
                 return
             file = self.relative(doc.uri) or doc.uri
             found.extend(self._found(file, d, doc.index, server.encoding) for d in items)
@@ -902,13 +995,21 @@ class LanguageService:
                 nursery.start_soon(one, name)
         if errors and len(errors) == len(self.languages[language].servers):
             raise self.missing(errors, self.languages[language].servers)
-        errors = in_routing_order(errors, self.languages[language].servers)
-        return FileDiagnostics(found, digest, partial or bool(errors), errors)
+        names = self.languages[language].servers
+        errors = in_routing_order(errors, names)
+        silent = [n for n in names if n in silent]
+        return FileDiagnostics(
+            found, digest, bool(silent or errors), errors, decode_text(data), silent
+        )
 
     async def server_diagnostics(self, path: Path) -> ServerDiagnostics:
         """Each diagnostic server's own diagnostics (with their `data`) for the file's
         content now, by server: the context a code action request needs (ruff's quick
         fixes). A server that fails or does not answer in time is left out."""
+        async with self.gate.shared():
+            return await self._server_diagnostics(path)
+
+    async def _server_diagnostics(self, path: Path) -> ServerDiagnostics:
         language = self.language(path)
         await self.flush()
         try:
@@ -935,6 +1036,13 @@ class LanguageService:
         return found
 
     async def workspace_diagnostics(
+        self, languages: Sequence[str] | None = None, folder: Path | None = None
+    ) -> FolderDiagnostics:
+        """`_workspace_diagnostics`, while no preview holds the servers."""
+        async with self.gate.shared():
+            return await self._workspace_diagnostics(languages, folder)
+
+    async def _workspace_diagnostics(
         self, languages: Sequence[str] | None = None, folder: Path | None = None
     ) -> FolderDiagnostics:
         """Diagnostics of every file under `folder` (default: the root) from every

@@ -2,6 +2,7 @@
 
 from codeward.daemon.tools import (
     diagnostics,  # noqa: F401
+    edit_file,  # noqa: F401
     edits,  # noqa: F401
     git_tool,  # noqa: F401
     intel,  # noqa: F401

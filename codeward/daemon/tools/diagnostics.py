@@ -6,8 +6,11 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from codeward.daemon.edits.aftermath import partial_servers, remember
+from codeward.daemon.edits.delta import PositionMap, delta, entry, severity_counts
+from codeward.daemon.edits.history import Snapshot
 from codeward.daemon.intel.inputs import resolve_inside
-from codeward.daemon.lsp.service import Found
+from codeward.daemon.lsp.service import FileDiagnostics, Found
 from codeward.daemon.lsp.types import SEVERITY_NAMES, SEVERITY_RANKS
 from codeward.daemon.paths import relative, resolve_input_path
 from codeward.daemon.tools.registry import ToolContext, tool
@@ -32,6 +35,13 @@ class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
     limit: Annotated[int, msgspec.Meta(ge=1, description="The most diagnostics to return.")] = (
         DEFAULT_LIMIT
     )
+    since: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="A `content_hash` this tool returned earlier for the same file: the "
+            "answer is then what changed since (introduced, resolved, remaining)."
+        ),
+    ] = None
 
 
 @tool(
@@ -41,7 +51,10 @@ class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
     "names; a folder or no `path` asks every diagnostic server about every file there "
     "(`partial` and `unchecked_files` say when some could not be checked). `severity` keeps "
     "that level and the more severe ones (error > warning > information > hint); `limit` "
-    "caps the list (sorted by severity, file, line) and sets `truncated`.",
+    "caps the list (sorted by severity, file, line) and sets `truncated`. With `since` (a "
+    "`content_hash` returned earlier for that file), the answer is the delta against what "
+    "was reported then: `introduced`, `resolved` and `remaining` (counts by severity); a "
+    "diagnostic that only moved with the edits in between is not introduced.",
     DiagnosticsArgs,
 )
 async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, Any]:
@@ -55,6 +68,11 @@ async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, 
         path = resolve_inside(root, args.path)
         if not path.exists():  # the full check says so, in its words
             path = resolve_input_path(root, args.path, allow_dir=True)
+    if args.since is not None and path.is_dir():
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            "`since` is a content hash of one file; give `path` as that file.",
+        )
     if path.is_dir():
         folder = await session.lsp.workspace_diagnostics(folder=path)
         found, errors = folder.diagnostics, folder.errors
@@ -66,16 +84,52 @@ async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, 
         if folder.unchecked:
             result["unchecked_files"] = folder.unchecked
     else:
+        file = relative(path, root)
+        history = session.diagnostics_history
+        old = history.get(file, args.since) if args.since is not None else None
+        if args.since is not None and old is None:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"{args.since!r} is not a content hash get_diagnostics reported for {file!r} "
+                f"in this session (the last {history.versions} of each file are kept); call "
+                "get_diagnostics without `since` for the full list.",
+            )
         answer = await session.lsp.diagnostics(path)
+        remember(history, file, answer)
         found, errors = answer.diagnostics, answer.errors
         result["content_hash"] = answer.content_hash
         if answer.partial:
             result["partial"] = True
-    if errors:
-        result["errors"] = [
-            {"server": e.details.get("server"), "message": e.message} for e in errors
-        ]
-    return {**shape(found, args.severity, args.limit), **result}
+        if old is not None:
+            return {**since(old, answer, args.severity), **result, **_errors(errors)}
+    return {**shape(found, args.severity, args.limit), **result, **_errors(errors)}
+
+
+def _errors(errors: list[ToolError]) -> dict[str, Any]:
+    if not errors:
+        return {}
+    return {"errors": [{"server": e.details.get("server"), "message": e.message} for e in errors]}
+
+
+def since(old: Snapshot, answer: FileDiagnostics, severity: str | None) -> dict[str, Any]:
+    """The delta from what was reported for an earlier content to the answer now."""
+    rank = SEVERITY_RANKS[severity] if severity else 4
+    mapping = PositionMap.between(old.text, answer.text) if old.text != answer.text else None
+    found = delta(list(old.diagnostics), answer.diagnostics, mapping)
+    shown: dict[str, Any] = {
+        "since": old.content_hash,
+        "introduced": [entry(d) for d in found.introduced if d.severity <= rank],
+        "resolved": {
+            "count": sum(1 for d in found.resolved if d.severity <= rank),
+            "diagnostics": [entry(d) for d in found.resolved if d.severity <= rank],
+        },
+        "remaining": severity_counts(found.remaining),
+    }
+    silent = list(dict.fromkeys([*old.partial, *partial_servers(answer)]))
+    if silent:
+        shown["partial"] = True
+        shown["partial_servers"] = silent
+    return shown
 
 
 def shape(found: list[Found], severity: str | None, limit: int) -> dict[str, Any]:

@@ -10,9 +10,11 @@ from lsprotocol import types as lsp
 
 from codeward.daemon.edits import Basis, EditResult, apply_workspace_edit, run_command
 from codeward.daemon.edits.actions import Action, collect, in_lines
+from codeward.daemon.edits.aftermath import Aftermath
 from codeward.daemon.edits.identifiers import invalid_reason
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
 from codeward.daemon.lsp import shapes
+from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import CONTENT_MODIFIED, Answer, DocumentContext, LanguageService
 from codeward.daemon.tools.intel import Character, Line, Path_
 from codeward.daemon.tools.registry import ToolContext, tool
@@ -86,6 +88,21 @@ def _edit_result(result: EditResult) -> dict[str, Any]:
     }
 
 
+async def write_checked(
+    ctx: ToolContext, edit: Any, encoding: Encoding, basis: Basis, *, apply: bool
+) -> tuple[EditResult, dict[str, Any]]:
+    """A server's WorkspaceEdit through the edit layer; with `apply`, the diagnostics of
+    the files it touches are taken before and after (`diagnostics_after`)."""
+    writer = ctx.session.writer
+    planned = await apply_workspace_edit(writer, edit, encoding, basis, apply=False)
+    if not apply or not planned.paths:
+        return planned, {}
+    before = await Aftermath.before(ctx.session, planned.paths)
+    done = await apply_workspace_edit(writer, edit, encoding, basis, apply=True)
+    report = await before.after(done.paths, done.deleted)
+    return done, {"diagnostics_after": report.public()}
+
+
 def _errors(errors: list[ToolError]) -> dict[str, Any]:
     if not errors:
         return {}
@@ -124,14 +141,19 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
 
     answer = await manager.request(source.path, method, params, wait_ready=False, snapshot=True)
     edits = shapes.answer(answer.result, answer.server, method) or []
-    result = await apply_workspace_edit(
-        ctx.session.writer,
+    result, after = await write_checked(
+        ctx,
         lsp.WorkspaceEdit(changes={source.path.as_uri(): edits}),
         answer.encoding,
         _basis(answer),
         apply=args.apply,
     )
-    return {"changed": bool(result.files_changed), "diff": result.diff, "applied": result.applied}
+    return {
+        "changed": bool(result.files_changed),
+        "diff": result.diff,
+        "applied": result.applied,
+        **after,
+    }
 
 
 # -- get_code_actions ----------------------------------------------------------------------
@@ -180,12 +202,15 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         return result
     action = _choose(actions, args.apply)
     basis = next((_basis(a) for a in answers if a.server == action.server), Basis())
+    before = await Aftermath.before(ctx.session, [source.path])
     done = await _apply_action(ctx, manager, action, basis)
+    report = await before.after(done.paths, done.deleted)
     return {
         **result,
         "action": {"index": action.index, "title": action.title},
         **_edit_result(done),
         "applied": True,
+        "diagnostics_after": report.public(),
     }
 
 
@@ -315,12 +340,8 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     edit = shapes.answer(answer.result, answer.server, "textDocument/rename")
     if edit is None:
         raise _nothing(where)
-    result = await apply_workspace_edit(
-        ctx.session.writer,
-        edit,
-        answer.encoding,
-        _basis(answer),
-        apply=args.apply,
+    result, after = await write_checked(
+        ctx, edit, answer.encoding, _basis(answer), apply=args.apply
     )
     if not result.files_changed:  # nothing written: say why, never "0 files changed"
         if result.edits:
@@ -334,7 +355,7 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
             "(it may not accept that name there); give a valid name, or another position.",
             server=answer.server,
         )
-    shown = _edit_result(result)
+    shown = {**_edit_result(result), **after}
     if answer.partial:
         shown["partial"] = True
     return shown

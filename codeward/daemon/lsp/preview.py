@@ -1,0 +1,118 @@
+"""In-memory previews: a file's servers are shown a text that is not on disk, and given the
+disk's content back afterwards, without any other request seeing the preview.
+
+Why no other client can see a preview's text: every request of the language layer (the
+manager's request, request_all, workspace_request, diagnostics, workspace_diagnostics,
+server_diagnostics and flush) runs inside `Gate.shared()`, and a preview inside
+`Gate.exclusive()`. The preview text reaches the document store (and so the servers) only
+inside `Previewer.show`, which runs only while the exclusive hold is taken; `show` puts the
+disk content back in the store, and tells the servers, in a shielded `finally` before the
+hold ends. A server that restarts meanwhile reopens its documents from the store, so it ends
+with the disk content too. While the hold is taken no shared hold is granted (and a waiting
+preview lets no new one in before it), so no request runs on the servers while they hold the
+preview text. Calls made by the holder itself (its task and the tasks it starts) pass
+through: the hold is marked in a context variable.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+if TYPE_CHECKING:
+    from codeward.daemon.lsp.service import LanguageService
+
+_HELD: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "codeward_gate_held", default=frozenset()
+)
+
+
+class Gate:
+    """Requests share the servers of a session; a preview has them to itself."""
+
+    def __init__(self) -> None:
+        self.readers = 0
+        self.writer = False
+        self.writers_waiting = 0
+        self._changed = trio.Event()
+
+    def held(self) -> bool:
+        """Whether the calling task (or the task that started it) holds this gate."""
+        return id(self) in _HELD.get()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    @asynccontextmanager
+    async def shared(self) -> AsyncIterator[None]:
+        if self.held():
+            yield
+            return
+        while self.writer or self.writers_waiting:
+            await self._changed.wait()
+        self.readers += 1
+        token = _HELD.set(_HELD.get() | {id(self)})
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
+            self.readers -= 1
+            self._notify()
+
+    @asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        if self.held():
+            raise RuntimeError("a preview cannot start inside a request of the same session")
+        self.writers_waiting += 1
+        try:
+            while self.writer or self.readers:
+                await self._changed.wait()
+        finally:
+            self.writers_waiting -= 1
+            self._notify()  # readers held back by a cancelled waiter may go on
+        self.writer = True
+        token = _HELD.set(_HELD.get() | {id(self)})
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
+            self.writer = False
+            self._notify()
+
+
+class Previewer:
+    """What a preview holder may do: show its servers a text for a file (`show`), and ask
+    the manager as usual meanwhile (`diagnostics` of that file then answers for the text)."""
+
+    def __init__(self, manager: LanguageService) -> None:
+        self.manager = manager
+
+    @asynccontextmanager
+    async def show(self, path: Path, data: bytes) -> AsyncIterator[None]:
+        """Within the block the file's servers have `data` as its content (sent before any
+        request of the block); after it, the disk's content again."""
+        manager = self.manager
+        if not manager.gate.held() or not manager.gate.writer:
+            raise RuntimeError("Previewer.show runs only inside manager.previewing()")
+        manager.previews[path] = data
+        try:
+            await manager.show(path)
+            yield
+        finally:
+            with trio.CancelScope(shield=True):
+                del manager.previews[path]
+                manager.restore(path)
+
+
+@asynccontextmanager
+async def hold_for_preview(manager: LanguageService) -> AsyncIterator[Previewer]:
+    """The session's servers to the caller alone, until the block ends (see the module doc)."""
+    async with manager.gate.exclusive():
+        await manager.flush()  # the disk's changes so far, before any preview text
+        yield Previewer(manager)
