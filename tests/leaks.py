@@ -7,6 +7,7 @@ import ctypes
 import os
 import signal
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -46,12 +47,15 @@ def reap_zombies() -> None:
                 os.waitpid(pid, os.WNOHANG)
 
 
-def leftovers(grace: float = 3.0) -> list[str]:
-    """Children still alive after `grace` seconds (reaping the dead); they are then killed."""
+def leftovers(grace: float = 3.0, keep: Collection[int] = ()) -> list[str]:
+    """Children still alive after `grace` seconds (reaping the dead), but those of `keep`
+    (a module's shared daemon); they are then killed."""
     deadline = time.monotonic() + grace
     while True:
         reap_zombies()
-        alive = {pid: cmd for pid, (state, cmd) in children().items() if state != "Z"}
+        alive = {
+            pid: cmd for pid, (state, cmd) in children().items() if state != "Z" and pid not in keep
+        }
         if not alive or time.monotonic() > deadline:
             break
         time.sleep(0.05)  # teardown only: give exiting processes a moment

@@ -182,3 +182,25 @@ async def test_bad_inputs(client: RpcClient, project: Path) -> None:
         "diagnostics_after": [],
         "restricted": True,
     }
+
+
+async def test_apply_preferred_fixes_and_fix_all(client: RpcClient, project: Path) -> None:
+    write(project, {"m.py": "import os\nimport sys\n\nprint(sys.argv)\n"})
+    result = await client.tool("get_code_actions", path="m.py", apply="preferred")
+    titles = [a["title"] for a in result["applied_actions"]]
+    assert any("os" in t for t in titles), result
+    assert (project / "m.py").read_text() == "import sys\n\nprint(sys.argv)\n"
+    (report,) = result["diagnostics_after"]
+    assert report["file"] == "m.py" and report["resolved"]["count"] >= 1
+    assert report["introduced"] == []
+    # fix-all kinds, asked for by kind: every fix of the file in one write
+    write(project, {"f.py": "import os\nimport json\nx = 1\n"})
+    result = await client.tool(
+        "get_code_actions", path="f.py", kinds=["source.fixAll"], apply="preferred"
+    )
+    assert result["applied_actions"] and (project / "f.py").read_text() == "x = 1\n"
+    # nothing to fix: said, nothing written
+    err = await failure(client, "get_code_actions", path="f.py", apply="preferred")
+    assert err.kind == "invalid_arguments" and "No preferred quick fix" in err.message
+    err = await failure(client, "get_code_actions", path="f.py", end_line=1)
+    assert err.kind == "invalid_arguments" and "`line`" in err.message

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codeward.daemon.edits.batch import Replacement, combine
 from codeward.daemon.edits.delta import (
     Change,
     PositionMap,
@@ -322,3 +323,42 @@ def test_a_partial_report_never_replaces_a_complete_one() -> None:
     history.record("b.py", "h", "t", [], partial=["ruff"])
     complete = history.record("b.py", "h", "t", [d])
     assert complete.partial == () and history.get("b.py", "h") == complete
+
+
+# -- several actions' edits as one ----------------------------------------------------------
+
+
+def test_combine_takes_actions_whole_and_skips_overlaps_and_duplicates() -> None:
+    a = Replacement("file:///m.py", (0, 0), (1, 0), "")
+    b = Replacement("file:///m.py", (0, 5), (0, 7), "x")  # inside a
+    c = Replacement("file:///m.py", (1, 0), (1, 0), "y")  # touches a's end: fine
+    d = Replacement("file:///other.py", (0, 0), (0, 0), "z")
+    combined = combine([[a], [b, d], [c], [a], []])
+    assert combined.taken == [0, 2]
+    assert combined.skipped == {
+        1: "its edit overlaps the one of action 0",
+        3: "the same edit as an action already applied",
+        4: "its edit changes nothing",
+    }
+
+    def lsp(line: int, character: int) -> dict[str, int]:
+        return {"line": line, "character": character}
+
+    assert combined.edit == {
+        "changes": {
+            "file:///m.py": [
+                {"range": {"start": lsp(0, 0), "end": lsp(1, 0)}, "newText": ""},
+                {"range": {"start": lsp(1, 0), "end": lsp(1, 0)}, "newText": "y"},
+            ]
+        }
+    }
+    assert not combined.empty and combine([]).empty
+
+
+def test_two_inserts_at_one_place_have_no_order() -> None:
+    one = Replacement("u", (2, 3), (2, 3), "a")
+    two = Replacement("u", (2, 3), (2, 3), "b")
+    replaced = Replacement("u", (2, 3), (2, 6), "c")
+    assert combine([[one], [two]]).taken == [0]
+    assert combine([[one], [replaced]]).taken == [0]
+    assert combine([[replaced], [Replacement("u", (2, 6), (2, 6), "d")]]).taken == [0, 1]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import trio
 
+from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.lsp.service import DocumentContext, LanguageService
 from codeward.daemon.tools.diagnostics import DiagnosticsArgs, get_diagnostics
 from codeward.daemon.tools.registry import NoCaller, ToolContext
@@ -37,7 +38,10 @@ def project(tmp_path: Path) -> Path:
 
 
 async def diagnostics(manager: LanguageService, **arguments: Any) -> dict[str, Any]:
-    ctx = ToolContext(SimpleNamespace(lsp=manager, root=manager.root), NoCaller())  # type: ignore[arg-type]
+    session = SimpleNamespace(
+        lsp=manager, root=manager.root, diagnostics_history=DiagnosticsHistory()
+    )
+    ctx = ToolContext(session, NoCaller())  # type: ignore[arg-type]
     return await get_diagnostics(ctx, DiagnosticsArgs(**arguments))
 
 

@@ -284,7 +284,7 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
 COMMANDS = (
     "daemon", "status", "stop", "sessions", "tools", "call", "git", "lua", "diagnostics",
     "hover", "definition", "references", "implementations", "type-definition", "symbols",
-    "calls", "format", "actions", "rename", "mcp", "trust", "servers",
+    "calls", "format", "actions", "rename", "edit", "mcp", "trust", "servers",
 )  # fmt: skip
 
 
@@ -360,6 +360,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     diags.add_argument("path", metavar="PATH", nargs="?")
     diags.add_argument("--severity", choices=["error", "warning", "information", "hint"])
     diags.add_argument("--limit", type=int)
+    diags.add_argument(
+        "--since", metavar="HASH", help="only what changed since this content_hash of the file"
+    )
     for name, func, help_text in _POSITION_COMMANDS:
         sub = command(name, func, help_text)
         sub.add_argument("position", metavar="PATH:LINE:COL")
@@ -416,6 +419,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     rename.add_argument("position", metavar="PATH:LINE:COL")
     rename.add_argument("new_name", metavar="NEW")
     rename.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
+    edit = command("edit", cmd_edit, "write a file's new content (read from stdin), checked")
+    edit.add_argument("path", metavar="PATH")
+    edit.add_argument(
+        "--mode",
+        choices=["apply", "preview", "safe"],
+        default="apply",
+        help="apply (write), preview (write nothing), safe (write if it breaks nothing)",
+    )
+    edit.add_argument("--expected-hash", metavar="HASH", help="fail if the file changed")
+    edit.add_argument("--create", action="store_true", help="allow creating the file")
+    edit.add_argument(
+        "--severity",
+        choices=["error", "warning", "information", "hint"],
+        help="with --mode safe: the least severe introduced level that refuses",
+    )
     command("mcp", cmd_mcp, "serve MCP on stdio, bridged to the daemon")
     trust = command(
         "trust",
@@ -605,6 +623,8 @@ def cmd_diagnostics(inv: Invocation) -> int:
         arguments["severity"] = inv.args.severity
     if inv.args.limit is not None:
         arguments["limit"] = inv.args.limit
+    if inv.args.since:
+        arguments["since"] = inv.args.since
     inv.show("diagnostics", inv.tool("get_diagnostics", arguments), render.diagnostics)
     return EXIT_OK
 
@@ -729,6 +749,22 @@ def cmd_rename(inv: Invocation) -> int:
     }
     inv.show("rename", inv.tool("rename_symbol", arguments), render.edit)
     return EXIT_OK
+
+
+def cmd_edit(inv: Invocation) -> int:
+    arguments: dict[str, Any] = {
+        "path": inv.input_path(inv.args.path),
+        "content": inv.stdin.read(),
+        "mode": inv.args.mode,
+        "create": inv.args.create,
+    }
+    if inv.args.expected_hash:
+        arguments["expected_hash"] = inv.args.expected_hash
+    if inv.args.severity:
+        arguments["severity"] = inv.args.severity
+    result = inv.tool("edit_file", arguments)
+    inv.show("edit", result, render.edit)
+    return EXIT_TOOL_ERROR if result.get("refused") else EXIT_OK
 
 
 def cmd_trust(inv: Invocation) -> int:

@@ -3,6 +3,7 @@ a timeout, an output cap, and the whole group killed on timeout or cancellation.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -118,6 +119,15 @@ async def _drain(stream: trio.abc.ReceiveStream | None, sink: _Capped) -> None:
         sink.add(chunk)
 
 
+async def _feed(stream: trio.abc.SendStream | None, data: bytes) -> None:
+    """Write `data` and close; a process that exits without reading it all is its business."""
+    if stream is None:
+        return
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        async with stream:
+            await stream.send_all(data)
+
+
 async def run_process(
     argv: Sequence[str],
     *,
@@ -125,13 +135,15 @@ async def run_process(
     env: dict[str, str],
     timeout: float,
     output_bytes: int,
+    stdin: bytes | None = None,
 ) -> Completed:
-    """Run `argv` to completion (or its timeout); cancellation kills its process group."""
+    """Run `argv` to completion (or its timeout), given `stdin` (else nothing) on its
+    standard input; cancellation kills its process group."""
     proc = await trio.lowlevel.open_process(
         list(argv),
         cwd=str(cwd),
         env=env,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -150,6 +162,8 @@ async def run_process(
                     readers_done.set()
 
                 nursery.start_soon(read_all)
+                if stdin is not None:
+                    nursery.start_soon(_feed, proc.stdin, stdin)
                 await proc.wait()
                 with trio.move_on_after(EOF_GRACE):
                     await readers_done.wait()
@@ -159,7 +173,7 @@ async def run_process(
         with trio.CancelScope(shield=True):
             # Also after a clean exit: what the leader left running in its group goes.
             await stop_group(proc, KILL_GRACE, name="git")
-            for stream in (proc.stdout, proc.stderr):
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     await stream.aclose()
     timed_out = deadline.cancelled_caught

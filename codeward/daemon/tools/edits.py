@@ -6,12 +6,18 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
+import trio
 from lsprotocol import types as lsp
 
 from codeward.daemon.edits import Basis, EditResult, apply_workspace_edit, run_command
-from codeward.daemon.edits.actions import Action, collect, in_lines
+from codeward.daemon.edits.actions import Action, collect, in_lines, matches
 from codeward.daemon.edits.aftermath import Aftermath
+from codeward.daemon.edits.batch import Replacement, combine
+from codeward.daemon.edits.formatters import Formatter, formatter_for, run_formatter
 from codeward.daemon.edits.identifiers import invalid_reason
+from codeward.daemon.edits.own_edits import whole_text_edit
+from codeward.daemon.edits.workspace import EditText, operations
+from codeward.daemon.files import content_hash, read_file
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
@@ -47,7 +53,10 @@ class FormatArgs(msgspec.Struct, forbid_unknown_fields=True):
 
 class CodeActionArgs(msgspec.Struct, forbid_unknown_fields=True):
     path: Path_
-    line: Line
+    line: Annotated[
+        int | None,
+        msgspec.Meta(description="The 1-based first line of the range (none: the whole file)."),
+    ] = None
     end_line: Annotated[
         int | None, msgspec.Meta(description="The last line of the range (default: `line`).")
     ] = None
@@ -57,7 +66,11 @@ class CodeActionArgs(msgspec.Struct, forbid_unknown_fields=True):
     ] = None
     apply: Annotated[
         int | str | None,
-        msgspec.Meta(description="Apply this action: its index in `actions`, or its exact title."),
+        msgspec.Meta(
+            description="Apply this action: its index in `actions`, or its exact title; or "
+            '"preferred": every preferred quick fix offered (and, when `kinds` asks for '
+            "`source.fixAll`, every fix-all action), in one atomic write."
+        ),
     ] = None
 
 
@@ -115,7 +128,9 @@ def _errors(errors: list[ToolError]) -> dict[str, Any]:
 @tool(
     "format_code",
     "Format a file (or the lines `start_line`..`end_line`) with the language's formatter "
-    "(ruff for Python, gopls for Go, clangd for C/C++). Returns the unified diff; with "
+    "(ruff for Python, gopls for Go, clangd for C/C++; without a formatting server, the "
+    "language's standard formatter from PATH, named in `formatter`: gofmt, ruff format, "
+    "clang-format, shfmt, prettier). Returns the unified diff; with "
     "`apply` (the default) the file is written, atomically and only if it did not change "
     "meanwhile. `changed` is false when the file is already formatted.",
     FormatArgs,
@@ -139,7 +154,13 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
         rng = shapes.structure(doc.range(first, 1, last, end), lsp.Range)
         return shapes.document_params(method, doc.uri, range=rng, options=FORMATTING_OPTIONS)
 
-    answer = await manager.request(source.path, method, params, wait_ready=False, snapshot=True)
+    try:
+        answer = await manager.request(source.path, method, params, wait_ready=False, snapshot=True)
+    except ToolError as exc:
+        formatter = formatter_for(source.language)
+        if exc.kind is not ErrorKind.LSP_UNAVAILABLE or ranged or formatter is None:
+            raise
+        return await _format_with(ctx, source, formatter, apply=args.apply)
     edits = shapes.answer(answer.result, answer.server, method) or []
     result, after = await write_checked(
         ctx,
@@ -156,6 +177,28 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
     }
 
 
+async def _format_with(
+    ctx: ToolContext, source: SourceFile, formatter: Formatter, *, apply: bool
+) -> dict[str, Any]:
+    """Format the whole file with the language's standard formatter from PATH."""
+    root = ctx.session.root
+    data, _ = await trio.to_thread.run_sync(
+        read_file, source.path, root, ctx.session.config.lsp.max_file_bytes
+    )
+    old = data.decode("utf-8")
+    new = await run_formatter(formatter, root, source.shown, old)
+    edit = whole_text_edit(source.path.as_uri(), old, new)
+    basis = Basis({source.path: (0, content_hash(data))})
+    result, after = await write_checked(ctx, edit, "utf-32", basis, apply=apply)
+    return {
+        "changed": bool(result.files_changed),
+        "diff": result.diff,
+        "applied": result.applied,
+        "formatter": formatter.name,
+        **after,
+    }
+
+
 # -- get_code_actions ----------------------------------------------------------------------
 
 
@@ -163,16 +206,21 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
     "get_code_actions",
     "List the code actions (quick fixes, refactorings, source actions such as organize "
     "imports) the language servers offer for lines `line`..`end_line`, with the diagnostics "
-    "they fix; `kinds` keeps only those kinds. Give `apply` (an index from `actions`, or an "
-    "exact title) to apply one: its edit is written atomically and the result has "
-    "`files_changed` and `diff`.",
+    "they fix (no `line`: the whole file); `kinds` keeps only those kinds. Give `apply` (an "
+    'index from `actions`, or an exact title) to apply one, or `"preferred"` to apply '
+    "every preferred quick fix (and the `source.fixAll` actions when `kinds` asks for them) "
+    "in one atomic write; the result then has `files_changed`, `diff` and "
+    "`diagnostics_after`.",
     CodeActionArgs,
     writes=lambda args: args.apply is not None,
 )
 async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, Any]:
     manager = ctx.session.lsp
     source = source_file(manager, args.path)
-    first, last = args.line, args.end_line if args.end_line is not None else args.line
+    if args.line is None and args.end_line is not None:
+        raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `line` with `end_line`.")
+    first = args.line if args.line is not None else 1
+    last = args.end_line if args.end_line is not None else (args.line or source.line_count)
     _check_lines(source, first, last)
     if isinstance(args.apply, str) and not args.apply:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `apply` as an index or a title.")
@@ -200,6 +248,8 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
     result: dict[str, Any] = {"actions": [a.public() for a in actions], **_errors(errors)}
     if args.apply is None:
         return result
+    if args.apply == PREFERRED:
+        return {**result, **await _apply_preferred(ctx, source, actions, answers, args.kinds)}
     action = _choose(actions, args.apply)
     basis = next((_basis(a) for a in answers if a.server == action.server), Basis())
     before = await Aftermath.before(ctx.session, [source.path])
@@ -212,6 +262,94 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         "applied": True,
         "diagnostics_after": report.public(),
     }
+
+
+PREFERRED = "preferred"
+FIX_ALL = "source.fixAll"
+
+
+async def _apply_preferred(
+    ctx: ToolContext,
+    source: SourceFile,
+    actions: list[Action],
+    answers: list[Answer],
+    kinds: list[str] | None,
+) -> dict[str, Any]:
+    """Every preferred quick fix (and fix-all action, when asked for by kind), resolved,
+    as one WorkspaceEdit written atomically; an action that overlaps one already taken,
+    or that only runs a command, is skipped and says why."""
+    manager = ctx.session.lsp
+    fix_all = any(k == FIX_ALL or k.startswith(FIX_ALL + ".") for k in kinds or [])
+    chosen = [
+        a
+        for a in actions
+        if a.disabled is None and (a.preferred or (fix_all and matches(a.kind, [FIX_ALL])))
+    ]
+    by_server = {a.server: a for a in answers}
+    basis = Basis()
+    edits: list[list[Replacement]] = []
+    unusable: dict[int, str] = {}
+    for position, action in enumerate(chosen):
+        item, answer, server = action.item, by_server[action.server], action.server
+        if isinstance(item, lsp.Command):
+            unusable[position] = "it only runs a command; apply it by its index"
+            edits.append([])
+            continue
+        if item.edit is None and await manager.offers(server, "codeAction/resolve"):
+            answer = await manager.ask(server, "codeAction/resolve", action.raw, snapshot=True)
+            if answer.result is not None:
+                resolved = shapes.answer(answer.result, server, "codeAction/resolve")
+                item = resolved if isinstance(resolved, lsp.CodeAction) else item
+        basis.documents.update(_basis(answer).documents)
+        try:
+            edits.append(_replacements(answer, item.edit))
+        except ToolError as exc:
+            unusable[position] = exc.message
+            edits.append([])
+        if item.command is not None and position not in unusable:
+            unusable[position] = "it also runs a command; apply it by its index"
+            edits[-1] = []
+    combined = combine(edits)
+    skipped = [
+        {"index": chosen[i].index, "title": chosen[i].title, "reason": unusable.get(i, why)}
+        for i, why in sorted(combined.skipped.items())
+    ]
+    taken = [{"index": chosen[i].index, "title": chosen[i].title} for i in combined.taken]
+    if combined.empty:
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            "No preferred quick fix with an edit is offered for these lines"
+            + (
+                f" ({'; '.join(s['title'] + ': ' + s['reason'] for s in skipped)})"
+                if skipped
+                else ""
+            )
+            + "; list the actions and apply one by its index.",
+        )
+    done, after = await write_checked(ctx, combined.edit, "utf-32", basis, apply=True)
+    return {
+        "applied_actions": taken,
+        "skipped_actions": skipped,
+        **_edit_result(done),
+        "applied": done.applied,
+        **after,
+    }
+
+
+def _replacements(answer: Answer, edit: Any) -> list[Replacement]:
+    """An action's WorkspaceEdit as code-point replacements (text edits only)."""
+    found: list[Replacement] = []
+    for op in operations(edit):
+        if not isinstance(op, EditText):
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "it creates, renames or deletes files")
+        for e in op.edits:
+            line, character, end_line, end_character = answer.span(op.uri, e.range)
+            found.append(
+                Replacement(
+                    op.uri, (line - 1, character - 1), (end_line - 1, end_character - 1), e.new_text
+                )
+            )
+    return found
 
 
 def _choose(actions: list[Action], choice: int | str) -> Action:

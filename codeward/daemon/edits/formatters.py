@@ -1,0 +1,127 @@
+"""Formatting without a formatting server: the language's standard formatter from the
+user's PATH (gofmt, ruff format, clang-format, shfmt, prettier), given the text on stdin,
+with no shell, a timeout, the root as its working folder, and its process group killed on
+timeout or cancellation."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from codeward.daemon.git.runner import run_process
+from codeward.protocol.errors import ErrorKind, ToolError
+
+TIMEOUT = 20.0  # seconds a formatter may take
+OUTPUT_BYTES = 16 << 20
+PASSED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "XDG_CONFIG_HOME", "TMPDIR", "TZ", "LANG")
+
+
+@dataclass(frozen=True)
+class Formatter:
+    name: str  # as the result names it
+    program: str
+    args: tuple[str, ...]  # "{path}" stands for the file's root-relative path
+    install: str  # what to install when it is missing
+
+    def argv(self, program: str, shown: str) -> list[str]:
+        return [program, *(a.replace("{path}", shown) for a in self.args)]
+
+
+GOFMT = Formatter("gofmt", "gofmt", (), "install Go (gofmt comes with it)")
+RUFF = Formatter(
+    "ruff format",
+    "ruff",
+    ("format", "--stdin-filename", "{path}", "-"),
+    "pip install ruff",
+)
+CLANG_FORMAT = Formatter(
+    "clang-format",
+    "clang-format",
+    ("--assume-filename={path}",),
+    "install clang-format (Debian: apt install clang-format)",
+)
+SHFMT = Formatter(
+    "shfmt", "shfmt", ("-filename", "{path}"), "install shfmt (Debian: apt install shfmt)"
+)
+PRETTIER = Formatter(
+    "prettier", "prettier", ("--stdin-filepath", "{path}"), "npm install --global prettier"
+)
+
+BY_LANGUAGE: dict[str, Formatter] = {
+    "go": GOFMT,
+    "python": RUFF,
+    "c": CLANG_FORMAT,
+    "cpp": CLANG_FORMAT,
+    "shell": SHFMT,
+    "bash": SHFMT,
+    "sh": SHFMT,
+    **{
+        language: PRETTIER
+        for language in (
+            "typescript",
+            "typescriptreact",
+            "javascript",
+            "javascriptreact",
+            "json",
+            "jsonc",
+            "css",
+            "scss",
+            "less",
+            "html",
+            "yaml",
+            "markdown",
+            "vue",
+            "svelte",
+        )
+    },
+}
+
+
+def formatter_for(language: str) -> Formatter | None:
+    return BY_LANGUAGE.get(language)
+
+
+def _env() -> dict[str, str]:
+    env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
+    env.setdefault("PATH", os.defpath)
+    return env
+
+
+async def run_formatter(formatter: Formatter, root: Path, shown: str, text: str) -> str:
+    """The formatted `text` of the file `shown` (root-relative); `lsp_unavailable` when the
+    formatter is not on PATH, `timeout`, or `lsp_error` when it refuses the text."""
+    env = _env()
+    program = shutil.which(formatter.program, path=env["PATH"])
+    if program is None:
+        raise ToolError(
+            ErrorKind.LSP_UNAVAILABLE,
+            f"No language server formats {shown!r} and {formatter.program} is not on PATH; "
+            f"{formatter.install}, or configure a server that formats.",
+            formatter=formatter.name,
+        )
+    done = await run_process(
+        formatter.argv(program, shown),
+        cwd=root,
+        env=env,
+        timeout=TIMEOUT,
+        output_bytes=OUTPUT_BYTES,
+        stdin=text.encode("utf-8"),
+    )
+    if done.timed_out:
+        raise ToolError(
+            ErrorKind.TIMEOUT,
+            f"{formatter.name} did not format {shown!r} within {TIMEOUT:g} s; nothing was written.",
+            formatter=formatter.name,
+        )
+    if done.exit_code != 0 or done.truncated:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        reason = said[0] if said else f"exit code {done.exit_code}"
+        raise ToolError(
+            ErrorKind.LSP_ERROR,
+            f"{formatter.name} could not format {shown!r} ({reason[:300]}); nothing was "
+            "written: fix the file's syntax first.",
+            formatter=formatter.name,
+        )
+    return done.stdout.decode("utf-8", "replace")
