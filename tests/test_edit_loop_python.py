@@ -3,15 +3,16 @@ previews, safe mode, stale hashes, get_diagnostics since."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.editloop_support import SharedDaemon, no_leaked_processes, shared_client, shared_daemon
 from tests.intel_support import write
 from tests.lsp_support import needs
 from tests.rpc import RpcClient, RpcFailure
 
+__all__ = ["no_leaked_processes", "shared_client", "shared_daemon"]  # the module's fixtures
 pytestmark = needs("basedpyright", "ruff")
 
 LIB = "def greet(name: str) -> str:\n    return 'hi ' + name\n"
@@ -24,6 +25,14 @@ async def failure(client: RpcClient, tool: str, **arguments: Any) -> RpcFailure:
     return info.value
 
 
+async def create(client: RpcClient, files: dict[str, str]) -> None:
+    """New files through edit_file, so the servers hear of them at once (a file written
+    behind their back reaches them with the watcher's event, a moment later)."""
+    for path, text in files.items():
+        result = await client.tool("edit_file", path=path, content=text, create=True)
+        assert result["written"], result
+
+
 def by_file(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {f["file"]: f for f in result["diagnostics_after"]}
 
@@ -32,8 +41,9 @@ def messages(report: dict[str, Any]) -> list[str]:
     return [d["message"] for d in report["introduced"]]
 
 
-async def test_edit_loop(client: RpcClient, project: Path) -> None:
-    write(project, {"lib.py": LIB, "use.py": USE})
+async def test_edit_loop(shared_client: RpcClient, shared_daemon: SharedDaemon) -> None:
+    client, project = shared_client, shared_daemon.root
+    await create(client, {"lib.py": LIB, "use.py": USE})
     first = await client.tool("get_diagnostics", path="use.py")
     assert first["diagnostics"] == []
 
@@ -103,28 +113,30 @@ async def test_edit_loop(client: RpcClient, project: Path) -> None:
     assert err.kind == "invalid_arguments" and "since" in err.message
 
 
-async def test_preview_and_safe(client: RpcClient, project: Path) -> None:
-    write(project, {"lib.py": LIB, "use.py": USE})
-    await client.tool("get_diagnostics", path="use.py")
+async def test_preview_and_safe(shared_client: RpcClient, shared_daemon: SharedDaemon) -> None:
+    client, project = shared_client, shared_daemon.root
+    await create(client, {"plib.py": LIB, "puse.py": USE.replace("from lib", "from plib")})
+    await client.tool("get_diagnostics", path="puse.py")
     broken = LIB.replace("name: str", "name: str, extra: int")  # use.py misses `extra`
-    result = await client.tool("edit_file", path="lib.py", content=broken, mode="preview")
-    assert not result["written"] and (project / "lib.py").read_text() == LIB
-    assert by_file(result)["use.py"]["introduced"], result
+    result = await client.tool("edit_file", path="plib.py", content=broken, mode="preview")
+    assert not result["written"] and (project / "plib.py").read_text() == LIB
+    assert by_file(result)["puse.py"]["introduced"], result
     # the servers have the disk's content again: nothing is reported for the preview
-    after = await client.tool("get_diagnostics", path="use.py")
+    after = await client.tool("get_diagnostics", path="puse.py")
     assert after["diagnostics"] == []
     # safe refuses, naming what it would break, and writes nothing
-    result = await client.tool("edit_file", path="lib.py", content=broken, mode="safe")
+    result = await client.tool("edit_file", path="plib.py", content=broken, mode="safe")
     assert result["refused"] and not result["written"]
-    assert (project / "lib.py").read_text() == LIB
+    assert (project / "plib.py").read_text() == LIB
     # safe writes an edit that breaks nothing
     harmless = LIB + "\n\nVALUE = 1\n"
-    result = await client.tool("edit_file", path="lib.py", content=harmless, mode="safe")
-    assert result["written"] and (project / "lib.py").read_text() == harmless
+    result = await client.tool("edit_file", path="plib.py", content=harmless, mode="safe")
+    assert result["written"] and (project / "plib.py").read_text() == harmless
 
 
-async def test_bad_inputs(client: RpcClient, project: Path) -> None:
-    write(project, {"lib.py": LIB})
+async def test_bad_inputs(shared_client: RpcClient, shared_daemon: SharedDaemon) -> None:
+    client, project = shared_client, shared_daemon.root
+    write(project, {"blib.py": LIB})
     (project / "blob.py").write_bytes(b"\x00\x01\x02")
 
     def edit(line: int, character: int, end_line: int, end_character: int) -> dict[str, Any]:
@@ -137,13 +149,13 @@ async def test_bad_inputs(client: RpcClient, project: Path) -> None:
         }
 
     cases: list[tuple[dict[str, Any], str, str]] = [
-        ({"path": "lib.py"}, "invalid_arguments", "either"),
-        ({"path": "lib.py", "content": "", "edits": []}, "invalid_arguments", "either"),
-        ({"path": "lib.py", "edits": [edit(9, 1, 9, 1)]}, "invalid_arguments", "outside the text"),
-        ({"path": "lib.py", "edits": [edit(1, 99, 1, 99)]}, "invalid_arguments", "outside line 1"),
-        ({"path": "lib.py", "edits": [edit(1, 5, 1, 2)]}, "invalid_arguments", "before it starts"),
+        ({"path": "blib.py"}, "invalid_arguments", "either"),
+        ({"path": "blib.py", "content": "", "edits": []}, "invalid_arguments", "either"),
+        ({"path": "blib.py", "edits": [edit(9, 1, 9, 1)]}, "invalid_arguments", "outside the text"),
+        ({"path": "blib.py", "edits": [edit(1, 99, 1, 99)]}, "invalid_arguments", "outside line 1"),
+        ({"path": "blib.py", "edits": [edit(1, 5, 1, 2)]}, "invalid_arguments", "before it starts"),
         (
-            {"path": "lib.py", "edits": [edit(1, 1, 1, 6), edit(1, 3, 1, 4)]},
+            {"path": "blib.py", "edits": [edit(1, 1, 1, 6), edit(1, 3, 1, 4)]},
             "invalid_arguments",
             "overlaps",
         ),
@@ -157,7 +169,7 @@ async def test_bad_inputs(client: RpcClient, project: Path) -> None:
             "outside",
         ),
         (
-            {"path": "lib.py", "content": "x", "expected_hash": "sha256:0"},
+            {"path": "blib.py", "content": "x", "expected_hash": "sha256:0"},
             "stale_edit",
             "no longer",
         ),
@@ -165,16 +177,16 @@ async def test_bad_inputs(client: RpcClient, project: Path) -> None:
     for arguments, kind, words in cases:
         err = await failure(client, "edit_file", **arguments)
         assert err.kind == kind and words in err.message, (arguments, err.message)
-    assert (project / "lib.py").read_text() == LIB
+    assert (project / "blib.py").read_text() == LIB
     # create: a new file, and its diagnostics
     result = await client.tool("edit_file", path="new.py", content="x: int = 'a'\n", create=True)
     assert result["written"] and (project / "new.py").read_text() == "x: int = 'a'\n"
     assert result["diff"].startswith("--- /dev/null\n+++ b/new.py\n")
     assert by_file(result)["new.py"]["introduced"]
     # an edit that changes nothing writes nothing
-    result = await client.tool("edit_file", path="lib.py", content=LIB)
+    result = await client.tool("edit_file", path="blib.py", content=LIB)
     assert result == {
-        "path": "lib.py",
+        "path": "blib.py",
         "content_hash": result["content_hash"],
         "diff": "",
         "written": False,
@@ -184,7 +196,10 @@ async def test_bad_inputs(client: RpcClient, project: Path) -> None:
     }
 
 
-async def test_apply_preferred_fixes_and_fix_all(client: RpcClient, project: Path) -> None:
+async def test_apply_preferred_fixes_and_fix_all(
+    shared_client: RpcClient, shared_daemon: SharedDaemon
+) -> None:
+    client, project = shared_client, shared_daemon.root
     write(project, {"m.py": "import os\nimport sys\n\nprint(sys.argv)\n"})
     result = await client.tool("get_code_actions", path="m.py", apply="preferred")
     titles = [a["title"] for a in result["applied_actions"]]
@@ -204,3 +219,30 @@ async def test_apply_preferred_fixes_and_fix_all(client: RpcClient, project: Pat
     assert err.kind == "invalid_arguments" and "No preferred quick fix" in err.message
     err = await failure(client, "get_code_actions", path="f.py", end_line=1)
     assert err.kind == "invalid_arguments" and "`line`" in err.message
+
+
+async def test_format_and_rename_report_the_delta(shared_client: RpcClient) -> None:
+    client = shared_client
+    await create(
+        client,
+        {
+            "rlib.py": "def helper(x: int) -> int:\n    return x\n",
+            "ruse.py": "from rlib import helper\n\nVALUE: str = helper(1)\n",
+            "ugly.py": "x=[1,\n  2]\n",
+        },
+    )
+    await client.tool("get_diagnostics", path="ruse.py")
+    result = await client.tool("format_code", path="ugly.py")
+    assert [f["file"] for f in result["diagnostics_after"]] == ["ugly.py"]
+    assert result["diagnostics_after"][0]["introduced"] == []
+    result = await client.tool(
+        "rename_symbol", path="rlib.py", line=1, character=5, new_name="assist"
+    )
+    files = by_file(result)
+    assert files["rlib.py"]["changed"] and files["ruse.py"]["changed"], result
+    assert files["rlib.py"]["introduced"] == [] and files["ruse.py"]["introduced"] == []
+    # the type error in ruse.py was there before and only moved with the rename
+    assert files["ruse.py"]["remaining"]["error"] == 1
+    assert files["ruse.py"]["resolved"]["count"] == 0
+    err = await failure(client, "get_diagnostics", path=".", since="sha256:0")
+    assert err.kind == "invalid_arguments" and "one file" in err.message

@@ -399,7 +399,7 @@ async def test_apply_workspace_edit_dry_run_and_apply(root: Path, nursery: trio.
     a = root / "a.py"
     a.write_text("x=1\n")
     told: list[list[Path]] = []
-    writer = RootWriter(root, lambda paths: told.append(list(paths)))
+    writer = RootWriter(root, lambda paths, created: told.append(list(paths)))
     await nursery.start(writer.run)
     change = {"changes": {a.as_uri(): [edit(0, 1, 0, 2, " = ")]}}
     dry = await apply_workspace_edit(writer, change, "utf-16", Basis(), apply=False)

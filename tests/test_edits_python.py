@@ -203,7 +203,7 @@ async def test_bad_inputs_write_nothing(
         ("format_code", {"path": "pkg"}, "invalid_arguments"),
         ("format_code", {"path": "missing.py"}, "file_not_found"),
         ("format_code", {"path": "data.py"}, "unsupported_file_type"),
-        ("get_code_actions", {"path": "a.py"}, "invalid_arguments"),
+        ("get_code_actions", {"path": "a.py", "end_line": 1}, "invalid_arguments"),
         ("get_code_actions", {"path": "a.py", "line": 1, "apply": True}, "invalid_arguments"),
         ("get_code_actions", {"path": "a.py", "line": 1, "apply": ""}, "invalid_arguments"),
         ("get_code_actions", {"path": "a.py", "line": 1, "kinds": "quickfix"}, "invalid_arguments"),

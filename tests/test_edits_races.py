@@ -163,7 +163,7 @@ async def test_the_writer_takes_edits_one_at_a_time(root: Path, nursery: trio.Nu
     """Edits computed from the same content, asked at the same moment: one is written, every
     other one is stale_edit; none is lost while it says it was applied."""
     told: list[list[Path]] = []
-    writer = RootWriter(root, lambda paths: told.append(list(paths)))
+    writer = RootWriter(root, lambda paths, created: told.append(list(paths)))
     await nursery.start(writer.run)
     a = root / "a.py"
     seen = Basis({a: (1, content_hash(a.read_bytes()))})  # what the server computed from
@@ -189,7 +189,7 @@ async def test_the_writer_takes_edits_one_at_a_time(root: Path, nursery: trio.Nu
 
 
 async def test_a_stopped_writer_refuses_at_once(root: Path) -> None:
-    writer = RootWriter(root, lambda paths: None)
+    writer = RootWriter(root, lambda paths, created: None)
     async with trio.open_nursery() as nursery:
         await nursery.start(writer.run)
         nursery.cancel_scope.cancel()

@@ -37,7 +37,7 @@ def root(tmp_path: Path) -> Path:
 async def test_command_edits_go_through_the_layer(root: Path, nursery: trio.Nursery) -> None:
     path = root / "m.py"
     told: list[list[Path]] = []
-    writer = RootWriter(root, lambda paths: told.append(list(paths)))
+    writer = RootWriter(root, lambda paths, created: told.append(list(paths)))
     await nursery.start(writer.run)
     async with running(root, real_config()) as (manager, _):
         await manager.server_diagnostics(path)  # opens it in ruff
@@ -77,7 +77,7 @@ class _Session:
     def __post_init__(self) -> None:
         self.writer = RootWriter(self.root, self.files_changed)
 
-    def files_changed(self, paths: Sequence[Path]) -> None:
+    def files_changed(self, paths: Sequence[Path], created: Sequence[Path] = ()) -> None:
         self.told.append(list(paths))
 
 

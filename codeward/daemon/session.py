@@ -193,10 +193,11 @@ class Session:
 
     # ---- services for tools --------------------------------------------------------------
 
-    def files_changed(self, paths: Sequence[Path]) -> None:
-        """Work-tree files changed by git writes or edits: tell the language servers."""
+    def files_changed(self, paths: Sequence[Path], created: Sequence[Path] = ()) -> None:
+        """Work-tree files changed by git writes or edits (`created`: those of them that
+        are new): tell the language servers."""
         if paths:
-            self.lsp.files_changed(paths)
+            self.lsp.files_changed(paths, created)
 
     def publish_progress(self, params: dict[str, Any]) -> None:
         message = {"session_id": self.id, **params}

@@ -17,7 +17,7 @@ from codeward.daemon.files import DEFAULT_LIMIT
 from codeward.daemon.lsp.positions import Encoding
 from codeward.protocol.errors import ErrorKind, ToolError
 
-FilesChanged = Callable[[Sequence[Path]], None]
+FilesChanged = Callable[[Sequence[Path], Sequence[Path]], None]  # (changed, of them created)
 T = TypeVar("T")
 
 
@@ -79,7 +79,8 @@ class RootWriter:
                 _prepare_and_commit, root, edit, encoding, basis, self.limit
             )
             if plan.changes:
-                self.on_changed([c.path for c in plan.changes])
+                created = [c.path for c in plan.changes if c.before is None]
+                self.on_changed([c.path for c in plan.changes], created)
             return plan
 
         return await self.exclusive(work)

@@ -101,7 +101,7 @@ from codeward.daemon.lsp.restricted import restricted as restricted_config
 from codeward.daemon.lsp.server import LanguageServer, ServerState
 from codeward.daemon.lsp.types import PositionLike, RangeLike
 from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
-from codeward.daemon.lsp.watcher import CHANGED, DELETED, glob_matches, watch_root
+from codeward.daemon.lsp.watcher import CHANGED, CREATED, DELETED, glob_matches, watch_root
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -469,14 +469,18 @@ class LanguageService:
 
     # -- file events --------------------------------------------------------------------
 
-    def files_changed(self, paths: Sequence[Path]) -> None:
-        """Files changed by git writes or edits: the servers are told before the next request."""
+    def files_changed(self, paths: Sequence[Path], created: Sequence[Path] = ()) -> None:
+        """Files changed by git writes or edits (`created`: those of them that are new, so
+        a server resolving imports hears of them as created): the servers are told before
+        the next request."""
+        new = set(created)
         for path in paths:
+            kind = CREATED if path in new else None
             path = path if path.is_absolute() else self.root / path
             try:
-                self._changes[Path(real_path(path))] = None
+                self._changes[Path(real_path(path))] = kind
             except ToolError:  # it keeps changing: the watcher reports where it ends
-                self._changes[path] = None
+                self._changes[path] = kind
         self._wake.set()
 
     def _on_watch(self, changes: list[tuple[Path, int]]) -> None:

@@ -11,7 +11,7 @@ import msgspec
 import trio
 
 from codeward.daemon.edits import Basis, apply_workspace_edit
-from codeward.daemon.edits.aftermath import Aftermath, Report, partial_servers
+from codeward.daemon.edits.aftermath import Aftermath, Report, partial_servers, remember
 from codeward.daemon.edits.diff import unified_diff
 from codeward.daemon.edits.own_edits import (
     OwnEdit,
@@ -98,10 +98,11 @@ async def edit_file(ctx: ToolContext, args: EditFileArgs) -> dict[str, Any]:
     target = await _read_target(session, args)
     old_text = "" if target.data is None else decode_source(target.data, target.shown)
     if args.expected_hash is not None and args.expected_hash != target.hash:
+        now = f"it is {target.hash!r} now" if target.hash else "it does not exist"
         raise ToolError(
             ErrorKind.STALE_EDIT,
-            f"{target.shown!r} no longer has the content {args.expected_hash!r} (it is "
-            f"{target.hash!r} now), so nothing was written; read it again and retry.",
+            f"{target.shown!r} no longer has the content {args.expected_hash!r} ({now}), "
+            "so nothing was written; read it again and retry.",
             path=target.shown,
             content_hash=target.hash,
         )
@@ -238,7 +239,10 @@ async def preview(session: Session, path: Path, data: bytes) -> Report:
 
         async def fetch(file: Path) -> FileDiagnostics:
             answer = await manager.diagnostics(file)
-            _crashed(answer, relative(file, session.root))
+            shown = relative(file, session.root)
+            _crashed(answer, shown)
+            if file == path:  # this content's diagnostics: its hash may be given as `since`
+                remember(session.diagnostics_history, shown, answer)
             return answer
 
         async with previewer.show(path, data):
