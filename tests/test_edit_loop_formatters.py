@@ -27,7 +27,7 @@ def daemon_config() -> Config:
         daemon=DaemonConfig(idle_timeout=600.0),
         languages={
             "go": LanguageConfig(patterns=["*.go"], servers=[], language_id="go"),
-            "shell": LanguageConfig(patterns=["*.sh"], servers=[], language_id="shellscript"),
+            "sh": LanguageConfig(patterns=["*.sh"], servers=[], language_id="shellscript"),
         },
     )
 
@@ -81,7 +81,7 @@ async def test_a_formatter_past_its_timeout_is_killed(
     """`sleep` as the shell's formatter: the timeout kills its group (the leak check sees
     no process left) and nothing is written."""
     sleeper = formatters.Formatter("sleep", "sleep", ("30",), "nothing")
-    monkeypatch.setitem(formatters.BY_LANGUAGE, "shell", sleeper)
+    monkeypatch.setitem(formatters.BY_LANGUAGE, "sh", sleeper)
     monkeypatch.setattr(formatters, "TIMEOUT", 0.5)
     write(project, {"run.sh": UGLY_SH})
     err = await failure(client, "format_code", path="run.sh")
