@@ -9,10 +9,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, ServerConfig
 from tests.intel_support import write
 from tests.lsp_support import fake_config, fake_server, logged
-from tests.rpc import RpcClient
+from tests.rpc import RpcClient, RpcFailure
 
 
 @pytest.fixture
@@ -27,7 +27,16 @@ def daemon_config(server_log: Path) -> Config:
         {"fake": fake_server("ok", server_log), "mute": fake_server("unready-silent")},
         settle_timeout=0.5,
     )
-    return msgspec.structs.replace(config, daemon=DaemonConfig(idle_timeout=600.0))
+    missing = ServerConfig(command=["/nonexistent/nope-server"], untrusted="run")
+    return msgspec.structs.replace(
+        config,
+        daemon=DaemonConfig(idle_timeout=600.0),
+        servers={**config.servers, "nope": missing},
+        languages={
+            **config.languages,
+            "nope": LanguageConfig(patterns=["*.nope"], servers=["nope"], language_id="nope"),
+        },
+    )
 
 
 async def test_a_server_without_an_answer_is_named(client: RpcClient, project: Path) -> None:
@@ -73,3 +82,18 @@ async def test_a_preview_gives_the_disk_text_back(
     (project / "b.fake").write_text("bad\n")
     since = await client.tool("get_diagnostics", path="b.fake", since=result["content_hash"])
     assert since["introduced"] == [] and since["remaining"]["error"] == 1
+
+
+async def test_an_edit_is_written_when_its_servers_are_missing(
+    client: RpcClient, project: Path
+) -> None:
+    write(project, {"c.nope": "one\n"})
+    result = await client.tool("edit_file", path="c.nope", content="two\n")
+    assert result["written"] and (project / "c.nope").read_text() == "two\n"
+    (report,) = result["diagnostics_after"]
+    assert report["introduced"] == [] and report["partial_servers"] == ["nope"]
+    assert "not installed" in report["errors"][0] or "nope" in report["errors"][0]
+    with pytest.raises(RpcFailure) as info:  # a preview has nothing to show without them
+        await client.tool("edit_file", path="c.nope", content="three\n", mode="preview")
+    assert info.value.kind == "lsp_unavailable"
+    assert (project / "c.nope").read_text() == "two\n"

@@ -57,7 +57,7 @@ FILE_DELTA = obj(
         "resolved": RESOLVED,
         "remaining": SEVERITY_COUNTS,
     },
-    {"partial": BOOL, "partial_servers": array(STR)},
+    {"partial": BOOL, "partial_servers": array(STR), "errors": array(STR)},
 )
 AFTER = {"diagnostics_after": array(FILE_DELTA)}
 

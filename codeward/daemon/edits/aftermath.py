@@ -44,6 +44,7 @@ class FileReport:
     resolved: list[Any]
     remaining: list[Any]
     partial: list[str] = field(default_factory=list)  # servers without an answer in time
+    errors: list[str] = field(default_factory=list)  # why a side of the delta is missing
 
     def public(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -59,6 +60,8 @@ class FileReport:
         if self.partial:
             shown["partial"] = True
             shown["partial_servers"] = self.partial
+        if self.errors:
+            shown["errors"] = self.errors
         return shown
 
 
@@ -78,6 +81,14 @@ class Report:
 def partial_servers(answer: FileDiagnostics) -> list[str]:
     failed = [str(e.details.get("server")) for e in answer.errors if e.details.get("server")]
     return list(dict.fromkeys(answer.silent + failed))
+
+
+def _server_of(error: ToolError) -> list[str]:
+    server = error.details.get("server")
+    servers = error.details.get("servers")
+    if isinstance(servers, list):
+        return [str(s) for s in servers]
+    return [str(server)] if server else []
 
 
 def snapshot_of(answer: FileDiagnostics) -> Snapshot:
@@ -103,6 +114,7 @@ class Aftermath:
     root: Path
     before_changed: dict[Path, Snapshot]
     before_others: dict[Path, Snapshot]
+    failed: dict[Path, ToolError] = field(default_factory=dict)  # no "before" for these
 
     @classmethod
     async def before(cls, session: Session, paths: Sequence[Path]) -> Aftermath:
@@ -118,7 +130,13 @@ class Aftermath:
         self = cls(manager, session.diagnostics_history, session.root, {}, {})
 
         async def one(path: Path, into: dict[Path, Snapshot]) -> None:
-            snapshot = await self._now(path)
+            try:
+                snapshot = await self._now(path)
+            except ToolError as exc:  # the edit goes on; its delta says what is missing
+                if exc.kind is ErrorKind.CANCELLED:
+                    raise
+                self.failed[path] = exc
+                return
             if snapshot is not None:
                 into[path] = snapshot
 
@@ -157,6 +175,7 @@ class Aftermath:
         async def one(path: Path, is_changed: bool) -> None:
             file = relative(path, self.root)
             old = self.before_changed.get(path) or self.before_others.get(path)
+            failed = self.failed.get(path)
             if path in deleted:  # whatever it had is gone with it
                 if old is not None and old.diagnostics:
                     reports[path] = FileReport(file, True, [], list(old.diagnostics), [])
@@ -168,7 +187,24 @@ class Aftermath:
             except ToolError as exc:
                 if exc.kind is ErrorKind.FILE_NOT_FOUND:
                     return
-                raise
+                if fetch is not None or exc.kind is ErrorKind.CANCELLED:
+                    raise  # a preview without an answer has nothing to show
+                if is_changed:  # written all the same: say why there is no delta
+                    reports[path] = FileReport(
+                        file, True, [], [], [], _server_of(exc), [exc.message]
+                    )
+                return
+            if failed is not None:  # no "before": nothing can be called introduced
+                reports[path] = FileReport(
+                    file,
+                    is_changed,
+                    [],
+                    [],
+                    list(answer.diagnostics),
+                    list(dict.fromkeys(partial_servers(answer) + _server_of(failed))),
+                    [f"before the edit: {failed.message}"],
+                )
+                return
             if is_changed and fetch is None:  # its new content_hash may be given as `since`
                 remember(self.history, file, answer)
             previous = list(old.diagnostics) if old is not None else []

@@ -827,9 +827,11 @@ class LanguageService:
     # -- positions and paths ------------------------------------------------------------
 
     def line_index(self, path: Path) -> LineIndex | None:
-        """The text of `path` as the servers see it: an open document, else the disk."""
+        """The text of `path` as the servers see it: an open document, else the disk (and
+        the disk for a file under another task's preview)."""
         uri = path_to_uri(path)
-        for server in self.servers.values():
+        hidden = path in self.previews and not self.gate.held()
+        for server in () if hidden else self.servers.values():
             doc = server.document(uri)
             if doc is not None:
                 return doc.index
