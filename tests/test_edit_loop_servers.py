@@ -135,27 +135,25 @@ async def test_lua_previews_a_batch_and_applies_what_breaks_nothing(
     assert (root / "two.c").read_text() == "/* doubled */\n" + C_FILE
 
 
-@needs("clangd")
+@needs("basedpyright", "ruff")
 def test_cli_edit_and_diagnostics_since(shared_daemon: SharedDaemon) -> None:
     root, env = shared_daemon.root, shared_daemon.env
-    write(root, {"cli.c": C_FILE})
-    first = env.json("diagnostics", "cli.c", cwd=root)
-    broken = C_FILE.replace("2 * x", "2 * nope")
-    preview = env.run("edit", "cli.c", "--mode", "preview", cwd=root, stdin=broken)
+    good = "def twice(x: int) -> int:\n    return 2 * x\n"
+    write(root, {"cli.py": good})
+    first = env.json("diagnostics", "cli.py", cwd=root)
+    broken = good.replace("2 * x", "2 * nope")
+    preview = env.run("edit", "cli.py", "--mode", "preview", cwd=root, stdin=broken)
     assert preview.returncode == 0, preview.stderr
-    assert "-    return 2 * x;" in preview.stdout and "diagnostics of cli.c: 1 introduced" in (
-        preview.stdout
-    )
+    assert "-    return 2 * x" in preview.stdout and "+ cli.py:2:" in preview.stdout
     assert "preview: nothing written" in preview.stderr
-    refused = env.run("edit", "cli.c", "--mode", "safe", cwd=root, stdin=broken)
+    refused = env.run("edit", "cli.py", "--mode", "safe", cwd=root, stdin=broken)
     assert refused.returncode == 1 and "refused, nothing written" in refused.stderr
-    assert (root / "cli.c").read_text() == C_FILE
+    assert (root / "cli.py").read_text() == good
     written = env.run(
-        "--json", "edit", "cli.c", "--expected-hash", first["content_hash"], cwd=root, stdin=broken
+        "--json", "edit", "cli.py", "--expected-hash", first["content_hash"], cwd=root, stdin=broken
     )
     assert written.returncode == 0 and json.loads(written.stdout)["written"]
-    since = env.run("diagnostics", "cli.c", "--since", first["content_hash"], cwd=root)
-    assert since.returncode == 0 and "1 introduced" in since.stdout
-    assert "+ cli.c:2:" in since.stdout
-    stale = env.run("edit", "cli.c", "--expected-hash", first["content_hash"], cwd=root, stdin="")
+    since = env.run("diagnostics", "cli.py", "--since", first["content_hash"], cwd=root)
+    assert since.returncode == 0 and "+ cli.py:2:" in since.stdout, since.stdout
+    stale = env.run("edit", "cli.py", "--expected-hash", first["content_hash"], cwd=root, stdin="")
     assert stale.returncode == 1 and "stale_edit" in stale.stderr
