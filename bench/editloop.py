@@ -33,8 +33,8 @@ from typing import Any
 import msgspec
 from common import Daemon, DaemonClient, stop_group  # bench/
 
-from codeward.daemon.lsp.capabilities import client_capabilities
 from codeward.daemon.lsp.defaults import command_available, default_servers
+from codeward.daemon.lsp.initialize import initialize_params
 from codeward.protocol.framing import ContentLengthDecoder
 
 QUIET = 0.5  # the peers' "no news for 500 ms" rule
@@ -101,18 +101,9 @@ class QuietClient:
         self.ids = itertools.count(1)
         self.root = root
         self.version = 1
-        capabilities = client_capabilities()
-        capabilities.get("textDocument", {}).pop("diagnostic", None)  # pushes, as peers get
-        self.request(
-            "initialize",
-            {
-                "processId": os.getpid(),
-                "rootUri": root.as_uri(),
-                "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
-                "capabilities": capabilities,
-                "initializationOptions": config.init_options,
-            },
-        )
+        params = initialize_params(root, config.init_options)
+        params["capabilities"].get("textDocument", {}).pop("diagnostic", None)  # pushes only
+        self.request("initialize", params)
         self.notify("initialized", {})
         self.notify("workspace/didChangeConfiguration", {"settings": self.settings})
 
