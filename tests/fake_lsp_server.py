@@ -314,6 +314,11 @@ def main() -> None:
             if MODE == "busy-symbols":  # an index that never finishes loading
                 capabilities["workspaceSymbolProvider"] = True
                 workspace.root = params["rootPath"]
+            if MODE == "failing-pull":  # offers pull diagnostics, fails every pull, never pushes
+                capabilities["diagnosticProvider"] = {
+                    "interFileDependencies": False,
+                    "workspaceDiagnostics": False,
+                }
             if MODE.startswith("workspace-"):
                 workspace.root = params["rootPath"]
                 capabilities["diagnosticProvider"] = {
@@ -374,19 +379,22 @@ def main() -> None:
             texts[doc["uri"]] = doc["text"]
             if loading is not None:
                 loading.opened(doc["uri"], doc["version"], doc["text"])
-            elif MODE != "unready-silent":
+            elif MODE not in ("unready-silent", "failing-pull"):
                 publish(doc["uri"], doc["version"], doc["text"])
         elif method == "textDocument/didChange":
             doc = params["textDocument"]
             texts[doc["uri"]] = params["contentChanges"][-1]["text"]
             if loading is not None:
                 loading.changed(doc["uri"], doc["version"], texts[doc["uri"]])
-            elif MODE != "unready-silent":
+            elif MODE not in ("unready-silent", "failing-pull"):
                 publish(doc["uri"], doc["version"], texts[doc["uri"]])
         elif method == "textDocument/diagnostic" and MODE == "off-spec":
             uri = params["textDocument"]["uri"]
             items = [{"message": "no range"}, *diagnostics_of(texts[uri])]  # the first is odd
             send({"id": msg_id, "result": {"kind": "full", "items": items}})
+        elif method == "textDocument/diagnostic" and MODE == "failing-pull":
+            failure = {"code": -32603, "message": "analysis crashed"}
+            send({"id": msg_id, "error": failure})
         elif method == "textDocument/diagnostic":  # the quiescent modes pull
             assert loading is not None
             text = texts[params["textDocument"]["uri"]] if loading.loaded else ""

@@ -32,15 +32,40 @@ class TestFakeServer:
         assert result["status"] == "found" and result["markdown"] == "hover"
         assert result["signature"] is None and result["docs"] == "hover"
         assert result["range"] == {"line": 1, "character": 2, "end_line": 1, "end_character": 2}
-        for tool in ("go_to_definition", "find_references", "call_hierarchy"):
+        # What the server does not offer says so, naming it and the capability: never an
+        # empty answer, never `lsp_unavailable` (nothing is missing to install).
+        calls = [
+            ("go_to_definition", {"line": 1, "character": 1}, "definitionProvider"),
+            ("find_references", {"line": 1, "character": 1}, "referencesProvider"),
+            ("call_hierarchy", {"line": 1, "character": 1}, "callHierarchyProvider"),
+            ("get_symbols", {}, "documentSymbolProvider"),
+            ("get_symbols", {"scope": "workspace", "query": "x"}, "workspaceSymbolProvider"),
+            ("get_code_actions", {"line": 1}, "codeActionProvider"),
+            ("format_code", {}, "documentFormattingProvider"),
+            ("rename_symbol", {"line": 1, "character": 1, "new_name": "b"}, "renameProvider"),
+        ]
+        for tool, arguments, capability in calls:
+            if "scope" not in arguments:
+                arguments = {"path": "a.fake", **arguments}
             with pytest.raises(RpcFailure) as info:
-                await client.tool(tool, path="a.fake", line=1, character=1)
-            assert info.value.kind == "lsp_unavailable", tool
+                await client.tool(tool, **arguments)
+            assert info.value.kind == "unsupported_by_server", tool
+            assert info.value.data["servers"] == ["fake"], tool
+            assert info.value.data["capability"] == capability, tool
+            assert "fake language server fake does not offer" in info.value.message
+        assert (project / "a.fake").read_text() == "hello\n"
+
+    @pytest.mark.parametrize("daemon_config", ["failing-pull"], indirect=True)
+    async def test_failing_diagnostic_pull(self, open_client: OpenClient, project: Path) -> None:
+        """A server whose diagnostic pull fails still answers hover (its readiness wait
+        pulls); get_diagnostics names the failure."""
+        write(project, {"a.fake": "hello\n"})
+        client = await open_client(project)
+        result = await client.tool("get_hover_info", path="a.fake", line=1, character=2)
+        assert result["status"] == "found" and result["markdown"] == "hover"
         with pytest.raises(RpcFailure) as info:
-            await client.tool("get_symbols", path="a.fake")
-        assert info.value.kind == "lsp_unavailable"
-        result = await client.tool("get_symbols", scope="workspace", query="x")
-        assert result["status"] == "not_found" and result["symbols"] == []
+            await client.tool("get_diagnostics", path="a.fake")
+        assert info.value.kind == "lsp_error" and "analysis crashed" in info.value.message
 
     @pytest.mark.parametrize("daemon_config", ["crash-on-hover"], indirect=True)
     async def test_crash(self, open_client: OpenClient, project: Path) -> None:
@@ -90,4 +115,6 @@ class TestMissingServers:
         for tool in ("go_to_definition", "find_references", "get_type_definition"):
             with pytest.raises(RpcFailure) as info:
                 await client.tool(tool, path="a.py", line=2, character=8)
-            assert info.value.kind == "lsp_unavailable" and "python" in info.value.message
+            assert info.value.kind == "unsupported_by_server", tool
+            assert info.value.data["servers"] == ["ruff"]
+            assert "python language server ruff does not offer" in info.value.message

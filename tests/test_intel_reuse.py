@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from codeward.daemon.intel.inputs import source_file
-from codeward.daemon.lsp import service as manager_module
+from codeward.daemon.lsp import texts as texts_module
 from codeward.daemon.lsp.documents import UNTRUSTED
 from codeward.daemon.lsp.positions import split_lines
 from codeward.daemon.lsp.service import DocumentContext, LanguageService
@@ -51,7 +51,7 @@ def document_lines(manager: LanguageService, path: Path) -> list[str]:
 async def test_open_text_is_reused_until_the_file_changes(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(manager_module, "RACY_NS", 0)  # trust stats of files just written
+    monkeypatch.setattr(texts_module, "RACY_NS", 0)  # trust stats of files just written
     path = root / "a.py"
     async with running(root, real_config()) as (manager, _):
         await open_document(manager, path)
@@ -98,7 +98,7 @@ async def test_a_file_written_just_now_is_never_trusted(root: Path) -> None:
 async def test_text_that_is_not_utf8_is_refused_even_when_open(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(manager_module, "RACY_NS", 0)
+    monkeypatch.setattr(texts_module, "RACY_NS", 0)
     (root / "latin.py").write_bytes(b"x = '\xe9'\n")
     (root / "nul.py").write_bytes(b"x = 1\x00\n")
     async with running(root, real_config()) as (manager, _):

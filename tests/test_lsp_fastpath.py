@@ -18,7 +18,7 @@ from codeward.daemon import paths
 from codeward.daemon.config import Config
 from codeward.daemon.intel.inputs import resolve_inside
 from codeward.daemon.intel.locations import Locator, finish
-from codeward.daemon.lsp import service as manager_module
+from codeward.daemon.lsp import texts as texts_module
 from codeward.daemon.lsp import uris
 from codeward.daemon.lsp.connection import ConnectionClosed, LspConnection
 from codeward.daemon.lsp.defaults import language_of
@@ -141,7 +141,7 @@ def test_language_cache_agrees(tree: tuple[Path, Path]) -> None:
     manager = LanguageService(root, Config(), lambda _: None)
     for name in ("a.py", "pkg/b.py", "notes.txt", "main.go", "x.c"):
         path = root / name
-        expected = language_of(path, root, manager.languages)
+        expected = language_of(path, root, manager.languages.configs)
         assert manager.language_or_none(path) == expected
         assert manager.language_or_none(path) == expected  # from the cache
     with pytest.raises(ToolError) as info:
@@ -158,7 +158,7 @@ def test_line_index_plain() -> None:
 def store_with(manager: LanguageService, paths: list[Path]) -> DocumentStore:
     store = DocumentStore(100)
     for path in paths:
-        data, stat = manager._read(path)
+        data, stat = manager.texts.read(path)
         assert data is not None
         store.sync(path, path.as_uri(), "python", data, 0, stat)
     return store
@@ -168,7 +168,7 @@ def test_stale_sweep_stats_each_path_once(
     tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, _ = tree
-    monkeypatch.setattr(manager_module, "RACY_NS", 0)  # trust the stats of files just written
+    monkeypatch.setattr(texts_module, "RACY_NS", 0)  # trust the stats of files just written
     paths = [root / "a.py", root / "pkg" / "b.py"]
     manager = LanguageService(root, Config(), lambda _: None)
     for name, running in (("one", True), ("two", True), ("stopped", False)):
@@ -179,12 +179,12 @@ def test_stale_sweep_stats_each_path_once(
     seen: list[str] = []
     real_stat = os.stat
     monkeypatch.setattr(os, "stat", lambda p, **kw: seen.append(str(p)) or real_stat(p, **kw))
-    assert manager._stale_documents() == []
+    assert manager.events.stale_documents() == []
     assert sorted(seen) == sorted(str(p) for p in paths)
     paths[1].write_text("y = 22\n")  # another size: another stat
-    assert manager._stale_documents() == [paths[1], paths[1]]  # both running servers
+    assert manager.events.stale_documents() == [paths[1], paths[1]]  # both running servers
     paths[1].unlink()
-    assert manager._stale_documents() == [paths[1], paths[1]]
+    assert manager.events.stale_documents() == [paths[1], paths[1]]
 
 
 # -- frames straight to the pipe -------------------------------------------------------------

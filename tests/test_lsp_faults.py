@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -9,9 +10,10 @@ import msgspec
 import pytest
 import trio
 
-from codeward.daemon.config import DaemonConfig, ServerConfig
+from codeward.daemon.config import Config, DaemonConfig, LspConfig, ServerConfig
 from codeward.daemon.lsp import server as server_module
 from codeward.daemon.lsp import supervisor
+from codeward.daemon.lsp.defaults import command_available
 from codeward.daemon.lsp.process import ServerProcess
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.process_groups import group_members, wait_group_gone
@@ -275,11 +277,44 @@ async def test_missing_binary_and_unknown_files(tmp_path: Path, doc: Path) -> No
 
 
 async def test_method_no_server_offers(tmp_path: Path, doc: Path) -> None:
-    async with running(tmp_path, fake_config({"fake": fake_server("ok")})) as (manager, _):
+    """Not supported is an error naming the servers and the capability, in every form of
+    request: never an empty list (nothing found), never `lsp_unavailable` (not installed)."""
+    config = fake_config({"one": fake_server("ok"), "two": fake_server("ok")})
+    async with running(tmp_path, config) as (manager, _):
         with pytest.raises(ToolError) as info:
             await manager.request(doc, "textDocument/references", hover_params, wait_ready=False)
-        assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
-        assert "offers textDocument/references" in info.value.message
+        assert info.value.kind is ErrorKind.UNSUPPORTED_BY_SERVER
+        assert info.value.details["servers"] == ["one", "two"]
+        assert info.value.details["capability"] == "referencesProvider"
+        assert "one and two do not offer textDocument/references" in info.value.message
+        with pytest.raises(ToolError) as info:
+            await manager.request_all(doc, "textDocument/codeAction", hover_params)
+        assert info.value.kind is ErrorKind.UNSUPPORTED_BY_SERVER
+        assert info.value.details["capability"] == "codeActionProvider"
+        with pytest.raises(ToolError) as info:
+            await manager.workspace_request("workspace/symbol", {"query": ""}, languages=["fake"])
+        assert info.value.kind is ErrorKind.UNSUPPORTED_BY_SERVER
+        assert info.value.details["method"] == "workspace/symbol"
+        # What one of them offers is answered.
+        answers, errors = await manager.request_all(doc, "textDocument/hover", hover_params)
+        assert [a.server for a in answers] == ["one", "two"] and errors == []
+
+
+async def test_a_failing_diagnostic_pull_does_not_fail_other_requests(
+    tmp_path: Path, doc: Path
+) -> None:
+    """The wait for a document's analysis pulls its diagnostics; when that pull fails (the
+    server's own error), the request it was waiting for is still asked and answered."""
+    config = fake_config({"fake": fake_server("failing-pull")})
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(10):
+            answer = await manager.request(doc, "textDocument/hover", hover_params)
+        assert answer.result["contents"]["value"] == "hover" and not answer.partial
+        # get_diagnostics reports the failure as the server's, beside nothing else
+        with pytest.raises(ToolError) as info:
+            await manager.diagnostics(doc)
+        assert info.value.kind is ErrorKind.LSP_ERROR
+        assert "textDocument/diagnostic" in info.value.message
 
 
 async def test_files_changed_and_lru(tmp_path: Path, doc: Path) -> None:
@@ -344,7 +379,7 @@ async def test_request_all_merges_and_workspace_requests(tmp_path: Path, doc: Pa
         assert [e.details["server"] for e in errors] == ["gone"]
         uri = doc.as_uri()
         assert answers[0].span(uri, answers[0].result["range"]) == (1, 1, 1, 1)
-        assert manager.relative(uri) == "a.fake" and manager.preview(uri, 2) == "bad line"
+        assert manager.relative(uri) == "a.fake" and manager.source_line(uri, 2) == "bad line"
         assert manager.relative("file:///etc/passwd") is None
         with pytest.raises(ToolError) as info:
             await manager.workspace_request("workspace/symbol", {"query": "x"}, languages=["fake"])
@@ -395,6 +430,40 @@ async def test_missing_servers_are_named_together_in_routing_order(
         found = await manager.diagnostics(doc)
         assert found.partial and [e.details["server"] for e in found.errors] == ["zeta"]
         assert [d.message for d in found.diagnostics] == ["bad line 2"]
+
+
+@pytest.mark.parametrize("restricted", [False, True])
+async def test_elixir_servers_are_named_in_routing_order(tmp_path: Path, restricted: bool) -> None:
+    """The built-in Elixir servers (neither installed here; neither starts in an untrusted
+    root): every request names both, elixir-ls then lexical, whichever way it asks."""
+    source = tmp_path / "a.ex"
+    source.write_text("defmodule A do\nend\n")
+    config = Config(lsp=LspConfig(initialize_timeout=5.0))
+    assert config.languages == {} and not command_available(["elixir-ls"])
+    manager = LanguageService(tmp_path, config, lambda _: None, restricted=restricted)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(manager.run, watch=False))
+        for _ in range(3):  # concurrent asks once answered in any order
+            for ask in (
+                lambda: hover(manager, source),
+                lambda: manager.diagnostics(source),
+                lambda: manager.request_all(source, "textDocument/hover", hover_params),
+                lambda: manager.workspace_diagnostics(["elixir"]),
+                lambda: manager.workspace_request("workspace/symbol", {}, languages=["elixir"]),
+            ):
+                with pytest.raises(ToolError) as info:
+                    await ask()
+                assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
+                assert info.value.details["servers"] == ["elixir-ls", "lexical"]
+                assert "The elixir-ls and lexical language servers" in info.value.message
+                if restricted:
+                    assert info.value.details["restricted"] is True
+                    assert "untrusted root" in info.value.message
+                else:
+                    assert info.value.message.index("ElixirLS") < info.value.message.index(
+                        "Lexical"
+                    )
+        nursery.cancel_scope.cancel()
 
 
 PYTHON = sys.executable

@@ -7,14 +7,17 @@ import os
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 import trio.testing
 
-from codeward.daemon.config import ServerConfig
+from codeward.daemon.config import LanguageConfig, ServerConfig
 from codeward.daemon.lsp import freshness
 from codeward.daemon.lsp.freshness import BARRIER
 from codeward.daemon.lsp.service import Found, LanguageService
+from codeward.daemon.lsp.watcher import CHANGED, DELETED
+from codeward.protocol.errors import ErrorKind, ToolError
 from tests.lsp_support import FAKE, fake_config, fake_server, logged, methods, running
 
 
@@ -167,6 +170,51 @@ def test_project_files_skip_ignored_folders_and_say_when_cut_short(root: Path) -
     )
     _, whole = manager.project_files(limit=1)
     assert not whole
+
+
+async def test_the_project_walk_serves_until_a_file_comes_or_goes(root: Path) -> None:
+    """While the watcher runs, a tool asking for the project's files does not walk it
+    again until a file is created or deleted (a change of content keeps the listing)."""
+    config = fake_config({"fake": fake_server("ok")})
+    async with running(root, config, watch=True) as (manager, _):
+        first = manager.project_files()
+        assert manager.project_files() is first
+        manager.events.on_watch([(root / "a.fake", CHANGED)])
+        assert manager.project_files() is first
+        (root / "new.fake").write_text("good\n")
+        manager.files_changed([root / "new.fake"])
+        files, whole = manager.project_files()
+        assert whole and root / "new.fake" in files["fake"]
+        (root / "new.fake").unlink()
+        manager.events.on_watch([(root / "new.fake", DELETED)])
+        assert root / "new.fake" not in manager.project_files()[0]["fake"]
+    async with running(root, config) as (manager, _):  # no watcher: every ask walks
+        assert manager.project_files() is not manager.project_files()
+
+
+async def test_codewards_own_config_is_no_toml_source(root: Path, tmp_path: Path) -> None:
+    """With TOML configured, the project's `.codeward.toml` is codeward's, not a TOML source:
+    no language routes it, walks skip it, and a workspace query does not start TOML's server."""
+    (root / ".codeward.toml").write_text('[policy]\ngit_write = "deny"\n')
+    (root / "sub" / ".codeward.toml").write_text("")
+    log = tmp_path / "toml.log"
+    base = fake_config({"fake": fake_server("ok"), "toml": fake_server("ok", log)})
+    toml = LanguageConfig(patterns=["*.toml"], servers=["toml"], language_id="toml")
+    fake = LanguageConfig(patterns=["*.fake"], servers=["fake"], language_id="fake")
+    config = msgspec.structs.replace(base, languages={"toml": toml, "fake": fake})
+    async with running(root, config) as (manager, _):
+        assert manager.language_or_none(root / ".codeward.toml") is None
+        assert manager.language_or_none(root / "pyproject.toml") == "toml"
+        files, _ = manager.project_files()
+        assert sorted(files) == ["fake"] and manager.project_languages() == ["fake"]
+        with trio.fail_after(10):
+            await manager.workspace_diagnostics()
+        with pytest.raises(ToolError) as info:
+            await manager.request(root / ".codeward.toml", "textDocument/hover", lambda d: {})
+        assert info.value.kind is ErrorKind.UNSUPPORTED_FILE_TYPE
+        manager.files_changed([root / ".codeward.toml"])
+        await manager.flush()
+        assert list(manager.servers) == ["fake"] and not log.exists()
 
 
 async def test_a_server_of_open_files_is_asked_about_each_within_a_budget(

@@ -235,8 +235,8 @@ async def test_project_may_choose_among_configured_servers(
     await client.call("session/open", {"root": str(project)})
     (session,) = daemon.sessions.sessions.values()
     assert session.policy.git_write == "deny"
-    assert session.lsp.languages["python"].servers == ["ruff"]
-    assert session.lsp.languages["go"].servers == ["gopls"]
+    assert session.lsp.languages.servers("python") == ["ruff"]
+    assert session.lsp.languages.servers("go") == ["gopls"]
 
 
 class TestIdleHandover:

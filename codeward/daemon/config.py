@@ -24,6 +24,7 @@ _STRICTNESS: dict[str, int] = {"allow": 0, "confirm": 1, "deny": 2}
 
 
 PROJECT_CONFIG_BYTES = 1024 * 1024
+PROJECT_CONFIG = ".codeward.toml"  # a project's narrowing of the config, in its root
 
 
 class ConfigError(Exception):
@@ -184,7 +185,7 @@ def load_config(path: Path | None = None) -> Config:
 def load_project_config(root: Path) -> ProjectConfig:
     """The project's `.codeward.toml`, read like every project file (`read_file`): a FIFO,
     a folder or a link out of the project there is an error, never read or waited on."""
-    path = root / ".codeward.toml"
+    path = root / PROJECT_CONFIG
     if not os.path.lexists(path):
         return ProjectConfig()
     try:

@@ -11,7 +11,6 @@ import msgspec
 from codeward import __version__
 from codeward.daemon.config import PolicyConfig
 from codeward.daemon.connection import Connection, Dispatch
-from codeward.daemon.session import detect_languages
 from codeward.daemon.tools.host import SessionHost
 from codeward.daemon.tools.registry import REGISTRY, ToolContext
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError
@@ -42,6 +41,7 @@ Handler = Callable[[Connection, Incoming], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
 # Requests that change the connection's state: they take effect before any later one starts.
 STATEFUL_METHODS = frozenset({"initialize", "session/open", "session/close"})
+DETECT_LIMIT = 5000  # files session/open looks at to tell the project's languages
 
 
 def method(name: str) -> Callable[[Handler], Handler]:
@@ -114,7 +114,7 @@ async def session_open(conn: Connection, item: Incoming) -> SessionOpenResult:
         session_id=session.id,
         root=str(session.root),
         created=created,
-        languages=detect_languages(session.root, session.lsp.languages),
+        languages=session.lsp.project_languages(limit=DETECT_LIMIT),
         trusted=session.trusted,
     )
 

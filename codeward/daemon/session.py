@@ -21,7 +21,7 @@ from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.lsp import LanguageService
 from codeward.daemon.lsp.budget import ServerBudget
-from codeward.daemon.lsp.defaults import effective_languages, language_of
+from codeward.daemon.lsp.defaults import effective_languages
 from codeward.daemon.lua import LuaActor
 from codeward.daemon.trust import TrustStore
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -51,33 +51,6 @@ def effective_config(config: Config, root: Path) -> Config:
     if not changes:
         return config
     return msgspec.structs.replace(config, **changes)
-
-
-SKIPPED_DIRS = frozenset(
-    {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", "_build", "deps",
-     "vendor", "build", "dist", "target", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
-)  # fmt: skip
-
-
-def detect_languages(root: Path, languages: dict[str, Any], budget: int = 5000) -> list[str]:
-    """The configured languages with files in `root`: a walk of at most `budget` entries."""
-    found: set[str] = set()
-    stack = [root]
-    while stack and budget > 0 and len(found) < len(languages):
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            budget -= 1
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIPPED_DIRS:
-                    stack.append(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                language = language_of(Path(entry.path), root, languages)
-                if language is not None:
-                    found.add(language)
-    return sorted(found)
 
 
 class Session:

@@ -39,6 +39,7 @@ class ErrorKind(StrEnum):
     TIMEOUT = "timeout"
     LSP_UNAVAILABLE = "lsp_unavailable"
     LSP_ERROR = "lsp_error"
+    UNSUPPORTED_BY_SERVER = "unsupported_by_server"
     STALE_EDIT = "stale_edit"
     LUA_ERROR = "lua_error"
     LUA_TIMEOUT = "lua_timeout"

@@ -49,7 +49,7 @@ def source_file(manager: LanguageService, path: str) -> SourceFile:
     shown = _relative(resolved, manager.root)
     language = manager.language_or_none(resolved)
     if language is None:
-        configured = ", ".join(sorted(manager.languages))
+        configured = ", ".join(manager.configured_languages())
         raise ToolError(
             ErrorKind.UNSUPPORTED_FILE_TYPE,
             f"No language is configured for {shown!r} (configured: {configured}); give a source "

@@ -21,7 +21,7 @@ log = logging.getLogger("codeward.lsp")
 
 
 class Pool(Protocol):
-    """What the budget needs of a session's language servers (an LanguageService)."""
+    """What the budget needs of a session's language servers (a LanguageService)."""
 
     @property
     def busy(self) -> bool: ...
@@ -29,7 +29,8 @@ class Pool(Protocol):
     @property
     def last_used(self) -> float: ...
 
-    servers: dict[str, LanguageServer]
+    @property
+    def servers(self) -> dict[str, LanguageServer]: ...
 
     def live_servers(self) -> list[LanguageServer]: ...
 

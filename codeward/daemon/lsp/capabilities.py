@@ -95,6 +95,15 @@ class Capabilities:
         """The method a dynamic registration names for `method`."""
         return _REGISTERED_AS.get(method, method)
 
+    @staticmethod
+    def provider(method: str) -> str:
+        """The capability that offers `method`, as the LSP spec names it
+        (`renameProvider.prepareProvider`)."""
+        provider = _PROVIDERS.get(method)
+        if provider is None:
+            return method
+        return ".".join(_camel(part) for part in provider if part)
+
     def supports(self, method: str) -> bool:
         """Whether the server offers `method` (statically or by a dynamic registration)."""
         provider = _PROVIDERS.get(method)
@@ -120,3 +129,9 @@ class Capabilities:
             if isinstance(options, lsp.DidChangeWatchedFilesRegistrationOptions)
             for watcher in options.watchers
         ]
+
+
+def _camel(name: str) -> str:
+    """`code_action_provider` as the spec spells it: `codeActionProvider`."""
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)

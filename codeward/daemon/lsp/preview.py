@@ -20,12 +20,9 @@ import contextvars
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
-
-if TYPE_CHECKING:
-    from codeward.daemon.lsp.service import LanguageService
 
 _HELD: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
     "codeward_gate_held", default=frozenset()
@@ -86,11 +83,27 @@ class Gate:
             self._notify()
 
 
+class PreviewHost(Protocol):
+    """What a preview needs of the service (the service is one: no import back up)."""
+
+    @property
+    def gate(self) -> Gate: ...
+
+    @property
+    def previews(self) -> dict[Path, bytes]: ...
+
+    async def show(self, path: Path) -> None: ...
+
+    def restore(self, path: Path) -> None: ...
+
+    async def flush(self) -> None: ...
+
+
 class Previewer:
     """What a preview holder may do: show its servers a text for a file (`show`), and ask
     the manager as usual meanwhile (`diagnostics` of that file then answers for the text)."""
 
-    def __init__(self, manager: LanguageService) -> None:
+    def __init__(self, manager: PreviewHost) -> None:
         self.manager = manager
 
     @asynccontextmanager
@@ -111,7 +124,7 @@ class Previewer:
 
 
 @asynccontextmanager
-async def hold_for_preview(manager: LanguageService) -> AsyncIterator[Previewer]:
+async def hold_for_preview(manager: PreviewHost) -> AsyncIterator[Previewer]:
     """The session's servers to the caller alone, until the block ends (see the module doc)."""
     async with manager.gate.exclusive():
         await manager.flush()  # the disk's changes so far, before any preview text

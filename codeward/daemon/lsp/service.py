@@ -4,6 +4,13 @@
     service = LanguageService(root, config, on_progress)
     await nursery.start(service.run)     # owns the server actors; cancel stops them all
 
+It is built of parts that each do one job and call only down: `routing` (a path's
+language, the order of its servers, the routing errors), `pool` (the server actors),
+`file_events` (changes on disk told to the servers), `texts` (files' text and positions
+for clients), `project` (the walk of the project's files) and `diagnostics` (fresh
+diagnostics in client terms). It asks each server's actor (`server.LanguageServer`)
+through the actor's methods only.
+
 Requests (every call syncs from disk first: pending file events are flushed, open
 documents changed on disk get `didChange`, the named file gets `didOpen`/`didChange`):
 
@@ -34,11 +41,13 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   encoding, versions)`. `service.snapshot(server)`: its open documents' versions now.
 - `Answer.point(uri, position)`, `Answer.span(uri, range)`: 1-based code points from the
   server's positions in any file; `service.relative(uri)`: root-relative output path or
-  None; `service.preview(uri, line)`: the trimmed source line (1-based);
+  None; `service.source_line(uri, line)`: the trimmed source line (1-based);
   `service.line_index(path)`: the text of a file as the servers see it.
 - `service.known_text(path, stat) -> LineIndex | None`: the text already read when the
   file's stat was `stat` (tool inputs need not read an unchanged file again);
-  `service.language_or_none(path)`: the configured language of a path (remembered).
+  `service.language_or_none(path)`: the configured language of a path (remembered;
+  codeward's own `.codeward.toml` has none); `service.project_files()`: the one walk of
+  the project's files by language (kept while the watcher sees no file come or go).
 
 Diagnostics: `await service.diagnostics(path) -> FileDiagnostics`,
 `await service.workspace_diagnostics(folder=...) -> FolderDiagnostics` (fresh, as
@@ -55,17 +64,14 @@ at most once every `LOOKUP_INTERVAL` seconds of the trio clock.
 
 Errors are `ToolError`s: `unsupported_file_type` (no language for the file),
 `lsp_unavailable` (not installed, naming what to install, every missing server of the
-language in routing order; or no server offers the method),
-`lsp_error` (crash, failure, refusal), `timeout`, `file_not_found`.
+language in routing order), `unsupported_by_server` (every server runs and none offers
+the method: never an empty answer), `lsp_error` (crash, failure, refusal), `timeout`,
+`file_not_found`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
-import math
-import os
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -73,36 +79,31 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from lsprotocol.types import Diagnostic
 
-from codeward.daemon.config import Config, ServerConfig
-from codeward.daemon.files import Missing, read_file
+from codeward.daemon.config import Config
+from codeward.daemon.files import UNTRUSTED, Stat
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.connection import CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED
-from codeward.daemon.lsp.defaults import (
-    command_available,
-    effective_languages,
-    effective_servers,
-    language_of,
+from codeward.daemon.lsp.defaults import effective_languages
+from codeward.daemon.lsp.diagnostics import (
+    Diagnostics,
+    FileDiagnostics,
+    FolderDiagnostics,
+    Found,
+    ServerDiagnostics,
 )
-from codeward.daemon.lsp.documents import (
-    UNTRUSTED,
-    Document,
-    Stat,
-    content_hash,
-    decode_text,
-    stat_key,
-)
-from codeward.daemon.lsp.ignored import is_ignored
+from codeward.daemon.lsp.documents import Document
+from codeward.daemon.lsp.file_events import FileEvents
+from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Gate, Previewer, hold_for_preview
-from codeward.daemon.lsp.restricted import NotInRestrictedMode
-from codeward.daemon.lsp.restricted import restricted as restricted_config
-from codeward.daemon.lsp.server import LanguageServer, ServerState
+from codeward.daemon.lsp.project import WALK_LIMIT, project_files
+from codeward.daemon.lsp.routing import Languages, unsupported
+from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.texts import Texts, stat_of
 from codeward.daemon.lsp.types import PositionLike, RangeLike
-from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
-from codeward.daemon.lsp.watcher import CHANGED, CREATED, DELETED, glob_matches, watch_root
-from codeward.daemon.paths import scrub
+from codeward.daemon.lsp.uris import path_to_uri, real_path
+from codeward.daemon.lsp.watcher import watch_root
 from codeward.protocol.errors import ErrorKind, ToolError
 
 __all__ = [
@@ -119,17 +120,14 @@ __all__ = [
     "Versions",
 ]
 
-RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than our read
-FOLDER_CONCURRENCY = 8  # files asked about at once, per server, for a folder's diagnostics
-LOOKUP_INTERVAL = 1.0  # a server that was not installed is looked for again at most this often
 # Error codes of an answer worth one more try: the content changed, or the server cancelled
 # the request itself (codeward's own cancellations never come back as answers).
 RETRIED_CODES = frozenset({CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED})
 
 Versions = dict[Path, tuple[int, str]]  # canonical path -> (version, content hash)
+Listing = tuple[dict[str, list[Path]], bool]  # files by language, and whether that is all
 # a server's own edit during a command: (WorkspaceEdit, its encoding, its documents) -> answer
 OnEdit = Callable[[Any, Encoding, Versions], Awaitable[None]]
-ServerDiagnostics = dict[str, tuple[int, Sequence[Diagnostic]]]  # server -> (version, items)
 
 
 @dataclass
@@ -173,11 +171,6 @@ class Answer:
         """1-based (line, character) in code points of a server position in `uri`."""
         return self.service.to_client(uri, position, self.encoding)
 
-    async def follow(self, method: str, params: Any, *, result_type: Any = Any) -> Any:
-        """A follow-up request to the server that gave this answer (`callHierarchy/...`,
-        `codeAction/resolve`): the result, as that server computed it."""
-        return await self.service.ask(self.server, method, params, result_type=result_type)
-
     def span(self, uri: str, rng: RangeLike | dict[str, Any]) -> tuple[int, int, int, int]:
         """1-based (line, character, end_line, end_character) of a server range in `uri`."""
         if isinstance(rng, dict):
@@ -186,41 +179,15 @@ class Answer:
             start, end = rng.start, rng.end
         return (*self.point(uri, start), *self.point(uri, end))
 
-
-@dataclass
-class Found:
-    """One diagnostic in client terms."""
-
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    severity: int
-    message: str
-    code: str | int | None
-    source: str | None
-
-
-@dataclass
-class FolderDiagnostics:
-    diagnostics: list[Found]
-    errors: list[ToolError]  # servers that failed; their diagnostics are missing
-    partial: bool  # a server did not answer in time, or files were left unchecked
-    unchecked: int = 0  # files a server that reports only open files was not asked about
-
-
-@dataclass
-class FileDiagnostics:
-    diagnostics: list[Found]
-    content_hash: str
-    partial: bool  # a server did not answer for this content within the settle timeout
-    errors: list[ToolError]  # servers that failed; their diagnostics are missing
-    text: str = ""  # the content answered for
-    silent: list[str] = field(default_factory=list)  # servers that did not answer in time
+    async def follow(self, method: str, params: Any, *, result_type: Any = Any) -> Answer:
+        """A follow-up request to the server that gave this answer (`callHierarchy/...`,
+        `codeAction/resolve`), as that server computes it."""
+        return await self.service.ask(self.server, method, params, result_type=result_type)
 
 
 class LanguageService:
+    """The language servers of one root (see the module docstring)."""
+
     def __init__(
         self,
         root: Path,
@@ -232,368 +199,215 @@ class LanguageService:
     ) -> None:
         self.root = root
         self.config = config
-        self.on_progress = on_progress
-        self.restricted = restricted  # an untrusted root: servers start restricted
-        self.server_configs = effective_servers(config)
-        self.languages = effective_languages(config)
-        self.servers: dict[str, LanguageServer] = {}
-        self._nursery: trio.Nursery | None = None
-        self._changes: dict[Path, int | None] = {}
-        self._wake = trio.Event()
-        self._texts: dict[Path, tuple[Stat, LineIndex]] = {}
-        self._language_cache: dict[Path, str | None] = {}
-        self._missing: dict[str, tuple[float, ToolError]] = {}  # not installed: when, why
         self.budget = budget
-        self.last_used = 0.0  # trio time of its last request's end
-        self._in_flight = 0  # requests through `_ask`
         self.gate = Gate()  # requests share the servers; a preview has them alone
         self.previews: dict[Path, bytes] = {}  # files shown a text that is not on disk
+        self.pool = ServerPool(root, config, on_progress, budget, restricted=restricted)
+        self.languages = Languages(root, effective_languages(config))
+        servers = self.pool.servers
+        self.texts = Texts(root, config.lsp.max_file_bytes, servers, self.previews, self.gate)
+        self.events = FileEvents(
+            root, servers, self.texts, self.languages, self.previews, self.gate
+        )
+        self.diagnostics_of = Diagnostics(
+            root, config.lsp, self.pool, self.languages, self.texts, self.events, self.previews
+        )
+        self.last_used = 0.0  # trio time of its last request's end
+        self._in_flight = 0  # requests through `_ask`
+        self._watching = False  # the watcher reports creations and deletions
+        self._listing: tuple[tuple[int, Path | None, int], Listing] | None = None
 
-    # -- lifetime ---------------------------------------------------------------------
+    # -- lifetime and the session's hooks ----------------------------------------------
 
     async def run(
         self, *, watch: bool = True, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Own the server actors and the root watcher until cancelled; then stop every server."""
         async with trio.open_nursery() as nursery:
-            self._nursery = nursery
+            self.pool.nursery = nursery
             if watch:
-                await nursery.start(watch_root, self.root, self._on_watch)
-            nursery.start_soon(self._flush_loop)
+                await nursery.start(watch_root, self.root, self.events.on_watch)
+                self._watching = True
+            nursery.start_soon(self.events.run)
             task_status.started()
             if self.budget is not None:
                 self.budget.managers.add(self)
             try:
                 await trio.sleep_forever()
             finally:
-                self._nursery = None
+                self._watching = False
+                self.pool.nursery = None
                 if self.budget is not None:
                     self.budget.managers.discard(self)
 
+    @property
+    def servers(self) -> dict[str, LanguageServer]:
+        """Server name -> actor (for the budget and lsp/ itself; callers use the methods)."""
+        return self.pool.servers
+
     def status(self) -> list[dict[str, Any]]:
-        return [server.status() for server in self.servers.values()]
+        return self.pool.status()
+
+    @property
+    def restricted(self) -> bool:
+        return self.pool.restricted
 
     @property
     def busy(self) -> bool:
         """Whether a request is in flight on any of its servers."""
-        return self._in_flight > 0 or any(s.busy for s in self.servers.values())
+        return self._in_flight > 0 or any(s.busy for s in self.pool.servers.values())
 
     def live_servers(self) -> list[LanguageServer]:
-        return [s for s in self.servers.values() if s.live]
+        return self.pool.live()
 
     def park(self, reason: str) -> None:
         """Stop every live server; each starts again on its next need."""
-        for server in self.live_servers():
-            server.halt(reason, park=True)
+        self.pool.park(reason)
 
     def restart_failed(self) -> None:
         """Failed or missing servers start again on their next need."""
-        for server in self.servers.values():
-            server.retry()
-
-    def server_for(self, name: str, language: str = "") -> LanguageServer:
-        """The actor of server `name`, created (not started) on first use."""
-        server = self.servers.get(name)
-        if server is not None:
-            return server
-        config = self.server_configs.get(name)
-        if config is None:
-            raise ToolError(
-                ErrorKind.LSP_UNAVAILABLE,
-                f"No language server named {name!r} is configured; add it under [servers].",
-                server=name,
-            )
-        if self._nursery is None:
-            raise ToolError(
-                ErrorKind.LSP_ERROR, "The session's language servers are stopped; open it again."
-            )
-        config = self._as_trusted(name, config)
-        server = LanguageServer(
-            name,
-            config,
-            root=self.root,
-            lsp=self.config.lsp,
-            max_message=self.config.daemon.max_message_bytes,
-            on_progress=self.on_progress,
-            language=language or ",".join(config.languages),
-        )
-        if self.budget is not None:
-            server.on_start = self.budget.admit
-        self.servers[name] = server
-        self._nursery.start_soon(server.run)
-        return server
-
-    def _as_trusted(self, name: str, config: ServerConfig) -> ServerConfig:
-        """`config` as the root's trust allows: unchanged, or restricted (an untrusted root;
-        `lsp_unavailable` for a server that does not start there)."""
-        if not self.restricted:
-            return config
-        try:
-            return restricted_config(name, config, self.root)
-        except NotInRestrictedMode as exc:
-            raise ToolError(
-                ErrorKind.LSP_UNAVAILABLE,
-                f"The {name} language server does not start in an untrusted root: {exc}; "
-                "trust the root (codeward trust) to use it.",
-                server=name,
-                restricted=True,
-            ) from None
-
-    async def started(self, name: str, language: str = "") -> LanguageServer:
-        """The actor of server `name`, running (started on first need).
-
-        A server that was not installed is looked for again, at most once per
-        LOOKUP_INTERVAL: its default command is resolved anew (a `pip install` into the
-        daemon's environment shows up without a restart) and the program searched for."""
-        server = self.server_for(name, language)
-        if server.state is ServerState.UNAVAILABLE:
-            self._look_again(server)
-        try:
-            await server.connection()
-        except ToolError as exc:
-            if exc.kind is ErrorKind.LSP_UNAVAILABLE:
-                self._missing[name] = (trio.current_time(), exc)
-            raise
-        self._missing.pop(name, None)
-        return server
-
-    def _look_again(self, server: LanguageServer) -> None:
-        """Raise the last `lsp_unavailable` if it is recent, else refresh the command."""
-        looked, error = self._missing.get(server.name, (-math.inf, None))
-        if error is not None and trio.current_time() - looked < LOOKUP_INTERVAL:
-            raise error
-        importlib.invalidate_caches()  # a package installed since: importable now
-        fresh = effective_servers(self.config).get(server.name)
-        if fresh is not None:
-            self.server_configs[server.name] = fresh
-            fresh = self._as_trusted(server.name, fresh)
-            if fresh.command != server.config.command:
-                server.config = fresh
-
-    def missing(self, errors: Sequence[ToolError], names: Sequence[str]) -> ToolError:
-        """The error to raise when every server of `names` failed: the first in routing
-        order, or, when several are not installed, one naming them all in that order."""
-        ordered = in_routing_order(errors, names)
-        absent = [e.details["server"] for e in ordered if e.kind is ErrorKind.LSP_UNAVAILABLE
-                  and e.details.get("server") in self.server_configs]  # fmt: skip
-        if len(absent) < 2:
-            return ordered[0]
-        hints = [self.server_configs[n].install_hint or f"install {n}" for n in absent]
-        listed = ", ".join(absent[:-1]) + f" and {absent[-1]}"
-        return ToolError(
-            ErrorKind.LSP_UNAVAILABLE,
-            f"The {listed} language servers are not installed; {'; '.join(hints)}.",
-            server=absent[0],
-            servers=absent,
-        )
+        self.pool.restart_failed()
 
     async def set_restricted(self, restricted: bool) -> None:
-        """The root's trust changed: every server stops, and those that were running start
-        again in the configuration of the new trust (restricted or normal)."""
-        self.restricted = restricted
-        old, self.servers = self.servers, {}
-        active = [
-            (name, server.language)
-            for name, server in old.items()
-            if server.state in (ServerState.STARTING, ServerState.RUNNING, ServerState.RESTARTING)
-        ]
-        for server in old.values():
-            server.stop()
-        for server in old.values():
-            await server.stopped.wait()
-        for name, language in active:
-            # one that does not start in this configuration: its tools say why
-            with contextlib.suppress(ToolError):
-                self.server_for(name, language).start()
-
-    # -- follow-ups, snapshots and commands ---------------------------------------------
-
-    def snapshot(self, server: str) -> Versions:
-        """The documents `server` has open now, by canonical path: (version, content hash),
-        the content an edit it computes from now on is computed from."""
-        actor = self.servers.get(server)
-        return {} if actor is None else _versions(actor.open_documents())
-
-    def supports(self, server: str, method: str) -> bool:
-        """Whether server `server` offers `method` now (no wait for a registration)."""
-        actor = self.servers.get(server)
-        return actor is not None and actor.capabilities.supports(method)
-
-    async def offers(self, server: str, method: str) -> bool:
-        """Whether server `server` (started on need) offers `method`."""
-        return await (await self.started(server)).offers(method)
-
-    async def ask(
-        self,
-        server: str,
-        method: str,
-        params: Any,
-        *,
-        result_type: Any = Any,
-        timeout: float | None = None,
-        snapshot: bool = False,
-    ) -> Answer:
-        """`method` to server `server` after the disk sync: a follow-up to one of its
-        answers (`callHierarchy/incomingCalls`, `codeAction/resolve`)."""
-        async with self.gate.shared():
-            actor = await self.started(server)
-            await self.flush()
-            versions = self.snapshot(server) if snapshot else None
-            result = await actor.request(method, params, timeout=timeout, result_type=result_type)
-            return Answer(actor.name, result, False, actor.encoding, self, versions)
-
-    async def execute_command(self, server: str, command: dict[str, Any], on_edit: OnEdit) -> Any:
-        """`workspace/executeCommand` on server `server`; each `workspace/applyEdit` it sends
-        meanwhile (or within a grace period after its answer, as ruff does) goes to
-        `on_edit(edit, encoding, versions)` with the server's documents when it asked (a
-        ToolError refuses it). The server runs one command at a time; outside a command its
-        edit requests are refused."""
-        async with self.gate.shared():
-            return await self._execute_command(server, command, on_edit)
-
-    async def _execute_command(self, server: str, command: dict[str, Any], on_edit: OnEdit) -> Any:
-        actor = await self.started(server)
-        await self.flush()
-        arguments = command.get("arguments") or []
-
-        async def handle(edit: Any, documents: tuple[Document, ...]) -> None:
-            await on_edit(edit, actor.encoding, _versions(documents))
-
-        return await actor.execute_command(command["command"], arguments, handle)
-
-    def indexing(self, server: str) -> bool:
-        """Whether server `server` is not ready (an index still loading, as its readiness
-        policy tells: work-done progress for most)."""
-        actor = self.servers.get(server)
-        return actor is not None and not actor.ready
-
-    # -- file events --------------------------------------------------------------------
+        """The root's trust changed: servers restart in the configuration it allows."""
+        await self.pool.set_restricted(restricted)
 
     def files_changed(self, paths: Sequence[Path], created: Sequence[Path] = ()) -> None:
-        """Files changed by git writes or edits (`created`: those of them that are new, so
-        a server resolving imports hears of them as created): the servers are told before
-        the next request."""
-        new = set(created)
-        for path in paths:
-            kind = CREATED if path in new else None
-            path = path if path.is_absolute() else self.root / path
-            try:
-                self._changes[Path(real_path(path))] = kind
-            except ToolError:  # it keeps changing: the watcher reports where it ends
-                self._changes[path] = kind
-        self._wake.set()
-
-    def _on_watch(self, changes: list[tuple[Path, int]]) -> None:
-        for path, kind in changes:
-            self._changes[path] = kind
-        self._wake.set()
-
-    async def _flush_loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake = trio.Event()
-            await self.flush()
+        """Files changed by git writes or edits (`created`: the new ones among them): the
+        servers are told before the next request."""
+        self.events.files_changed(paths, created)
 
     async def flush(self) -> None:
-        """Tell running servers everything that changed on disk up to now (a file under
-        preview keeps its preview text: it is synced when the preview ends).
+        """Tell running servers everything that changed on disk up to now."""
+        await self.events.flush()
 
-        No await inside once the gate lets it in (it waits only while another task's
-        preview holds the servers): each flush is whole before any other task runs (no
-        lock needed), and each server sends its notifications as they are made, in order."""
-        if not self._changes and not self._stale_documents():
-            return  # the common case
-        async with self.gate.shared():
-            changes = {p: k for p, k in self._changes.items() if p not in self.previews}
-            self._changes = {p: k for p, k in self._changes.items() if p in self.previews}
-            running = [s for s in self.servers.values() if s.running]
-            for path in self._stale_documents():
-                changes.setdefault(path, None)
-            if not changes:
-                return
-            events: dict[str, list[dict[str, Any]]] = {s.name: [] for s in running}
-            for path, kind in changes.items():
-                self._texts.pop(path, None)
-                uri = path.as_uri()
-                data, stat = None, UNTRUSTED
-                if any(server.document(uri) is not None for server in running):
-                    try:  # only open documents are read (never a FIFO or a huge file)
-                        data, stat = self._read(path)
-                    except ToolError:
-                        data = None  # no longer a readable file: closed like a deleted one
-                if kind is None:
-                    kind = CHANGED if os.path.lexists(path) else DELETED
-                for server in running:
-                    doc = server.document(uri)
-                    if doc is not None:
-                        if data is None:
-                            server.close_document(doc.uri)
-                        else:
-                            server.sync(path, doc.language_id, data, stat)
-                    elif self._watched_by(server, path):
-                        events[server.name].append({"uri": uri, "type": kind})
-            for server in running:
-                server.watched_files_changed(events[server.name])
+    def server_for(self, name: str, language: str = "") -> LanguageServer:
+        """The actor of server `name` (lsp/ and its tests only)."""
+        return self.pool.server_for(name, language)
 
-    def _stale_documents(self) -> list[Path]:
-        """Open documents whose file changed on disk since it was read (or may have).
+    async def started(self, name: str, language: str = "") -> LanguageServer:
+        """The actor of server `name`, running (lsp/ and its tests only)."""
+        return await self.pool.started(name, language)
 
-        A stat per open file (once per path, however many servers have it open): the
-        watcher's events come later than a request may follow a write. Kept lean: it runs
-        before every request."""
-        stale: list[Path] = []
-        stats: dict[str, Stat] = {}
-        for server in self.servers.values():
-            if not server.running:
-                continue
-            for doc in server.open_documents():
-                if doc.path in self.previews:
-                    continue
-                name = str(doc.path)
-                current = stats.get(name)
-                if current is None:
-                    try:
-                        current = stat_key(os.stat(name))
-                    except OSError:
-                        current = UNTRUSTED
-                    stats[name] = current
-                if current != doc.stat or doc.stat is UNTRUSTED:
-                    stale.append(doc.path)
-        return stale
-
-    def _watched_by(self, server: LanguageServer, path: Path) -> bool:
-        globs = server.capabilities.watched_file_globs()
-        if globs:
-            return any(glob_matches(g, path) for g in globs)
-        language = language_of(path, self.root, self.languages)
-        return language is not None and server.name in self.languages[language].servers
-
-    # -- requests -----------------------------------------------------------------------
+    # -- languages and the project --------------------------------------------------------
 
     def language_or_none(self, path: Path) -> str | None:
-        """The language whose patterns match `path` (remembered: the patterns never change)."""
-        try:
-            return self._language_cache[path]
-        except KeyError:
-            pass
-        language = language_of(path, self.root, self.languages)
-        if len(self._language_cache) >= 4096:
-            self._language_cache.clear()
-        self._language_cache[path] = language
-        return language
+        """The language whose patterns match `path` (codeward's own files match none)."""
+        return self.languages.of(path)
 
     def language(self, path: Path) -> str:
-        language = self.language_or_none(path)
-        if language is None:
-            raise ToolError(
-                ErrorKind.UNSUPPORTED_FILE_TYPE,
-                f"No language is configured for {path.name!r}; give a file of a configured "
-                "language or add one under [languages].",
-            )
-        return language
+        """The language of `path`, or `unsupported_file_type`."""
+        return self.languages.require(path)
 
-    def _language_id(self, language: str) -> str:
-        return self.languages[language].language_id or language
+    def configured_languages(self) -> list[str]:
+        return sorted(self.languages.configs)
+
+    def project_files(self, limit: int = WALK_LIMIT, folder: Path | None = None) -> Listing:
+        """The files under `folder` (default: the root) by language, and whether that is
+        all of them (see `project.project_files`; not to be changed by the caller). While
+        the watcher runs, the last walk serves until a file is created or deleted."""
+        key = (self.events.listing, folder, limit)
+        if self._watching and self._listing is not None and self._listing[0] == key:
+            return self._listing[1]
+        listing = project_files(self.root, self.languages.configs, folder, limit)
+        self._listing = (key, listing)
+        return listing
+
+    def project_languages(self, limit: int = WALK_LIMIT) -> list[str]:
+        """Languages with at least one file under the root (ignored folders skipped)."""
+        return sorted(self.project_files(limit)[0])
+
+    # -- text and positions ---------------------------------------------------------------
+
+    def line_index(self, path: Path) -> LineIndex | None:
+        """The text of `path` as the servers see it: an open document, else the disk."""
+        return self.texts.line_index(path)
+
+    def known_text(self, path: Path, stat: Stat) -> LineIndex | None:
+        """The text of `path` as read when its stat was `stat`, or None."""
+        return self.texts.known_text(path, stat)
+
+    def to_client(
+        self, uri: str, position: PositionLike | dict[str, int], encoding: Encoding
+    ) -> tuple[int, int]:
+        """1-based (line, character) in code points of a server position in `uri`."""
+        return self.texts.to_client(uri, position, encoding)
+
+    def relative(self, uri: str) -> str | None:
+        """The root-relative path of `uri`, or None when it is outside the root."""
+        return self.texts.relative(uri)
+
+    def source_line(self, uri: str, line: int) -> str:
+        """The trimmed text of 1-based `line` of `uri`."""
+        return self.texts.source_line(uri, line)
+
+    # -- diagnostics ----------------------------------------------------------------------
+
+    async def diagnostics(self, path: Path) -> FileDiagnostics:
+        """Diagnostics of every diagnostic server for the file's current content (fresh);
+        inside a preview of the file, for the preview's text."""
+        async with self.gate.shared():
+            return await self.diagnostics_of.file(path)
+
+    async def workspace_diagnostics(
+        self, languages: Sequence[str] | None = None, folder: Path | None = None
+    ) -> FolderDiagnostics:
+        """Diagnostics of every file under `folder` (default: the root), fresh."""
+        async with self.gate.shared():
+            return await self.diagnostics_of.folder(languages, folder)
+
+    async def server_diagnostics(self, path: Path) -> ServerDiagnostics:
+        """Each diagnostic server's own diagnostics of the file now, for code actions."""
+        async with self.gate.shared():
+            return await self.diagnostics_of.by_server(path)
+
+    def open_files(self, languages: Sequence[str], limit: int) -> list[Path]:
+        """Up to `limit` files the servers of `languages` have open, most recently used
+        first (the files an edit of another file may break)."""
+        names = set(self.languages.servers_of(languages))
+        found: dict[Path, None] = {}
+        for name in sorted(names):
+            server = self.pool.servers.get(name)
+            if server is not None:
+                for doc in reversed(server.open_documents()):
+                    found.setdefault(doc.path, None)
+        return list(found)[:limit]
+
+    # -- previews -------------------------------------------------------------------------
+
+    def previewing(self) -> AbstractAsyncContextManager[Previewer]:
+        """`async with service.previewing() as p:` the servers to the caller alone (no
+        other request runs meanwhile); `async with p.show(path, data):` shows them `data`
+        as the content of `path`, given back the disk's after the block (`lsp.preview`)."""
+        return hold_for_preview(self)
+
+    async def show(self, path: Path) -> None:
+        """Send the preview text of `path` to every server of its language (started)."""
+        language = self.languages.require(path)
+        data = self.previews[path]
+        for name in self.languages.servers(language):
+            with contextlib.suppress(ToolError):  # its diagnostics say it failed
+                server = await self.pool.started(name, language)
+                server.sync(path, self.languages.language_id(language), data)
+
+    def restore(self, path: Path) -> None:
+        """Give every server that has `path` open the disk's content again (or close it
+        when the file is not there)."""
+        uri = path_to_uri(path)
+        try:
+            data, stat = self.texts.read(path)
+        except ToolError:
+            data, stat = None, UNTRUSTED
+        for server in self.pool.servers.values():
+            doc = server.document(uri)
+            if doc is None:
+                continue
+            if data is None:
+                server.close_document(uri)
+            else:
+                server.sync(path, doc.language_id, data, stat)
+
+    # -- requests -------------------------------------------------------------------------
 
     async def route(self, language: str, method: str) -> str:
         """The name of the first server of `language` (routing order) offering `method`."""
@@ -606,42 +420,39 @@ class LanguageService:
         (as it did when it last ran, or when it never ran): its error is the answer, not
         another server's weaker one (with the later servers that are not installed either)."""
         errors: list[ToolError] = []
-        names = self.languages[language].servers
+        names = self.languages.servers(language)
         blocked = False  # a server that would own `method` failed: no later one answers
         for name in names:
             if blocked:
-                later = self.server_for(name, language)
-                if not command_available(later.config.command, later.config.env):
-                    errors.append(later.unavailable())
+                error = self.pool.unavailable(name, language)
+                if error is not None:
+                    errors.append(error)
                 continue
             try:
-                server = await self.started(name, language)
+                server = await self.pool.started(name, language)
             except ToolError as exc:
                 errors.append(exc)
-                blocked = self.server_for(name, language).may_offer(method)
+                blocked = self.pool.may_offer(name, method)
                 continue
             if await server.offers(method):
                 return server
         if errors:
-            raise self.missing(errors, names)
-        raise ToolError(
-            ErrorKind.LSP_UNAVAILABLE,
-            f"No {language} language server offers {method}; configure one that does.",
-        )
+            raise self.pool.missing(errors, names)
+        raise unsupported(method, names, language)
 
     async def _open(self, server: LanguageServer, path: Path, language: str) -> Document:
-        await self.flush()
+        await self.events.flush()
         await server.connection()
         doc = server.document(path_to_uri(path))
-        if doc is not None and doc.stat is not UNTRUSTED and _stat(path) == doc.stat:
+        if doc is not None and doc.stat is not UNTRUSTED and stat_of(path) == doc.stat:
             server.touch(doc.uri)
             return doc
         data, stat = self.previews.get(path), UNTRUSTED
         if data is None:
-            data, stat = self._read(path)
+            data, stat = self.texts.read(path)
         if data is None:
             raise ToolError(ErrorKind.FILE_NOT_FOUND, f"{path.name!r} no longer exists.")
-        return server.sync(path, self._language_id(language), data, stat)
+        return server.sync(path, self.languages.language_id(language), data, stat)
 
     async def request(
         self,
@@ -655,7 +466,7 @@ class LanguageService:
         snapshot: bool = False,
     ) -> Answer:
         """Send a request about `path` to the server that offers `method` (see the module doc)."""
-        language = self.language(path)
+        language = self.languages.require(path)
         async with self.gate.shared():
             server = await self._route(language, method)
             return await self._ask(
@@ -674,14 +485,14 @@ class LanguageService:
         snapshot: bool = False,
     ) -> tuple[list[Answer], list[ToolError]]:
         """`method` to every server of the file's language that offers it, concurrently."""
-        language = self.language(path)
-        names = self.languages[language].servers
+        language = self.languages.require(path)
+        names = self.languages.servers(language)
         answers: list[Answer | None] = [None] * len(names)
         errors: list[ToolError] = []
 
         async def one(i: int, name: str) -> None:
             try:
-                server = await self.started(name, language)
+                server = await self.pool.started(name, language)
                 if await server.offers(method):
                     answers[i] = await self._ask(
                         server,
@@ -702,7 +513,9 @@ class LanguageService:
                 nursery.start_soon(one, i, name)
         found = [a for a in answers if a is not None]
         if not found and errors:
-            raise self.missing(errors, names)
+            raise self.pool.missing(errors, names)
+        if not found:
+            raise unsupported(method, names, language)
         return found, errors
 
     async def workspace_request(
@@ -728,11 +541,11 @@ class LanguageService:
     ) -> list[Answer]:
         answers: list[Answer] = []
         errors: list[ToolError] = []
-        names = list(dict.fromkeys(n for lang in languages for n in self.languages[lang].servers))
-        await self.flush()
+        names = self.languages.servers_of(languages)
+        await self.events.flush()
         for name in names:
             try:
-                server = await self.started(name)
+                server = await self.pool.started(name)
                 if not await server.offers(method):
                     continue
                 ready = await self._loaded(server, languages)
@@ -743,7 +556,9 @@ class LanguageService:
             except ToolError as exc:
                 errors.append(exc)
         if not answers and errors:
-            raise self.missing(errors, names)
+            raise self.pool.missing(errors, names)
+        if not answers and names:
+            raise unsupported(method, names, ", ".join(languages))
         return answers
 
     async def _loaded(self, server: LanguageServer, languages: Sequence[str]) -> bool:
@@ -754,9 +569,9 @@ class LanguageService:
         readiness = server.readiness
         if not readiness.strict:
             return True
-        if readiness.needs_document and not len(server.open_documents()):
+        if readiness.needs_document and not server.open_documents():
             files, _ = await trio.to_thread.run_sync(self.project_files)
-            mine = [lang for lang in languages if server.name in self.languages[lang].servers]
+            mine = [lang for lang in languages if server.name in self.languages.servers(lang)]
             first = [(min(files[lang]), lang) for lang in mine if files.get(lang)]
             if first:
                 path, language = min(first)
@@ -786,7 +601,7 @@ class LanguageService:
                 partial = False
                 asked = trio.current_time()
                 if wait_ready:
-                    partial = not await server.wait_ready(doc, self.config.lsp.ready_timeout)
+                    partial = not await self._wait_ready(server, doc)
                 ready = trio.current_time() - asked
                 ctx = DocumentContext(
                     server.name, path, doc.uri, doc.text, doc.version, server.encoding, doc.index
@@ -824,373 +639,82 @@ class LanguageService:
             self._in_flight -= 1
             self.last_used = trio.current_time()
 
-    # -- positions and paths ------------------------------------------------------------
-
-    def line_index(self, path: Path) -> LineIndex | None:
-        """The text of `path` as the servers see it: an open document, else the disk (and
-        the disk for a file under another task's preview)."""
-        uri = path_to_uri(path)
-        hidden = path in self.previews and not self.gate.held()
-        for server in () if hidden else self.servers.values():
-            doc = server.document(uri)
-            if doc is not None:
-                return doc.index
-        now = time.time_ns()
-        stat = _stat(path)
-        cached = self._texts.get(path)
-        if cached is not None and stat is not UNTRUSTED and cached[0] == stat:
-            return cached[1]
-        try:  # a path the server named outside the root (a stub) may be read, if it stays out
-            data, st = read_file(
-                path, self.root, self.config.lsp.max_file_bytes, outside=not self._under_root(path)
-            )
+    async def _wait_ready(self, server: LanguageServer, doc: Document) -> bool:
+        """Whether `server` analysed `doc` and ended its work-done progress in time. The
+        wait may pull the document's diagnostics: when that pull fails (the server's error,
+        not the caller's request), readiness is the end of its progress alone."""
+        timeout = self.config.lsp.ready_timeout
+        deadline = trio.current_time() + timeout
+        try:
+            return await server.wait_ready(doc, timeout)
         except ToolError:
-            return None
-        stat = _trusted(st, now)
-        index = LineIndex(data.decode("utf-8", "replace"))
-        if len(self._texts) > 512:
-            self._texts.clear()
-        self._texts[path] = (stat, index)
-        return index
+            return await server.wait_idle(max(0.0, deadline - trio.current_time()))
 
-    def _under_root(self, path: Path) -> bool:
-        """Whether `path`, as written, lies under the root (it must then resolve inside it)."""
-        text, base = str(path), str(self.root)
-        return text == base or text.startswith(base.rstrip("/") + "/")
+    # -- follow-ups, snapshots and commands ---------------------------------------------
 
-    def _read(self, path: Path) -> tuple[bytes | None, Stat]:
-        """The bytes of `path` (inside the root) through `read_file`, and the stat under
-        which an unchanged file need not be read again; None when the file is gone."""
-        now = time.time_ns()
-        try:
-            data, st = read_file(path, self.root, self.config.lsp.max_file_bytes)
-        except Missing:
-            return None, UNTRUSTED
-        return data, _trusted(st, now)
+    def snapshot(self, server: str) -> Versions:
+        """The documents `server` has open now, by canonical path: (version, content hash),
+        the content an edit it computes from now on is computed from."""
+        actor = self.pool.servers.get(server)
+        return {} if actor is None else _versions(actor.open_documents())
 
-    def known_text(self, path: Path, stat: Stat) -> LineIndex | None:
-        """The text of `path` as read when its stat was `stat` (an open document, or the
-        line cache), or None: a file whose stat still matches need not be read again."""
-        uri = path_to_uri(path)
-        for server in self.servers.values():
-            doc = server.document(uri)
-            if doc is not None and doc.stat == stat:
-                return doc.index
-        cached = self._texts.get(path)
-        if cached is not None and cached[0] == stat:
-            return cached[1]
-        return None
+    def supports(self, server: str, method: str) -> bool:
+        """Whether server `server` offers `method` now (no wait for a registration)."""
+        actor = self.pool.servers.get(server)
+        return actor is not None and actor.capabilities.supports(method)
 
-    def to_client(
-        self, uri: str, position: PositionLike | dict[str, int], encoding: Encoding
-    ) -> tuple[int, int]:
-        if isinstance(position, dict):
-            line, character = position["line"], position["character"]
-        else:
-            line, character = position.line, position.character
-        path = uri_to_path(uri)
-        index = self.line_index(path) if path is not None else None
-        if index is None:
-            return line + 1, character + 1
-        return index.to_client(line, character, encoding)
+    async def offers(self, server: str, method: str) -> bool:
+        """Whether server `server` (started on need) offers `method`."""
+        return await (await self.pool.started(server)).offers(method)
 
-    def relative(self, uri: str) -> str | None:
-        """The root-relative path of `uri`, or None when it is outside the root."""
-        path = uri_to_path(uri)
-        if path is None:
-            return None
-        real = Path(real_path(path))
-        try:
-            return real.relative_to(self.root).as_posix()
-        except ValueError:
-            return None
-
-    def preview(self, uri: str, line: int) -> str:
-        path = uri_to_path(uri)
-        index = self.line_index(path) if path is not None else None
-        return index.line(line - 1).strip() if index is not None else ""
-
-    # -- diagnostics --------------------------------------------------------------------
-
-    def open_files(self, languages: Sequence[str], limit: int) -> list[Path]:
-        """Up to `limit` files the servers of `languages` have open, most recently used
-        first (the files an edit of another file may break)."""
-        names = {n for lang in languages for n in self.languages[lang].servers}
-        found: dict[Path, None] = {}
-        for name in sorted(names):
-            server = self.servers.get(name)
-            if server is not None:
-                for doc in reversed(server.open_documents()):
-                    found.setdefault(doc.path, None)
-        return list(found)[:limit]
-
-    # -- previews -----------------------------------------------------------------------
-
-    def previewing(self) -> AbstractAsyncContextManager[Previewer]:
-        """`async with service.previewing() as p:` the servers to the caller alone (no
-        other request runs meanwhile); `async with p.show(path, data):` shows them `data`
-        as the content of `path`, given back the disk's after the block (`lsp.preview`)."""
-        return hold_for_preview(self)
-
-    async def show(self, path: Path) -> None:
-        """Send the preview text of `path` to every server of its language (started)."""
-        language = self.language(path)
-        data = self.previews[path]
-        for name in self.languages[language].servers:
-            with contextlib.suppress(ToolError):  # its diagnostics say it failed
-                server = await self.started(name, language)
-                server.sync(path, self._language_id(language), data)
-
-    def restore(self, path: Path) -> None:
-        """Give every server that has `path` open the disk's content again (or close it
-        when the file is not there)."""
-        uri = path_to_uri(path)
-        try:
-            data, stat = self._read(path)
-        except ToolError:
-            data, stat = None, UNTRUSTED
-        for server in self.servers.values():
-            doc = server.document(uri)
-            if doc is None:
-                continue
-            if data is None:
-                server.close_document(uri)
-            else:
-                server.sync(path, doc.language_id, data, stat)
-
-    # -- diagnostics --------------------------------------------------------------------
-
-    async def diagnostics(self, path: Path) -> FileDiagnostics:
-        """Diagnostics of every diagnostic server for the file's current content (fresh);
-        inside a preview of the file, for the preview's text."""
+    async def ask(
+        self,
+        server: str,
+        method: str,
+        params: Any,
+        *,
+        result_type: Any = Any,
+        timeout: float | None = None,
+        snapshot: bool = False,
+    ) -> Answer:
+        """`method` to server `server` after the disk sync: a follow-up to one of its
+        answers (`callHierarchy/incomingCalls`, `codeAction/resolve`)."""
         async with self.gate.shared():
-            return await self._diagnostics(path)
+            actor = await self.pool.started(server)
+            await self.events.flush()
+            versions = self.snapshot(server) if snapshot else None
+            result = await actor.request(method, params, timeout=timeout, result_type=result_type)
+            return Answer(actor.name, result, False, actor.encoding, self, versions)
 
-    async def _diagnostics(self, path: Path) -> FileDiagnostics:
-        language = self.language(path)
-        await self.flush()
-        data, stat = self.previews.get(path), UNTRUSTED
-        if data is None:
-            data, stat = self._read(path)
-        if data is None:
-            raise ToolError(ErrorKind.FILE_NOT_FOUND, f"{path.name!r} does not exist.")
-        digest = content_hash(data)
-        settle = self.config.lsp.settle_timeout
-        found: list[Found] = []
-        errors: list[ToolError] = []
-        silent: list[str] = []
-
-        async def one(name: str) -> None:
-            try:
-                server = await self.started(name, language)
-                doc = server.sync(
-                    path, self._language_id(language), data, stat, fresh_diagnostics=True
-                )
-                items = await server.document_diagnostics(doc, settle)
-            except ToolError as exc:
-                errors.append(exc)
-                return
-            if items is None:
-                silent.append(name)
-                return
-            file = self.relative(doc.uri) or doc.uri
-            found.extend(self._found(file, d, doc.index, server.encoding) for d in items)
-
-        async with trio.open_nursery() as nursery:
-            for name in self.languages[language].servers:
-                nursery.start_soon(one, name)
-        if errors and len(errors) == len(self.languages[language].servers):
-            raise self.missing(errors, self.languages[language].servers)
-        names = self.languages[language].servers
-        errors = in_routing_order(errors, names)
-        silent = [n for n in names if n in silent]
-        return FileDiagnostics(
-            found, digest, bool(silent or errors), errors, decode_text(data), silent
-        )
-
-    async def server_diagnostics(self, path: Path) -> ServerDiagnostics:
-        """Each diagnostic server's own diagnostics (with their `data`) for the file's
-        content now, by server: the context a code action request needs (ruff's quick
-        fixes). A server that fails or does not answer in time is left out."""
+    async def execute_command(self, server: str, command: dict[str, Any], on_edit: OnEdit) -> Any:
+        """`workspace/executeCommand` on server `server`; each `workspace/applyEdit` it sends
+        meanwhile (or within a grace period after its answer, as ruff does) goes to
+        `on_edit(edit, encoding, versions)` with the server's documents when it asked (a
+        ToolError refuses it). The server runs one command at a time; outside a command its
+        edit requests are refused."""
         async with self.gate.shared():
-            return await self._server_diagnostics(path)
+            return await self._execute_command(server, command, on_edit)
 
-    async def _server_diagnostics(self, path: Path) -> ServerDiagnostics:
-        language = self.language(path)
-        await self.flush()
-        try:
-            data, _ = read_file(path, self.root, self.config.lsp.max_file_bytes)
-        except ToolError:
-            return {}  # the code action request reports what is wrong with the file
-        settle = self.config.lsp.settle_timeout
-        found: ServerDiagnostics = {}
+    async def _execute_command(self, server: str, command: dict[str, Any], on_edit: OnEdit) -> Any:
+        actor = await self.pool.started(server)
+        await self.events.flush()
+        arguments = command.get("arguments") or []
 
-        async def one(name: str) -> None:
-            try:
-                server = self.server_for(name, language)
-                await server.connection()
-                doc = server.sync(path, self._language_id(language), data, fresh_diagnostics=True)
-                items = await server.document_diagnostics(doc, settle)
-            except ToolError:
-                return  # the code action request reports the server's failure
-            if items is not None:
-                found[name] = (doc.version, items)
+        async def handle(edit: Any, documents: tuple[Document, ...]) -> None:
+            await on_edit(edit, actor.encoding, _versions(documents))
 
-        async with trio.open_nursery() as nursery:
-            for name in self.languages[language].servers:
-                nursery.start_soon(one, name)
-        return found
+        return await actor.execute_command(command["command"], arguments, handle)
 
-    async def workspace_diagnostics(
-        self, languages: Sequence[str] | None = None, folder: Path | None = None
-    ) -> FolderDiagnostics:
-        """`_workspace_diagnostics`, while no preview holds the servers."""
-        async with self.gate.shared():
-            return await self._workspace_diagnostics(languages, folder)
-
-    async def _workspace_diagnostics(
-        self, languages: Sequence[str] | None = None, folder: Path | None = None
-    ) -> FolderDiagnostics:
-        """Diagnostics of every file under `folder` (default: the root) from every
-        diagnostic server of its languages (default: those with files there).
-
-        Each server's work-done progress is awaited within `lsp.ready_timeout`. A server
-        that pulls workspace diagnostics is pulled, waiting for a report on every file of
-        its languages in the folder; what it published is included. A server that reports
-        only open files is asked about each file (opened as needed), at most
-        `lsp.folder_diagnostics_files` files, concurrently; the rest leave it `partial`.
-        """
-        await self.flush()
-        folder = folder or self.root
-        files, whole = await trio.to_thread.run_sync(self.project_files, 20000, folder)
-        for paths in files.values():
-            paths.sort()  # a budget takes the same files every time
-        if languages is None:
-            languages = sorted(files)
-        names = list(dict.fromkeys(n for lang in languages for n in self.languages[lang].servers))
-        errors: list[ToolError] = []
-        by_uri: dict[tuple[str, str], Sequence[Diagnostic]] = {}
-        encodings: dict[str, Encoding] = {}
-        partial = not whole
-        unchecked = 0
-        budget = max(0, self.config.lsp.folder_diagnostics_files)
-
-        async def one(name: str) -> None:
-            nonlocal partial, unchecked
-            served = [lang for lang in languages if name in self.languages[lang].servers]
-            mine = [(lang, path) for lang in served for path in files.get(lang, ())]
-            try:
-                server = await self.started(name)
-                await server.wait_idle(self.config.lsp.ready_timeout)
-                encodings[name] = server.encoding
-                for uri, published in server.published.items():
-                    by_uri[(name, uri)] = published.diagnostics
-                if await server.offers("workspace/diagnostic"):
-                    expected = {path for _, path in mine} if whole else None
-                    pulled, complete = await server.workspace_diagnostics(
-                        self.config.lsp.settle_timeout, expected
-                    )
-                    partial = partial or not complete
-                    for uri, items in pulled.items():
-                        by_uri[(name, uri)] = items
-                    return
-                unchecked += max(0, len(mine) - budget)
-                partial = partial or len(mine) > budget
-                answers = await self._each_file(server, mine[:budget])
-            except ToolError as exc:
-                errors.append(exc)
-                return
-            for uri, items in answers.items():
-                if items is None:
-                    partial = True
-                else:
-                    by_uri[(name, uri)] = items
-
-        async with trio.open_nursery() as nursery:
-            for name in names:
-                nursery.start_soon(one, name)
-        found: list[Found] = []
-        for (name, uri), items in by_uri.items():
-            path = uri_to_path(uri)
-            index = self.line_index(path) if path is not None else None
-            file = self.relative(uri)
-            if index is None or file is None:
-                continue
-            found.extend(self._found(file, d, index, encodings[name]) for d in items)
-        if names and len(errors) == len(names):
-            raise self.missing(errors, names)
-        errors = in_routing_order(errors, names)
-        return FolderDiagnostics(found, errors, partial or bool(errors), unchecked)
-
-    async def _each_file(
-        self, server: LanguageServer, files: Sequence[tuple[str, Path]]
-    ) -> dict[str, Sequence[Diagnostic] | None]:
-        """`server`'s diagnostics of each file (opened as needed) for its content on disk:
-        uri -> diagnostics, or None where it did not answer within the settle timeout."""
-        settle = self.config.lsp.settle_timeout
-        limiter = trio.CapacityLimiter(FOLDER_CONCURRENCY)
-        answers: dict[str, Sequence[Diagnostic] | None] = {}
-
-        async def ask(language: str, path: Path) -> None:
-            async with limiter:
-                data, stat = self._read(path)
-                if data is None:  # gone since the walk
-                    return
-                doc = server.sync(
-                    path, self._language_id(language), data, stat, fresh_diagnostics=True
-                )
-                answers[doc.uri] = await server.document_diagnostics(doc, settle)
-
-        async with trio.open_nursery() as nursery:
-            for language, path in files:
-                nursery.start_soon(ask, language, path)
-        return answers
-
-    def project_files(
-        self, limit: int = 20000, folder: Path | None = None
-    ) -> tuple[dict[str, list[Path]], bool]:
-        """The files under `folder` (default: the root) by language (ignored folders
-        skipped), and whether that is all of them: the walk stops after `limit` files."""
-        files: dict[str, list[Path]] = {}
-        count = 0
-        for dirpath, dirnames, filenames in os.walk(folder or self.root):
-            folder = Path(dirpath)
-            dirnames[:] = [d for d in dirnames if not is_ignored(folder / d, self.root)]
-            for filename in filenames:
-                count += 1
-                path = folder / filename
-                language = language_of(path, self.root, self.languages)
-                if language is not None:
-                    files.setdefault(language, []).append(path)
-            if count > limit:
-                return files, False
-        return files, True
-
-    def _found(self, file: str, d: Diagnostic, index: LineIndex, encoding: Encoding) -> Found:
-        line, column = index.to_client(d.range.start.line, d.range.start.character, encoding)
-        end_line, end_column = index.to_client(d.range.end.line, d.range.end.character, encoding)
-        return Found(
-            file=file,
-            line=line,
-            column=column,
-            end_line=end_line,
-            end_column=end_column,
-            severity=int(d.severity or 1),
-            message=scrub(d.message, self.root),
-            code=d.code,
-            source=scrub(d.source, self.root) if d.source else d.source,
-        )
+    def indexing(self, server: str) -> bool:
+        """Whether server `server` is not ready (an index still loading, as its readiness
+        policy tells: work-done progress for most)."""
+        actor = self.pool.servers.get(server)
+        return actor is not None and not actor.ready
 
 
 def _versions(documents: Sequence[Document]) -> Versions:
     """Documents by canonical path: (version, content hash)."""
     return {Path(real_path(d.path)): (d.version, d.hash) for d in documents}
-
-
-def in_routing_order(errors: Sequence[ToolError], names: Sequence[str]) -> list[ToolError]:
-    """Servers' errors sorted as their servers are in `names` (concurrent asks end in any order)."""
-    rank = {name: i for i, name in enumerate(names)}
-    return sorted(errors, key=lambda e: rank.get(e.details.get("server", ""), len(rank)))
 
 
 def _waited(server: str, method: str, waited: float, ready: float) -> ToolError:
@@ -1203,24 +727,3 @@ def _waited(server: str, method: str, waited: float, ready: float) -> ToolError:
         "(or lsp.ready_timeout) in the config.",
         server=server,
     )
-
-
-def _stat(path: Path) -> Stat:
-    try:
-        return stat_key(os.stat(path))
-    except OSError:
-        return UNTRUSTED
-
-
-def _trusted(st: os.stat_result, now: int) -> Stat:
-    """The stat under which an unchanged file need not be read again, for a read at `now`.
-
-    As in git's "racy" check, a stat is only trusted when the file was last changed well
-    before the read: a later write then always shows in its timestamps, even with the
-    coarse clock of the file system. Otherwise it is UNTRUSTED and the file is read (and
-    hashed) again next time.
-    """
-    key = stat_key(st)
-    if now - max(key[0], key[3]) < RACY_NS:
-        return UNTRUSTED
-    return key

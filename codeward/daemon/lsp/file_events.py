@@ -1,0 +1,156 @@
+"""Changes on disk, told to the running servers before the next request needs them.
+
+Events come from the root's watcher, from `files_changed` (git writes and edits) and from
+a stat of each open document before every request (a request may follow a write sooner
+than the watcher's event). An open document that changed gets `didChange` (or is closed
+when it is gone); any other file is a `workspace/didChangeWatchedFiles` event for the
+servers that watch it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from codeward.daemon.files import UNTRUSTED, Stat, stat_key
+from codeward.daemon.lsp.preview import Gate
+from codeward.daemon.lsp.routing import Languages
+from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.texts import Texts
+from codeward.daemon.lsp.uris import real_path
+from codeward.daemon.lsp.watcher import CHANGED, CREATED, DELETED, glob_matches
+from codeward.protocol.errors import ToolError
+
+
+class FileEvents:
+    """Pending changes under one root and the flush that tells `servers` of them."""
+
+    def __init__(
+        self,
+        root: Path,
+        servers: Mapping[str, LanguageServer],
+        texts: Texts,
+        languages: Languages,
+        previews: Mapping[Path, bytes],
+        gate: Gate,
+    ) -> None:
+        self.root = root
+        self.previews = previews  # files shown a text that is not on disk: synced after
+        self.gate = gate
+        self.servers = servers
+        self.texts = texts
+        self.languages = languages
+        self._changes: dict[Path, int | None] = {}  # path -> FileChangeType, None: look
+        self.listing = 0  # counts changes that may add or remove files (creations, deletions)
+        self._wake = trio.Event()
+
+    def files_changed(self, paths: Sequence[Path], created: Sequence[Path] = ()) -> None:
+        """Files changed by git writes or edits (`created`: those of them that are new, so
+        a server resolving imports hears of them as created): the servers are told before
+        the next request."""
+        new = set(created)
+        for path in paths:
+            kind = CREATED if path in new else None
+            path = path if path.is_absolute() else self.root / path
+            try:
+                self._changes[Path(real_path(path))] = kind
+            except ToolError:  # it keeps changing: the watcher reports where it ends
+                self._changes[path] = kind
+        self.listing += 1
+        self._wake.set()
+
+    def on_watch(self, changes: list[tuple[Path, int]]) -> None:
+        """The watcher's batch of (path, FileChangeType)."""
+        for path, kind in changes:
+            self._changes[path] = kind
+            if kind != CHANGED:
+                self.listing += 1
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Flush soon after each change, without waiting for a request."""
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Tell running servers everything that changed on disk up to now (a file under
+        preview keeps its preview text: it is synced when the preview ends).
+
+        No await inside once the gate lets it in (it waits only while another task's
+        preview holds the servers): each flush is whole before any other task runs (no
+        lock needed), and each server sends its notifications as they are made, in order."""
+        if not self._changes and not self.stale_documents():
+            return  # the common case
+        async with self.gate.shared():
+            self._flush()
+
+    def _flush(self) -> None:
+        changes = {p: k for p, k in self._changes.items() if p not in self.previews}
+        self._changes = {p: k for p, k in self._changes.items() if p in self.previews}
+        running = [s for s in self.servers.values() if s.running]
+        for path in self.stale_documents():
+            changes.setdefault(path, None)
+        if not changes:
+            return
+        events: dict[str, list[dict[str, Any]]] = {s.name: [] for s in running}
+        for path, kind in changes.items():
+            self.texts.forget(path)
+            uri = path.as_uri()
+            data, stat = None, UNTRUSTED
+            if any(server.document(uri) is not None for server in running):
+                try:  # only open documents are read (never a FIFO or a huge file)
+                    data, stat = self.texts.read(path)
+                except ToolError:
+                    data = None  # no longer a readable file: closed like a deleted one
+            if kind is None:
+                kind = CHANGED if os.path.lexists(path) else DELETED
+            for server in running:
+                doc = server.document(uri)
+                if doc is not None:
+                    if data is None:
+                        server.close_document(doc.uri)
+                    else:
+                        server.sync(path, doc.language_id, data, stat)
+                elif self._watched_by(server, path):
+                    events[server.name].append({"uri": uri, "type": kind})
+        for server in running:
+            server.watched_files_changed(events[server.name])
+
+    def stale_documents(self) -> list[Path]:
+        """Open documents whose file changed on disk since it was read (or may have).
+
+        A stat per open file (once per path, however many servers have it open): the
+        watcher's events come later than a request may follow a write. Kept lean: it runs
+        before every request."""
+        stale: list[Path] = []
+        stats: dict[str, Stat] = {}
+        for server in self.servers.values():
+            if not server.running:
+                continue
+            for doc in server.open_documents():
+                if doc.path in self.previews:
+                    continue
+                name = str(doc.path)
+                current = stats.get(name)
+                if current is None:
+                    try:
+                        current = stat_key(os.stat(name))
+                    except OSError:
+                        current = UNTRUSTED
+                    stats[name] = current
+                if current != doc.stat or doc.stat is UNTRUSTED:
+                    stale.append(doc.path)
+        return stale
+
+    def _watched_by(self, server: LanguageServer, path: Path) -> bool:
+        globs = server.capabilities.watched_file_globs()
+        if globs:
+            return any(glob_matches(g, path) for g in globs)
+        language = self.languages.of(path)
+        return language is not None and server.name in self.languages.servers(language)

@@ -1,0 +1,159 @@
+"""The text of files as the language servers see it, and positions in it for clients.
+
+An open document's text is the servers' view; any other file is read from disk (through
+`read_file`) and kept by stat, so an unchanged file is not read again. Every conversion of
+a server position into a client's 1-based code points goes through `to_client`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from codeward.daemon.files import UNTRUSTED, Missing, Stat, read_file, stat_key
+from codeward.daemon.lsp.documents import Document
+from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.lsp.preview import Gate
+from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.types import PositionLike
+from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
+from codeward.protocol.errors import ToolError
+
+RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than our read
+CACHED_TEXTS = 512  # files whose text is kept (the cache starts over beyond)
+
+
+class Texts:
+    """Files' text for one root: the open documents of `servers`, else the disk."""
+
+    def __init__(
+        self,
+        root: Path,
+        limit: int,
+        servers: Mapping[str, LanguageServer],
+        previews: Mapping[Path, bytes],
+        gate: Gate,
+    ) -> None:
+        self.root = root
+        self.limit = limit  # lsp.max_file_bytes
+        self.servers = servers  # the service's live table of server actors
+        self.previews = previews  # files shown a text that is not on disk
+        self.gate = gate
+        self._texts: dict[Path, tuple[Stat, LineIndex]] = {}
+
+    def document(self, path: Path) -> Document | None:
+        """`path` as a server has it open, if one does."""
+        uri = path_to_uri(path)
+        for server in self.servers.values():
+            doc = server.document(uri)
+            if doc is not None:
+                return doc
+        return None
+
+    def read(self, path: Path) -> tuple[bytes | None, Stat]:
+        """The bytes of `path` (inside the root) through `read_file`, and the stat under
+        which an unchanged file need not be read again; None when the file is gone."""
+        now = time.time_ns()
+        try:
+            data, st = read_file(path, self.root, self.limit)
+        except Missing:
+            return None, UNTRUSTED
+        return data, trusted(st, now)
+
+    def forget(self, path: Path) -> None:
+        """`path` changed on disk: its text is read again next time."""
+        self._texts.pop(path, None)
+
+    def line_index(self, path: Path) -> LineIndex | None:
+        """The text of `path` as the servers see it: an open document, else the disk (and
+        the disk for a file under another task's preview)."""
+        hidden = path in self.previews and not self.gate.held()
+        doc = None if hidden else self.document(path)
+        if doc is not None:
+            return doc.index
+        now = time.time_ns()
+        stat = stat_of(path)
+        cached = self._texts.get(path)
+        if cached is not None and stat is not UNTRUSTED and cached[0] == stat:
+            return cached[1]
+        try:  # a path the server named outside the root (a stub) may be read, if it stays out
+            data, st = read_file(path, self.root, self.limit, outside=not self._under_root(path))
+        except ToolError:
+            return None
+        index = LineIndex(data.decode("utf-8", "replace"))
+        if len(self._texts) > CACHED_TEXTS:
+            self._texts.clear()
+        self._texts[path] = (trusted(st, now), index)
+        return index
+
+    def known_text(self, path: Path, stat: Stat) -> LineIndex | None:
+        """The text of `path` as read when its stat was `stat` (an open document, or the
+        line cache), or None: a file whose stat still matches need not be read again."""
+        uri = path_to_uri(path)
+        for server in self.servers.values():
+            doc = server.document(uri)
+            if doc is not None and doc.stat == stat:
+                return doc.index
+        cached = self._texts.get(path)
+        if cached is not None and cached[0] == stat:
+            return cached[1]
+        return None
+
+    def to_client(
+        self, uri: str, position: PositionLike | dict[str, int], encoding: Encoding
+    ) -> tuple[int, int]:
+        """1-based (line, character) in code points of a server position in `uri`."""
+        if isinstance(position, dict):
+            line, character = position["line"], position["character"]
+        else:
+            line, character = position.line, position.character
+        path = uri_to_path(uri)
+        index = self.line_index(path) if path is not None else None
+        if index is None:
+            return line + 1, character + 1
+        return index.to_client(line, character, encoding)
+
+    def relative(self, uri: str) -> str | None:
+        """The root-relative path of `uri`, or None when it is outside the root."""
+        path = uri_to_path(uri)
+        if path is None:
+            return None
+        real = Path(real_path(path))
+        try:
+            return real.relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+
+    def source_line(self, uri: str, line: int) -> str:
+        """The trimmed text of 1-based `line` of `uri`."""
+        path = uri_to_path(uri)
+        index = self.line_index(path) if path is not None else None
+        return index.line(line - 1).strip() if index is not None else ""
+
+    def _under_root(self, path: Path) -> bool:
+        """Whether `path`, as written, lies under the root (it must then resolve inside it)."""
+        text, base = str(path), str(self.root)
+        return text == base or text.startswith(base.rstrip("/") + "/")
+
+
+def stat_of(path: Path) -> Stat:
+    try:
+        return stat_key(os.stat(path))
+    except OSError:
+        return UNTRUSTED
+
+
+def trusted(st: os.stat_result, now: int) -> Stat:
+    """The stat under which an unchanged file need not be read again, for a read at `now`.
+
+    As in git's "racy" check, a stat is only trusted when the file was last changed well
+    before the read: a later write then always shows in its timestamps, even with the
+    coarse clock of the file system. Otherwise it is UNTRUSTED and the file is read (and
+    hashed) again next time.
+    """
+    key = stat_key(st)
+    if now - max(key[0], key[3]) < RACY_NS:
+        return UNTRUSTED
+    return key
