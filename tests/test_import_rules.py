@@ -178,6 +178,11 @@ def test_the_session_and_the_tools_import_in_one_direction() -> None:
     assert through == []
 
 
+def test_no_module_imports_itself_through_others() -> None:
+    """No import circles anywhere in the package."""
+    assert [sorted(c) for c in _circles(_graph())] == []
+
+
 def test_circles_are_found() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e", "d"}}
     assert _circles(graph) == [{"a", "b", "c"}]
