@@ -72,5 +72,7 @@ def test_unsupported_names_the_servers_and_the_capability() -> None:
         "method": "textDocument/prepareRename",
         "capability": "renameProvider.prepareProvider",
     }
+    none = unsupported("textDocument/formatting", [], "go")
+    assert none.kind is ErrorKind.LSP_UNAVAILABLE and "No go language server" in none.message
     custom = unsupported("experimental/thing", ["x"], "x")
     assert custom.details["capability"] == "experimental/thing"

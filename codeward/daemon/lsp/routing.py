@@ -108,7 +108,13 @@ def missing(
 
 def unsupported(method: str, names: Sequence[str], language: str) -> ToolError:
     """The error when no server of `names` (all running) offers `method`: "not supported",
-    which must never look like "nothing found"."""
+    which must never look like "nothing found". A language with no server at all has
+    nothing to ask: `lsp_unavailable`, saying to configure one."""
+    if not names:
+        return ToolError(
+            ErrorKind.LSP_UNAVAILABLE,
+            f"No {language} language server is configured; add one under [languages].",
+        )
     capability = Capabilities.provider(method)
     servers = "servers" if len(names) > 1 else "server"
     return ToolError(

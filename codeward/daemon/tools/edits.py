@@ -158,7 +158,8 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
         answer = await manager.request(source.path, method, params, wait_ready=False, snapshot=True)
     except ToolError as exc:
         formatter = formatter_for(source.language)
-        if exc.kind is not ErrorKind.LSP_UNAVAILABLE or ranged or formatter is None:
+        unformatted = (ErrorKind.LSP_UNAVAILABLE, ErrorKind.UNSUPPORTED_BY_SERVER)
+        if exc.kind not in unformatted or ranged or formatter is None:
             raise
         return await _format_with(ctx, source, formatter, apply=args.apply)
     edits = shapes.answer(answer.result, answer.server, method) or []
