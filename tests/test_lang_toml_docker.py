@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import OpenClient
-from tests.real_servers import ask, messages, require, where, write
+from tests.real_servers import ask, messages, require, unsupported, where, write
 
 CONF = '[server]\nhost =   "x"\nport = 80\n'
 DOCKERFILE = "FROM debian:12 AS base\n  run echo hi\nFROM base\nCOPY --from=base /a /b\n"
@@ -30,6 +30,9 @@ async def test_toml(open_client: OpenClient, project: Path) -> None:
     (server,) = outline["symbols"]
     assert server["name"] == "server"
     assert [child["name"] for child in server["children"]] == ["host", "port"]
+    await unsupported(client, TOMBI, "get_symbols", path="conf.toml", scope="workspace")
+    await unsupported(client, TOMBI, "rename_symbol", path="conf.toml", line=2, character=1,
+                      new_name="address")  # fmt: skip
 
     formatted = await ask(client, "format_code", path="conf.toml")
     assert formatted["applied"] and (project / "conf.toml").read_text() == CONF.replace(
@@ -59,8 +62,10 @@ async def test_dockerfile(open_client: OpenClient, project: Path) -> None:
     assert "`FROM` must be the first instruction" in hover["docs"]
     definition = await ask(client, "go_to_definition", path="Dockerfile", line=4, character=14)
     assert where(definition["definition"]) == ("Dockerfile", 1, 19)
+    await unsupported(client, DOCKER, "find_references", path="Dockerfile", line=1, character=19)
     outline = await ask(client, "get_symbols", path="Dockerfile", all=True)
     assert [s["name"] for s in outline["symbols"]] == ["FROM", "run", "FROM", "COPY"]
+    await unsupported(client, DOCKER, "get_symbols", path="Dockerfile", scope="workspace")
 
     formatted = await ask(client, "format_code", path="Dockerfile", apply=False)
     assert "-  run echo hi\n+run echo hi\n" in formatted["diff"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import OpenClient
-from tests.real_servers import ask, messages, require, where, write
+from tests.real_servers import ask, messages, require, unsupported, where, write
 
 PAGE = (
     "<html>\n<head><style>p { color: red; }</style></head>\n<body>\n<div>hi</div>\n"
@@ -40,6 +40,7 @@ async def test_html(open_client: OpenClient, project: Path) -> None:
     outline = await ask(client, "get_symbols", path="index.html", all=True)
     names = [s["name"] for s in outline["symbols"]]
     assert "total" in names and "div" in names
+    await unsupported(client, HTML, "get_symbols", path="index.html", scope="workspace")
 
     formatted = await ask(client, "format_code", path="index.html", apply=False)
     assert "+    <div>hi</div>\n" in formatted["diff"]
@@ -47,6 +48,7 @@ async def test_html(open_client: OpenClient, project: Path) -> None:
                         new_name="section")  # fmt: skip
     assert renamed["files_changed"] == ["index.html"]
     assert "<section>hi</section>" in (project / "index.html").read_text()
+    await unsupported(client, HTML, "get_code_actions", path="index.html", line=4)
 
 
 async def test_css_scss_less(open_client: OpenClient, project: Path) -> None:
@@ -77,6 +79,7 @@ async def test_css_scss_less(open_client: OpenClient, project: Path) -> None:
 
     outline = await ask(client, "get_symbols", path="style.css")
     assert [s["name"] for s in outline["symbols"]] == [":root", ".box"]
+    await unsupported(client, CSS, "get_symbols", path="style.css", scope="workspace")
 
     formatted = await ask(client, "format_code", path="style.css", apply=False)
     assert "+.box {\n+    color: var(--main);\n" in formatted["diff"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import trio
 
 from tests.conftest import OpenClient
-from tests.real_servers import ask, messages, require, schema_server, where, write
+from tests.real_servers import ask, messages, require, schema_server, unsupported, where, write
 
 CI = "name:   ci\nbase: &defaults\n  image: debian\njob:\n  <<: *defaults\n  run: make\n"
 SERVER = "yaml-language-server"
@@ -40,10 +40,12 @@ async def test_yaml(open_client: OpenClient, project: Path, nursery: trio.Nurser
     assert "image: debian" in hover["markdown"]
     definition = await ask(client, "go_to_definition", path="ci.yaml", line=5, character=8)
     assert where(definition["definition"]) == ("ci.yaml", 3, 3)
+    await unsupported(client, SERVER, "find_references", path="ci.yaml", line=2, character=8)
 
     outline = await ask(client, "get_symbols", path="ci.yaml")
     assert [s["name"] for s in outline["symbols"]] == ["name", "base", "job"]
     assert [s["name"] for s in outline["symbols"][2]["children"]] == ["<<", "run"]
+    await unsupported(client, SERVER, "get_symbols", path="ci.yaml", scope="workspace", query="job")
 
     formatted = await ask(client, "format_code", path="ci.yaml", apply=False)
     assert "-name:   ci\n+name: ci\n" in formatted["diff"]
