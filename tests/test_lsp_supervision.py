@@ -322,6 +322,8 @@ async def test_the_least_recently_used_idle_session_stops_first(tmp_path: Path) 
         assert budget.live() == 2
         await hover(third, c / "a.fake")  # one too many: the oldest idle one stops
         assert budget.live() == 2
+        stopping = first.server_for("fake")  # parked at once; its process reaped after
+        assert await stopping.wait_for(lambda: stopping.status()["pid"] is None, 10)
         status = first.status()[0]
         assert status["state"] == "idle" and status["pid"] is None
         assert "daemon.max_servers" in status["restart_reason"]
