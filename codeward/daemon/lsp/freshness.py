@@ -127,7 +127,7 @@ class Freshness:
     def on_publish(self, params: lsp.PublishDiagnosticsParams, version: int | None) -> None:
         """publishDiagnostics; `version` is the open document's when the server sent none."""
         if not self.readiness.counts():
-            return  # a placeholder published before it began to load
+            return  # a stand-in published before it began to load
         self.published[params.uri] = Published(version, params.diagnostics)
         self.push_silent = False
         self.changes.touch()

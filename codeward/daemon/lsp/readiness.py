@@ -58,7 +58,7 @@ class Readiness:
         return not progress
 
     def counts(self) -> bool:
-        """Whether diagnostics published now describe the file (not a placeholder sent
+        """Whether diagnostics published now describe the file (not a stand-in sent
         before the server began to load)."""
         return True
 
