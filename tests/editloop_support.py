@@ -4,7 +4,6 @@ files of its own) and connect a fresh client each."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ import trio
 
 from tests.leaks import leftovers
 from tests.rpc import RpcClient, connect
-from tests.test_cli_e2e import CODEWARD, Env, kill_group, wait_ready
+from tests.test_cli_e2e import Env, running_daemon
 
 
 @dataclass
@@ -34,24 +33,10 @@ def shared_daemon() -> Iterator[SharedDaemon]:
     env = Env(base)
     root = base / "project"
     root.mkdir()
-    env.log.parent.mkdir(parents=True, exist_ok=True)
-    with open(env.log, "ab") as log:
-        process = subprocess.Popen(
-            [CODEWARD, "daemon", "--socket", str(env.socket)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env.vars,
-            start_new_session=True,
-        )  # fmt: skip
     try:
-        wait_ready(env.socket, process, env.log)
-        yield SharedDaemon(env, process, Path(os.path.realpath(root)))
+        with running_daemon(env) as process:
+            yield SharedDaemon(env, process, Path(os.path.realpath(root)))
     finally:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            env.run("stop")
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            kill_group(process.pid)
-            process.wait(10)
         shutil.rmtree(base, ignore_errors=True)
 
 

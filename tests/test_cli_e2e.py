@@ -111,9 +111,10 @@ def env() -> Iterator[Env]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture
-def daemon(env: Env) -> Iterator[subprocess.Popen[bytes]]:
-    """`codeward daemon --socket ...` in the foreground (of its own process group)."""
+@contextlib.contextmanager
+def running_daemon(env: Env) -> Iterator[subprocess.Popen[bytes]]:
+    """`codeward daemon --socket ...` in the foreground (of its own process group), ready;
+    stopped on exit (`codeward stop`, else its group killed) and reaped."""
     env.log.parent.mkdir(parents=True, exist_ok=True)
     with open(env.log, "ab") as log:
         proc = subprocess.Popen(
@@ -132,6 +133,12 @@ def daemon(env: Env) -> Iterator[subprocess.Popen[bytes]]:
         except subprocess.TimeoutExpired:
             kill_group(proc.pid)
             proc.wait(10)
+
+
+@pytest.fixture
+def daemon(env: Env) -> Iterator[subprocess.Popen[bytes]]:
+    with running_daemon(env) as proc:
+        yield proc
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ import trio
 from codeward.daemon.edits.delta import PositionMap, delta, entry, severity_counts
 from codeward.daemon.edits.history import DiagnosticsHistory, Snapshot
 from codeward.daemon.lsp.service import FileDiagnostics, LanguageService
+from codeward.daemon.lsp.types import SEVERITY_RANKS
 from codeward.daemon.paths import relative
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 OTHER_FILES = 8  # open files of the same languages checked for breaks, most recent first
 Fetch = Callable[[Path], Awaitable[FileDiagnostics]]
-SEVERITY_RANKS = {"error": 1, "warning": 2, "information": 3, "hint": 4}
 
 
 @dataclass

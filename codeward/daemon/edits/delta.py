@@ -19,9 +19,10 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from codeward.daemon.lsp.types import SEVERITY_NAMES
+
 _EOL = re.compile(r"\r\n|\r|\n")
 CHAR_DIFF_LIMIT = 20_000  # code points of a changed block diffed character by character
-SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
 
 class Diag(Protocol):
