@@ -7,20 +7,27 @@ hits both alike), for the long format (targets: <= 1.3x small, <= 1.1x large) an
 porcelain v2; then the Lua round trip on the git path (an in-process eval of the
 `git_command` chunk whose host answers at once: target <= 50 us) and the cost of one Lua
 host call (an eval making N `codeward.call`s against one making none).
-Run: .venv/bin/python bench/git.py [--files N] [--runs N]
+
+With `--before TREE` (a checkout of an earlier commit, e.g. `git worktree add /tmp/base
+42a8638`), a second daemon runs from TREE and every round calls both daemons and git, the
+order rotated: the figures before and after a change, under the same load. The Lua round
+trip of TREE is measured in a subprocess importing TREE, alternating with this tree's.
+Run: .venv/bin/python bench/git.py [--files N] [--runs N] [--before TREE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 from common import Daemon, DaemonClient  # bench/
@@ -36,6 +43,7 @@ LUA_EVALS = 2000
 # The direct runs do not either: a rewritten index would also invalidate the daemon's cached
 # repository scan, whose signature includes the index, and cost it a rescan per call.
 READ_ONLY = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+HERE = Path(__file__).resolve().parent
 
 
 def make_repo(root: Path, files: int) -> None:
@@ -63,38 +71,49 @@ def timed(fn: Any, runs: int) -> list[float]:
     return samples
 
 
-def side_by_side(first: Any, second: Any, runs: int) -> tuple[float, float]:
-    """Medians (ms) of `first` and `second`, alternating (a b, b a, ...) after a warm-up."""
-    first()
-    second()
-    a: list[float] = []
-    b: list[float] = []
+def rotated(calls: list[Any], runs: int) -> list[float]:
+    """Medians (ms) of each of `calls`, called once per round in an order rotated every
+    round (so machine load hits all alike), after one warm-up call each."""
+    for call in calls:
+        call()
+    samples: list[list[float]] = [[] for _ in calls]
     for i in range(runs):
-        order = ((first, a), (second, b)) if i % 2 == 0 else ((second, b), (first, a))
-        for fn, samples in order:
+        for k in range(len(calls)):
+            j = (i + k) % len(calls)
             t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
-    return statistics.median(a) * 1e3, statistics.median(b) * 1e3
+            calls[j]()
+            samples[j].append(time.perf_counter() - t0)
+    return [statistics.median(s) * 1e3 for s in samples]
 
 
-def compare_status(client: DaemonClient, repo: Path, files: int, runs: int, target: float) -> None:
-    client.call("session/open", {"root": str(repo)})
-    print(f"\nrepository of {files} files (median of {runs} calls each, alternating)")
+class Side(NamedTuple):
+    label: str  # "after" (this tree) or "before" (--before TREE); "daemon" alone
+    client: DaemonClient
+
+
+def compare_status(sides: list[Side], repo: Path, files: int, runs: int, target: float) -> None:
+    for side in sides:
+        side.client.call("session/open", {"root": str(repo)})
+    print(f"\nrepository of {files} files (median of {runs} calls each, order rotated)")
     for label, status_args in (("long format", []), ("--porcelain=v2", ["--porcelain=v2"])):
 
-        def through_daemon(a: list[str] = status_args) -> None:
-            result = client.tool("git_command", {"subcommand": "status", "args": a})
-            assert result["parsed"]["unstaged"], "status saw no changes"
+        def through(client: DaemonClient, a: list[str] = status_args) -> Any:
+            def call() -> None:
+                result = client.tool("git_command", {"subcommand": "status", "args": a})
+                assert result["parsed"]["unstaged"], "status saw no changes"
+
+            return call
 
         def direct(a: list[str] = status_args) -> None:
             subprocess.run(["git", "status", *a], cwd=repo, check=True, env=READ_ONLY,
                            stdout=subprocess.DEVNULL)  # fmt: skip
 
-        ours, theirs = side_by_side(through_daemon, direct, runs)
+        *ours, theirs = rotated([*(through(side.client) for side in sides), direct], runs)
         goal = f"   (target <= {target:.1f}x)" if not status_args else ""
-        print(f"  git status {label:<15} directly {theirs:7.2f} ms   git_command {ours:7.2f} ms"
-              f"   ratio {ours / theirs:5.2f}x   +{ours - theirs:5.2f} ms{goal}")  # fmt: skip
+        print(f"  git status {label:<15} directly {theirs:7.2f} ms")
+        for side, took in zip(sides, ours, strict=True):
+            print(f"    git_command, {side.label:<7} {took:7.2f} ms   ratio {took / theirs:5.2f}x"
+                  f"   +{took - theirs:5.2f} ms{goal}")  # fmt: skip
 
 
 class InstantHost:
@@ -144,45 +163,84 @@ def lua_git_round_trip(result: dict[str, Any]) -> tuple[float, float, float]:
     return trio.run(measure)
 
 
+def lua_only(rounds: int) -> None:
+    """`--lua-only`: the Lua figures of the tree imported here, as JSON on stdout."""
+    result = json.loads(sys.stdin.buffer.read())
+    figures = [lua_git_round_trip(result) for _ in range(rounds)]
+    print(json.dumps(figures))
+
+
+def lua_figures(result: dict[str, Any], source: Path, rounds: int) -> list[float]:
+    """(wall, CPU) us per git_command eval of the tree `source`, from a subprocess."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), str(HERE)])}
+    done = subprocess.run(
+        [sys.executable, str(HERE / "git.py"), "--lua-only", "--rounds", str(rounds)],
+        input=json.dumps(result).encode(), env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    figures = json.loads(done.stdout)
+    return [statistics.median(f[0] - f[1] for f in figures),
+            statistics.median(f[2] for f in figures)]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--before", type=Path, help="a source tree to compare with, side by side")
+    parser.add_argument("--lua-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.lua_only:
+        lua_only(args.rounds)
+        return
     if shutil.which("git") is None:
         raise SystemExit("git is not installed")
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-"))
-    daemon = None
+    daemons: list[Daemon] = []
     try:
         small = Path(os.path.realpath(tmp)) / "small"
         large = Path(os.path.realpath(tmp)) / "large"
         make_repo(small, SMALL)
         make_repo(large, args.files)
-        daemon = Daemon(tmp)
-        client = DaemonClient(daemon.socket)
-        compare_status(client, small, SMALL, args.runs, 1.3)
-        compare_status(client, large, args.files, args.runs, 1.1)
+        daemons.append(Daemon(tmp / "after"))
+        sides = [Side("after" if args.before else "daemon", DaemonClient(daemons[0].socket))]
+        if args.before is not None:
+            daemons.append(Daemon(tmp / "before", source=args.before.resolve()))
+            sides.append(Side("before", DaemonClient(daemons[1].socket)))
+        client = sides[0].client
+        compare_status(sides, small, SMALL, args.runs, 1.3)
+        compare_status(sides, large, args.files, args.runs, 1.1)
         status_result = client.tool("git_command", {"subcommand": "status", "args": []})
 
-        lua_us, host_us, cpu_us = lua_git_round_trip(status_result)
+        trees = [(side.label, HERE.parent) for side in sides[:1]]
+        if args.before is not None:
+            trees.append(("before", args.before.resolve()))
+        lua: dict[str, list[list[float]]] = {label: [] for label, _ in trees}
+        for _ in range(3):  # alternate the trees' subprocesses, so load hits both alike
+            for label, source in trees:
+                lua[label].append(lua_figures(status_result, source, 1))
         print(f"\nLua round trip on the git path (in process, a {len(status_result['output'])}-"
-              f"character status): {lua_us - host_us:6.1f} us wall, {cpu_us:6.1f} us CPU per "
-              "git_command   (target <= 50 us)")  # fmt: skip
+              "character status; target <= 50 us)")  # fmt: skip
+        for label, figures in lua.items():
+            wall = statistics.median(f[0] for f in figures)
+            cpu = statistics.median(f[1] for f in figures)
+            print(f"  {label:<7} {wall:6.1f} us wall, {cpu:6.1f} us CPU per git_command")
 
-        def lua(calls: int) -> float:
+        def host_calls(calls: int) -> float:
             source = (
                 f"for i = 1, {calls} do pcall(codeward.call, 'no_such_tool', {{}}) end return true"
             )
             samples = timed(lambda: client.call("lua/eval", {"source": source}), 20)
             return statistics.median(samples)
 
-        per_call = (lua(HOST_CALLS) - lua(0)) / HOST_CALLS * 1e6
+        per_call = (host_calls(HOST_CALLS) - host_calls(0)) / HOST_CALLS * 1e6
         print(
             f"Lua host call (codeward.call round trip, over the socket) {per_call:6.1f} us per call"
         )
-        client.close()
+        for side in sides:
+            side.client.close()
     finally:
-        if daemon is not None:
+        for daemon in daemons:
             daemon.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 

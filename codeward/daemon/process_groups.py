@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import signal
+from typing import Protocol
 
 import trio
 
@@ -22,13 +23,25 @@ log = logging.getLogger("codeward")
 KILL_WAIT = 5.0  # seconds the killed members of a group get to be gone
 
 
+class Leader(Protocol):
+    """A started process that leads its group: a `trio.Process`, or a git runner's `Child`."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def wait(self) -> int: ...
+
+
 def signal_group(pgid: int, signum: int) -> None:
     """`signum` to every member of group `pgid`; nothing when the group is gone."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
 
 
-async def stop_group(process: trio.Process, grace: float, *, name: str) -> None:
+async def stop_group(process: Leader, grace: float, *, name: str) -> None:
     """SIGTERM to the group of `process` (its leader), up to `grace` seconds for the leader,
     then SIGKILL; reaps the leader and returns once every member is gone.
 

@@ -1,5 +1,12 @@
 """Run one git process: hardened argv and environment, no shell, its own process group,
-a timeout, an output cap, and the whole group killed on timeout or cancellation."""
+a timeout, an output cap, and the whole group killed on timeout or cancellation.
+
+The process is started on the event loop itself, not from a worker thread as
+`trio.lowlevel.open_process` does: CPython's `subprocess.Popen` forks with vfork(), so the
+loop is held only until the child has called exec (tens of microseconds, not a copy of the
+daemon), and the hop to a thread and back, which cost more than the start itself, is gone.
+The child is awaited through a pidfd, as trio does.
+"""
 
 from __future__ import annotations
 
@@ -128,6 +135,71 @@ async def _feed(stream: trio.abc.SendStream | None, data: bytes) -> None:
             await stream.send_all(data)
 
 
+class Child:
+    """A process started by `spawn`: its pipes as trio streams, its exit awaited on a pidfd.
+
+    It has what `process_groups.stop_group` needs of a `trio.Process`: `pid`, `returncode`
+    and `wait()`."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: trio.lowlevel.FdStream | None,
+        stdout: trio.lowlevel.FdStream,
+        stderr: trio.lowlevel.FdStream,
+    ) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self._pidfd = os.pidfd_open(popen.pid)  # before any wait, so never a reused pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    async def wait(self) -> int:
+        """The exit status, once the process has exited (it is reaped then)."""
+        if self._popen.returncode is None:
+            await trio.lowlevel.wait_readable(self._pidfd)  # readable once it has exited
+            self._popen.wait()  # reaps at once
+        return self._popen.wait()
+
+    async def aclose(self) -> None:
+        """Close the pipes and the pidfd (the process must have been reaped)."""
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                await stream.aclose()
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
+
+
+def spawn(argv: Sequence[str], *, cwd: Path, env: dict[str, str], stdin: bool) -> Child:
+    """Start `argv` as the leader of a new session (so of its own process group), with
+    pipes for stdout and stderr, and for stdin when `stdin` (else /dev/null); all other
+    descriptors closed in the child."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_r, in_w = os.pipe() if stdin else (subprocess.DEVNULL, -1)
+    ours = [out_r, err_r, in_w]
+    try:
+        popen = subprocess.Popen(
+            list(argv), cwd=str(cwd), env=env, stdin=in_r, stdout=out_w, stderr=err_w,
+            start_new_session=True,
+        )  # fmt: skip
+    except BaseException:
+        for fd in ours:
+            if fd >= 0:
+                os.close(fd)
+        raise
+    finally:
+        for fd in (out_w, err_w, in_r):
+            if fd >= 0:
+                os.close(fd)
+    writer = trio.lowlevel.FdStream(in_w) if stdin else None
+    return Child(popen, writer, trio.lowlevel.FdStream(out_r), trio.lowlevel.FdStream(err_r))
+
+
 async def run_process(
     argv: Sequence[str],
     *,
@@ -139,43 +211,35 @@ async def run_process(
 ) -> Completed:
     """Run `argv` to completion (or its timeout), given `stdin` (else nothing) on its
     standard input; cancellation kills its process group."""
-    proc = await trio.lowlevel.open_process(
-        list(argv),
-        cwd=str(cwd),
-        env=env,
-        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    guardian.register(proc.pid)  # killed with the daemon, however it dies
+    child = spawn(argv, cwd=cwd, env=env, stdin=stdin is not None)
+    guardian.register(child.pid)  # killed with the daemon, however it dies
     out, err = _Capped(output_bytes), _Capped(STDERR_BYTES)
     try:
         with trio.move_on_after(timeout) as deadline:
             async with trio.open_nursery() as nursery:
                 readers_done = trio.Event()
+                open_pipes = [2]
 
-                async def read_all() -> None:
-                    async with trio.open_nursery() as readers:
-                        readers.start_soon(_drain, proc.stdout, out)
-                        readers.start_soon(_drain, proc.stderr, err)
-                    readers_done.set()
+                async def read(stream: trio.lowlevel.FdStream, sink: _Capped) -> None:
+                    await _drain(stream, sink)
+                    open_pipes[0] -= 1
+                    if not open_pipes[0]:
+                        readers_done.set()
 
-                nursery.start_soon(read_all)
+                nursery.start_soon(read, child.stdout, out)
+                nursery.start_soon(read, child.stderr, err)
                 if stdin is not None:
-                    nursery.start_soon(_feed, proc.stdin, stdin)
-                await proc.wait()
+                    nursery.start_soon(_feed, child.stdin, stdin)
+                await child.wait()
                 with trio.move_on_after(EOF_GRACE):
                     await readers_done.wait()
                 if not readers_done.is_set():
-                    signal_group(proc.pid, signal.SIGKILL)  # a straggler holds the pipes
+                    signal_group(child.pid, signal.SIGKILL)  # a straggler holds the pipes
     finally:
         with trio.CancelScope(shield=True):
             # Also after a clean exit: what the leader left running in its group goes.
-            await stop_group(proc, KILL_GRACE, name="git")
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    await stream.aclose()
+            await stop_group(child, KILL_GRACE, name="git")
+            await child.aclose()
     timed_out = deadline.cancelled_caught
-    code = proc.returncode if proc.returncode is not None else -1
+    code = child.returncode if child.returncode is not None else -1
     return Completed(code, out.value(), err.value(), out.truncated, timed_out)

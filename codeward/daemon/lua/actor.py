@@ -1,19 +1,21 @@
-"""The Lua sandbox actor: a pool of runtimes, each owned by one worker task, one eval each.
+"""The Lua sandbox actor: a pool of runtimes, one eval at a time in each.
 
-Evals of a session run concurrently: an eval goes to an idle worker, and a new worker (with
-its own runtime) starts while fewer than `lua.runtimes` exist, so a git write waiting for
-the user's approval, or a slow git command, holds only its own runtime. Beyond that many,
-evals wait for a worker. One worker stays warm; the others exit after `RETIRE_AFTER`
-seconds without work.
+An eval runs in its caller's task, in a runtime it takes from the pool: an idle one, else a
+new one while fewer than `lua.runtimes` exist, else it waits for one to come back. So evals
+of a session run concurrently (a git write waiting for the user's approval, or a slow git
+command, holds only its own runtime), and an eval costs no hop to another task. One runtime
+stays warm; the others are retired after `RETIRE_AFTER` seconds without work.
 
-A host call yields from the script's coroutine; the worker awaits the host's async work in
-its own task and resumes the coroutine with the answer: no threads. A caller that is
-cancelled cancels its eval (the coroutine is dropped; the runtime stays usable). A runtime
-that hit a limit is thrown away and its worker makes a new one.
+A host call yields from the script's coroutine; the eval awaits the host's async work and
+resumes the coroutine with the answer: no threads. A caller that is cancelled cancels its
+eval (the coroutine is dropped; the runtime stays usable). A runtime that hit a limit is
+thrown away and a new one takes its place. When the actor stops, the evals still running
+fail (`cancelled`), and it returns once they have let go of their runtimes.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import trio
@@ -24,20 +26,7 @@ from codeward.daemon.lua.host import LuaHost
 from codeward.daemon.lua.runtime import HostRequest, Sandbox
 from codeward.protocol.errors import ErrorKind, ToolError
 
-RETIRE_AFTER = 60.0  # seconds an extra worker waits for work before it exits
-
-
-class _Job:
-    """One `eval` handed to a worker; the caller waits on `done`."""
-
-    def __init__(self, source: str, args: Any, host: LuaHost) -> None:
-        self.source = source
-        self.args = args
-        self.host = host
-        self.scope = trio.CancelScope()
-        self.done = trio.Event()
-        self.value: Any = None
-        self.error: BaseException | None = None
+RETIRE_AFTER = 60.0  # seconds an extra runtime stays idle before it is dropped
 
 
 class LuaActor:
@@ -45,104 +34,100 @@ class LuaActor:
 
     def __init__(self, limits: LuaConfig) -> None:
         self._limits = limits
-        self._send, self._receive = trio.open_memory_channel[_Job](0)
-        self._nursery: trio.Nursery | None = None
-        self.workers = 0  # worker tasks alive, each owning one runtime
-        self.built = 0  # runtimes made so far (one per worker, plus one per limit hit)
-        self._free = 0  # idle workers minus the evals handed over and not yet taken
+        self._idle: list[tuple[Sandbox, float]] = []  # runtimes and when they became idle
+        self._queue = trio.lowlevel.ParkingLot()  # evals waiting for a runtime
+        self._running: set[trio.CancelScope] = set()  # one per eval holding a runtime
+        self._let_go = trio.Event()  # set when the last running eval let go (stopping)
+        self._wake = trio.Event()  # an extra runtime became idle: time its retirement
+        self._retire_at = math.inf  # when the retirer next looks
+        self._open = False
+        self.workers = 0  # runtimes alive, idle or running an eval
+        self.built = 0  # runtimes made so far (one per new runtime, plus one per limit hit)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Keep the workers until cancelled; then every eval still running fails."""
+        """Keep the runtimes until cancelled; then every eval still running fails."""
+        self._open = True
+        self.workers += 1
+        self._idle.append((self._new_sandbox(), trio.current_time()))
+        task_status.started()
         try:
-            async with self._receive, trio.open_nursery() as nursery:
-                self._nursery = nursery
-                self._spawn(warm=True)
-                task_status.started()
-                await trio.sleep_forever()
+            await self._retire_idle()
         finally:
-            self._nursery = None
+            self._open = False
+            self._queue.unpark_all()  # evals waiting for a runtime fail
+            for scope in self._running:
+                scope.cancel()
+            if self._running:
+                with trio.CancelScope(shield=True):
+                    await self._let_go.wait()
+            self.workers -= len(self._idle)
+            self._idle.clear()
+
+    async def _retire_idle(self) -> None:
+        """Drop runtimes (beyond one) idle for `RETIRE_AFTER` seconds, oldest first."""
+        while True:
+            now = trio.current_time()
+            while self.workers > 1 and self._idle and self._idle[0][1] + RETIRE_AFTER <= now:
+                self._idle.pop(0)
+                self.workers -= 1
+            self._retire_at = math.inf
+            if self.workers > 1 and self._idle:
+                self._retire_at = self._idle[0][1] + RETIRE_AFTER
+            self._wake = trio.Event()
+            with trio.move_on_at(self._retire_at):
+                await self._wake.wait()
 
     async def eval(self, source: str, args: Any, host: LuaHost) -> Any:
         """Run `source` with `args`; its result as JSON-able data, or raise ToolError."""
-        job = _Job(source, args, host)
-        room = self.workers < max(1, self._limits.runtimes)
-        if self._free <= 0 and room and self._nursery is not None:
-            self._spawn(warm=False)
-        self._free -= 1
+        await trio.lowlevel.checkpoint_if_cancelled()
+        sandbox = await self._acquire()
+        scope = trio.CancelScope()
+        self._running.add(scope)
         try:
-            await self._send.send(job)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._free += 1
-            raise _stopped() from None
-        except BaseException:
-            self._free += 1  # cancelled while waiting for a worker: nothing ran
-            raise
-        try:
-            await job.done.wait()
-        except BaseException:
-            # Our caller is going away: abort the eval and wait until the worker let go of
-            # it, so nothing of this eval runs after we return.
-            job.scope.cancel()
-            with trio.CancelScope(shield=True):
-                await job.done.wait()
-            raise
-        if job.error is not None:
-            raise job.error
-        return job.value
+            with scope:
+                try:
+                    return await self._evaluate(sandbox, source, args, host)
+                finally:
+                    self._release(sandbox)
+            raise _stopped()  # the actor stopped and cancelled this eval
+        finally:
+            self._running.discard(scope)
+            if not self._open and not self._running:
+                self._let_go.set()
 
-    def _spawn(self, *, warm: bool) -> None:
-        assert self._nursery is not None
-        self.workers += 1
-        self._free += 1
-        self._nursery.start_soon(self._worker, warm)
+    async def _acquire(self) -> Sandbox:
+        """An idle runtime, a new one while there is room, else the next one let go."""
+        while True:
+            if not self._open:
+                raise _stopped()
+            if self._idle:
+                return self._idle.pop()[0]  # the one used last: its memory is warm
+            if self.workers < max(1, self._limits.runtimes):
+                self.workers += 1
+                return self._new_sandbox()
+            await self._queue.park()
+
+    def _release(self, sandbox: Sandbox) -> None:
+        """Back to the pool after an eval: reset, or replaced when it hit a limit."""
+        if sandbox.broken:
+            sandbox = self._new_sandbox()
+        else:
+            sandbox.reset()
+        if not self._open:
+            self.workers -= 1
+            return
+        self._idle.append((sandbox, trio.current_time()))
+        if self.workers > 1 and self._retire_at == math.inf:
+            self._wake.set()  # an extra runtime is idle: the retirer times it
+        self._queue.unpark()
 
     def _new_sandbox(self) -> Sandbox:
         self.built += 1
         return Sandbox(self._limits)
 
-    async def _worker(self, warm: bool) -> None:
-        """Own one runtime; take evals one at a time until cancelled or idle too long."""
-        sandbox = self._new_sandbox()
-        try:
-            while True:
-                job: _Job | None = None
-                with trio.move_on_after(float("inf") if warm else RETIRE_AFTER):
-                    try:
-                        job = await self._receive.receive()
-                    except (trio.EndOfChannel, trio.ClosedResourceError):
-                        return
-                if job is None:
-                    if self._free >= 1:  # no eval waits for a worker: retire
-                        return
-                    continue
-                try:
-                    sandbox = await self._serve(sandbox, job)
-                finally:
-                    self._free += 1
-                    if not job.done.is_set():  # the actor itself is being cancelled
-                        job.error = _stopped()
-                        job.done.set()
-        finally:
-            self.workers -= 1
-            self._free -= 1
-
-    async def _serve(self, sandbox: Sandbox, job: _Job) -> Sandbox:
-        """Run one job; the runtime to use next (a new one when this one hit a limit)."""
-        if not job.scope.cancel_called:
-            with job.scope:
-                try:
-                    job.value = await self._evaluate(sandbox, job)
-                except Exception as exc:  # a ToolError, or a host call's own failure
-                    job.error = exc
-        job.done.set()
-        if sandbox.broken:
-            return self._new_sandbox()
-        sandbox.reset()
-        return sandbox
-
-    async def _evaluate(self, sandbox: Sandbox, job: _Job) -> Any:
+    async def _evaluate(self, sandbox: Sandbox, source: str, args: Any, host: LuaHost) -> Any:
         with trio.move_on_after(self._limits.wall_seconds):
-            return await self._drive(sandbox, job)
+            return await self._drive(sandbox, source, args, host)
         sandbox.broken = True
         raise ToolError(
             ErrorKind.LUA_TIMEOUT,
@@ -151,8 +136,8 @@ class LuaActor:
             limit="wall_seconds",
         )
 
-    async def _drive(self, sandbox: Sandbox, job: _Job) -> Any:
-        step = sandbox.start(job.source, job.args)
+    async def _drive(self, sandbox: Sandbox, source: str, args: Any, host: LuaHost) -> Any:
+        step = sandbox.start(source, args)
         calls = 0
         while isinstance(step, HostRequest):
             calls += 1
@@ -165,7 +150,7 @@ class LuaActor:
                     limit="host_calls",
                 )
             try:
-                value = await _dispatch(job.host, step)
+                value = await _dispatch(host, step)
             except ToolError as exc:
                 step = sandbox.throw(exc)
             else:
