@@ -76,13 +76,16 @@ async def run_git(
             before = changes.snapshot(root, changes.parse_ls_files(listed.stdout))
         try:
             # a write is never left half-done by a cancel or a disconnect; its timeout holds
+            runs = [] if one_run else [(0, decision.args)]
+            if plan is not None and not reuse:
+                runs += [(index, run.args) for index, run in enumerate(plan, start=1)]
             with trio.CancelScope(shield=decision.tier is not Tier.READ):
-                async with trio.open_nursery() as nursery:
-                    if not one_run:
-                        nursery.start_soon(one, 0, decision.args)
-                    if plan is not None and not reuse:
-                        for index, run in enumerate(plan, start=1):
-                            nursery.start_soon(one, index, run.args)
+                if len(runs) == 1:  # the common case: no task to start
+                    await one(*runs[0])
+                else:
+                    async with trio.open_nursery() as nursery:
+                        for index, cmd_args in runs:
+                            nursery.start_soon(one, index, cmd_args)
         finally:
             if before is not None:
                 with trio.CancelScope(shield=True):
@@ -292,14 +295,24 @@ def _checked_plan(
     root: Path, decision: Decision, plan: list[ParseRun] | None
 ) -> list[ParseRun] | None:
     """The parse runs, if each passes the policy as a read (dropping a display option can
-    leave its value behind as an option of its own: `--src-prefix --output=x`)."""
+    leave its value behind as an option of its own: `--src-prefix --output=x`). Without
+    arguments of the user's, the parse runs are ours alone: their verdict is remembered."""
     for run in plan or []:
-        try:
-            if classify(root, decision.subcommand, run.args).tier is not Tier.READ:
-                return None
-        except ToolError:
+        key = (decision.subcommand, tuple(run.args))
+        read = _OUR_PLANS.get(key) if not decision.args else None
+        if read is None:
+            try:
+                read = classify(root, decision.subcommand, run.args).tier is Tier.READ
+            except ToolError:
+                read = False
+            if not decision.args:
+                _OUR_PLANS[key] = read
+        if not read:
             return None
     return plan
+
+
+_OUR_PLANS: dict[tuple[str, tuple[str, ...]], bool] = {}  # parse runs without user arguments
 
 
 def _combine(subcommand: str, plan: list[ParseRun], outputs: list[Completed]) -> Any:

@@ -233,7 +233,7 @@ def submodule_configs(common_dir: Path) -> list[Path]:
     return found
 
 
-def _stat(path: Path) -> Stat:
+def _stat(path: str) -> Stat:
     try:
         st = os.lstat(path)
     except OSError:
@@ -244,13 +244,21 @@ def _stat(path: Path) -> Stat:
 def _signature(root: Path, repo: Repository) -> tuple[Stat, ...]:
     """What `inspect` saw: each `.git` git would discover from root upward, and the configs."""
     found: list[Stat] = []
-    for directory in (root, *root.parents):
-        found.append(_stat(directory / ".git"))
-        if found[-1] is not None:
+    directory = str(root)
+    while True:
+        found.append(_stat(os.path.join(directory, ".git")))
+        parent = os.path.dirname(directory)
+        if found[-1] is not None or parent == directory:
             break
-    files = [
-        repo.git_dir / "config", repo.git_dir / "config.worktree",
-        repo.common_dir / "config", repo.common_dir / "modules", repo.git_dir / "index",
-        *submodule_configs(repo.common_dir), *repo.watched,
+        directory = parent
+    git_dir, common_dir = str(repo.git_dir), str(repo.common_dir)
+    modules = os.path.join(common_dir, "modules")
+    found += [
+        _stat(os.path.join(git_dir, "config")), _stat(os.path.join(git_dir, "config.worktree")),
+        _stat(os.path.join(common_dir, "config")), _stat(modules),
+        _stat(os.path.join(git_dir, "index")),
     ]  # fmt: skip
-    return (*found, *(_stat(f) for f in files))
+    if found[-2] is not None:  # submodules: their configs, wherever they are below modules/
+        found += [_stat(str(f)) for f in submodule_configs(repo.common_dir)]
+    found += [_stat(str(f)) for f in repo.watched]
+    return tuple(found)

@@ -70,7 +70,7 @@ class Completed:
 def git_env(*, read_only: bool, base: dict[str, str] | None = None) -> dict[str, str]:
     """A minimal environment: no inherited GIT_* variables, prompts and pagers off."""
     source = os.environ if base is None else base
-    env = {name: source[name] for name in PASSED_ENV if name in source}
+    env = {name: value for name in PASSED_ENV if (value := source.get(name)) is not None}
     env.setdefault("PATH", os.defpath)
     env.update(FIXED_ENV)
     if read_only:
@@ -90,8 +90,18 @@ def git_argv(git: str, subcommand: str, args: Sequence[str]) -> list[str]:
     return argv
 
 
+_found: dict[str | None, str] = {}  # PATH -> the git it finds
+
+
 def find_git(env: dict[str, str]) -> str:
-    git = shutil.which("git", path=env.get("PATH"))
+    """The git on `env`'s PATH; remembered per PATH while it stays executable."""
+    path = env.get("PATH")
+    git = _found.get(path)
+    if git is not None and os.access(git, os.X_OK):
+        return git
+    git = shutil.which("git", path=path)
+    if git is not None:
+        _found[path] = git
     if git is None:
         raise ToolError(ErrorKind.GIT_FAILED, "git is not installed; install git and retry.")
     return git

@@ -26,8 +26,9 @@ _LABELS = {
 }
 _WIDTH = max(len(label) for label in _LABELS.values()) + 1
 # Operations in progress that the long format describes and porcelain v2 does not.
-_STATE_FILES = ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD", "REVERT_HEAD",
-                "BISECT_LOG", "sequencer", "info/sparse-checkout")  # fmt: skip
+_STATE_FILES = frozenset({"MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD",
+                          "REVERT_HEAD", "BISECT_LOG", "sequencer"})  # fmt: skip
+_SPARSE = os.path.join("info", "sparse-checkout")
 _UNTRACKED_MODES = {"no": "no", "normal": "normal", "all": "all", "": "all"}
 _C_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
 
@@ -69,7 +70,11 @@ def plain(args: Sequence[str], entries: Sequence[ConfigEntry], git_dir: Path) ->
     """Whether `git status ARGS` prints what `long_format` renders from porcelain v2."""
     if untracked_mode(args) is None or _config_changes_format(entries):
         return False
-    return not any(os.path.lexists(git_dir / name) for name in _STATE_FILES)
+    try:
+        names = os.listdir(git_dir)
+    except OSError:
+        return False  # git itself says what it finds
+    return _STATE_FILES.isdisjoint(names) and not os.path.lexists(os.path.join(git_dir, _SPARSE))
 
 
 def quote(path: str) -> str:
