@@ -40,7 +40,8 @@ class LuaActor:
         self._let_go = trio.Event()  # set when the last running eval let go (stopping)
         self._wake = trio.Event()  # an extra runtime became idle: time its retirement
         self._retire_at = math.inf  # when the retirer next looks
-        self._open = False
+        self._open = False  # evals can run: `run` has started and not stopped
+        self._stopped = False  # `run` has stopped: evals fail
         self.workers = 0  # runtimes alive, idle or running an eval
         self.built = 0  # runtimes made so far (one per new runtime, plus one per limit hit)
 
@@ -49,11 +50,12 @@ class LuaActor:
         self._open = True
         self.workers += 1
         self._idle.append((self._new_sandbox(), trio.current_time()))
+        self._queue.unpark_all()  # evals that came before the actor started
         task_status.started()
         try:
             await self._retire_idle()
         finally:
-            self._open = False
+            self._open, self._stopped = False, True
             self._queue.unpark_all()  # evals waiting for a runtime fail
             for scope in self._running:
                 scope.cancel()
@@ -81,25 +83,38 @@ class LuaActor:
         """Run `source` with `args`; its result as JSON-able data, or raise ToolError."""
         await trio.lowlevel.checkpoint_if_cancelled()
         sandbox = await self._acquire()
-        scope = trio.CancelScope()
+        # One scope: the eval's wall-time limit, and what the actor cancels when it stops.
+        scope = trio.CancelScope(relative_deadline=self._limits.wall_seconds)
         self._running.add(scope)
         try:
             with scope:
                 try:
-                    return await self._evaluate(sandbox, source, args, host)
+                    return await self._drive(sandbox, source, args, host)
                 finally:
+                    if scope.cancel_called and not self._stopped:  # the wall-time limit
+                        sandbox.broken = True
                     self._release(sandbox)
-            raise _stopped()  # the actor stopped and cancelled this eval
+            if self._stopped:
+                raise _stopped()  # the actor stopped and cancelled this eval
+            raise ToolError(
+                ErrorKind.LUA_TIMEOUT,
+                f"The script ran longer than {self._limits.wall_seconds:g} s; make it do less "
+                "or raise lua.wall_seconds in the config.",
+                limit="wall_seconds",
+            )
         finally:
             self._running.discard(scope)
-            if not self._open and not self._running:
+            if self._stopped and not self._running:
                 self._let_go.set()
 
     async def _acquire(self) -> Sandbox:
         """An idle runtime, a new one while there is room, else the next one let go."""
         while True:
-            if not self._open:
+            if self._stopped:
                 raise _stopped()
+            if not self._open:  # not started yet
+                await self._queue.park()
+                continue
             if self._idle:
                 return self._idle.pop()[0]  # the one used last: its memory is warm
             if self.workers < max(1, self._limits.runtimes):
@@ -109,13 +124,13 @@ class LuaActor:
 
     def _release(self, sandbox: Sandbox) -> None:
         """Back to the pool after an eval: reset, or replaced when it hit a limit."""
+        if self._stopped:
+            self.workers -= 1
+            return
         if sandbox.broken:
             sandbox = self._new_sandbox()
         else:
             sandbox.reset()
-        if not self._open:
-            self.workers -= 1
-            return
         self._idle.append((sandbox, trio.current_time()))
         if self.workers > 1 and self._retire_at == math.inf:
             self._wake.set()  # an extra runtime is idle: the retirer times it
@@ -124,17 +139,6 @@ class LuaActor:
     def _new_sandbox(self) -> Sandbox:
         self.built += 1
         return Sandbox(self._limits)
-
-    async def _evaluate(self, sandbox: Sandbox, source: str, args: Any, host: LuaHost) -> Any:
-        with trio.move_on_after(self._limits.wall_seconds):
-            return await self._drive(sandbox, source, args, host)
-        sandbox.broken = True
-        raise ToolError(
-            ErrorKind.LUA_TIMEOUT,
-            f"The script ran longer than {self._limits.wall_seconds:g} s; make it do less "
-            "or raise lua.wall_seconds in the config.",
-            limit="wall_seconds",
-        )
 
     async def _drive(self, sandbox: Sandbox, source: str, args: Any, host: LuaHost) -> Any:
         step = sandbox.start(source, args)

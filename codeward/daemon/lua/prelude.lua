@@ -93,7 +93,8 @@ local function encode_string(s, buf)
   if not utf8len(s) then
     fail("lua_error", "a string is not valid UTF-8, so it cannot become JSON")
   end
-  buf:put('"' .. gsub(s, '[%c"\\]', ESCAPES) .. '"')
+  if find(s, '[%c"\\]') then s = gsub(s, '[%c"\\]', ESCAPES) end
+  buf:put('"' .. s .. '"')
 end
 
 local function encode_number(v, buf)
@@ -349,13 +350,20 @@ end
 
 local driver = {}
 
--- Called with the memory limit lifted: only stores what Python hands over.
-function driver.stash(value) stash = value end
-function driver.prepare(src, a, limit, loglimit)
-  source, args, result_limit, log_limit = src, a, limit, loglimit
+-- Called with the memory limit lifted: only stores what Python hands over. `arrays` (or
+-- nil) lists the tables that came from JSON arrays.
+local function mark_arrays(list)
+  if list then
+    for i = 1, rawlen(list) do ARRAYS[list[i]] = true end
+  end
 end
-function driver.mark_arrays(list)
-  for i = 1, rawlen(list) do ARRAYS[list[i]] = true end
+function driver.stash(value, arrays)
+  stash = value
+  mark_arrays(arrays)
+end
+function driver.prepare(src, a, limit, loglimit, arrays)
+  source, args, result_limit, log_limit = src, a, limit, loglimit
+  mark_arrays(arrays)
 end
 function driver.host_error(id)
   HOST_ERRORS[stash] = id

@@ -9,8 +9,6 @@ the cap with nothing but numbers and booleans as arguments.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,33 +58,25 @@ class Sandbox:
             register_builtins=False,
             max_memory=self._max_memory,
         )
-        with self._lifted():
+        self._lifted = _Lifted(self._runtime, self._max_memory)
+        with self._lifted:
             guards = self._runtime.execute(GUARDS, PATTERN_BUDGET, name="=codeward")
             driver = self._runtime.execute(PRELUDE, HOOK_COUNT, guards, name="=codeward")
             self._driver = {bytes(k).decode(): driver[k] for k in driver}
             self._null = self._driver["null"]()
 
-    @contextmanager
-    def _lifted(self) -> Iterator[None]:
-        """Lift the memory cap while Python pushes data (lupa pushes it unprotected)."""
-        self._runtime.set_max_memory(0)
-        try:
-            yield
-        finally:
-            self._runtime.set_max_memory(self._max_memory)
-
     def _builder(self) -> LuaBuilder:
         return LuaBuilder(self._runtime, self._null)
 
-    def _mark_arrays(self, builder: LuaBuilder) -> None:
-        if builder.arrays:
-            self._driver["mark_arrays"](self._runtime.table_from(builder.arrays))
+    def _arrays(self, builder: LuaBuilder) -> Any:
+        """The tables `builder` made from lists, as a Lua list for the driver (or None)."""
+        return self._runtime.table_from(builder.arrays) if builder.arrays else None
 
     def start(self, source: str, args: Any) -> Step:
         """Compile `source` into a fresh environment and run it until it first stops."""
         self._host_errors.clear()
         self._cpu_left = self._limits.cpu_seconds
-        with self._lifted():
+        with self._lifted:
             builder = self._builder()
             try:
                 lua_args = None if args is None else builder.build(args)
@@ -95,12 +85,12 @@ class Sandbox:
                     ErrorKind.INVALID_ARGUMENTS,
                     f"args cannot be passed to Lua ({exc}); pass JSON data.",
                 ) from None
-            self._mark_arrays(builder)
             self._driver["prepare"](
                 source.encode("utf-8", "replace"),
                 lua_args,
                 self._limits.result_bytes,
                 LOG_LIMIT,
+                self._arrays(builder),
             )
         message = self._limited(self._driver["compile"])
         if message is not None:
@@ -114,7 +104,7 @@ class Sandbox:
 
     def resume(self, value: Any) -> Step:
         """Continue after a host call that returned `value`."""
-        with self._lifted():
+        with self._lifted:
             builder = self._builder()
             try:
                 lua_value = builder.build(value)
@@ -124,8 +114,7 @@ class Sandbox:
                     f"A host call returned data that cannot be passed to Lua ({exc}).",
                 )
             else:
-                self._mark_arrays(builder)
-                self._driver["stash"](lua_value)
+                self._driver["stash"](lua_value, self._arrays(builder))
                 failure = None
         if failure is not None:
             return self.throw(failure)
@@ -135,7 +124,7 @@ class Sandbox:
         """Continue after a host call that failed: the script sees `{kind=..., message=...}`."""
         ident = len(self._host_errors) + 1
         self._host_errors[ident] = error
-        with self._lifted():
+        with self._lifted:
             builder = self._builder()
             try:
                 table = builder.build({**error.to_data(), "message": error.message})
@@ -148,7 +137,7 @@ class Sandbox:
     def reset(self) -> None:
         """Drop the eval's coroutine and everything it held (the runtime stays usable)."""
         self._host_errors.clear()
-        with self._lifted():
+        with self._lifted:
             self._driver["reset"]()
 
     def _limited(self, function: Any, *args: Any) -> Any:
@@ -223,6 +212,20 @@ class Sandbox:
             "less data or raise lua.memory_mb in the config.",
             limit="memory_mb",
         )
+
+
+class _Lifted:
+    """`with`: the memory cap lifted while Python pushes data (lupa pushes it unprotected)."""
+
+    def __init__(self, runtime: Any, max_memory: int) -> None:
+        self._runtime = runtime
+        self._max_memory = max_memory
+
+    def __enter__(self) -> None:
+        self._runtime.set_max_memory(0)
+
+    def __exit__(self, *exc: object) -> None:
+        self._runtime.set_max_memory(self._max_memory)
 
 
 def _text(value: Any) -> str:
