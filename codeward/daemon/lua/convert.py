@@ -30,8 +30,15 @@ class LuaBuilder:
     def build(self, value: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
             raise TypeError(f"values nested more than {MAX_DEPTH} deep cannot be passed to Lua")
+        kind = type(value)  # the exact JSON types first: the ABC checks cost more
+        if kind is str:
+            return value.encode("utf-8", "replace")
         if value is None:
             return self._null
+        if kind is dict:
+            return self._object(value, depth)
+        if kind is list:
+            return self._array(value, depth)
         if isinstance(value, bool | float):
             return value
         if isinstance(value, int):
@@ -39,17 +46,23 @@ class LuaBuilder:
         if isinstance(value, str):
             return value.encode("utf-8", "replace")
         if isinstance(value, Mapping):
-            items: dict[bytes, Any] = {}
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise TypeError(f"object keys must be strings, not {type(key).__name__}")
-                items[key.encode("utf-8", "replace")] = self.build(item, depth + 1)
-            return self._runtime.table_from(items)
+            return self._object(value, depth)
         if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
-            table = self._runtime.table_from([self.build(item, depth + 1) for item in value])
-            self.arrays.append(table)
-            return table
+            return self._array(value, depth)
         raise TypeError(f"a {type(value).__name__} cannot be passed to Lua")
+
+    def _object(self, value: Mapping[Any, Any], depth: int) -> Any:
+        items: dict[bytes, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"object keys must be strings, not {type(key).__name__}")
+            items[key.encode("utf-8", "replace")] = self.build(item, depth + 1)
+        return self._runtime.table_from(items)
+
+    def _array(self, value: Sequence[Any], depth: int) -> Any:
+        table = self._runtime.table_from([self.build(item, depth + 1) for item in value])
+        self.arrays.append(table)
+        return table
 
 
 def decode_json(payload: bytes) -> Any:
