@@ -134,6 +134,19 @@ def test_capabilities_static_and_dynamic() -> None:
     assert Capabilities().static is None and not Capabilities().supports("textDocument/hover")
 
 
+def test_capabilities_remembered_answers_follow_registrations() -> None:
+    """`supports` is remembered per method, and forgotten on every (un)registration."""
+    caps = _capabilities({"hoverProvider": True})
+    assert not caps.supports("textDocument/rename")  # asked (and remembered) before
+    caps.register("r", "textDocument/rename", {"prepareProvider": True})
+    assert caps.supports("textDocument/rename") and caps.supports("textDocument/prepareRename")
+    caps.unregister("r")
+    assert not caps.supports("textDocument/rename")
+    assert not caps.supports("textDocument/prepareRename")
+    caps.static = None  # a new process's answer replaces the last one's
+    assert not caps.supports("textDocument/hover")
+
+
 def test_capabilities_off_the_spec_are_left_out() -> None:
     caps = _capabilities(
         {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from dataclasses import dataclass
@@ -81,8 +82,15 @@ def resolve_inside(root: Path, path: str) -> Path:
         base = str(root)
         real = real_path(path if path.startswith("/") else f"{base}/{path}")
         if real == base or (base != "/" and real.startswith(base + "/")):
-            return Path(real)
+            return _path(real)
     return resolve_input_path(root, path, must_exist=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _path(real: str) -> Path:
+    """One `Path` per resolved string (it is hot): its hash is computed once, and the
+    service's tables find it by identity."""
+    return Path(real)
 
 
 def _relative(path: Path, root: Path) -> str:

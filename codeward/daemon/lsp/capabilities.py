@@ -67,14 +67,26 @@ class Capabilities:
         encoding: str | None = None,
         unreadable: Sequence[str] = (),
     ) -> None:
-        self.static = static  # None until the server answered initialize
+        self._static = static
         self.registrations: dict[str, tuple[str, Any]] = {}  # id -> (method, options)
         self.position_encoding: Encoding = negotiated(encoding)
         self.unreadable = list(unreadable)  # capabilities off the spec, left out
+        self._offered: dict[str, bool] = {}  # `supports`, remembered until a registration
+
+    @property
+    def static(self) -> lsp.ServerCapabilities | None:
+        """What the server answered to initialize (None until then)."""
+        return self._static
+
+    @static.setter
+    def static(self, static: lsp.ServerCapabilities | None) -> None:
+        self._static = static
+        self._offered = {}
 
     def register(self, reg_id: str, method: str, options: Any) -> str | None:
         """Record a registration. Options off the LSP spec are left out (the method is
         offered, none of its sub-options): what is wrong with them is returned."""
+        self._offered = {}
         try:
             self.registrations[reg_id] = (method, registration_options(method, options))
         except OffSpec as exc:
@@ -84,6 +96,7 @@ class Capabilities:
         return None
 
     def unregister(self, reg_id: str) -> None:
+        self._offered = {}
         self.registrations.pop(reg_id, None)
 
     def registered(self, method: str) -> list[Any]:
@@ -106,6 +119,12 @@ class Capabilities:
 
     def supports(self, method: str) -> bool:
         """Whether the server offers `method` (statically or by a dynamic registration)."""
+        offered = self._offered.get(method)
+        if offered is None:
+            offered = self._offered[method] = self._supports(method)
+        return offered
+
+    def _supports(self, method: str) -> bool:
         provider = _PROVIDERS.get(method)
         if provider is None:
             return bool(self.registered(method))

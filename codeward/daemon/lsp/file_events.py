@@ -78,17 +78,20 @@ class FileEvents:
             self._wake = trio.Event()
             await self.flush()
 
-    async def flush(self) -> None:
+    async def flush(self) -> bool:
         """Tell running servers everything that changed on disk up to now (a file under
-        preview keeps its preview text: it is synced when the preview ends).
+        preview keeps its preview text: it is synced when the preview ends). True when
+        nothing had changed: every open document outside a preview was just found as it
+        is on disk, and no checkpoint came since (the caller need not stat it again).
 
         No await inside once the gate lets it in (it waits only while another task's
         preview holds the servers): each flush is whole before any other task runs (no
         lock needed), and each server sends its notifications as they are made, in order."""
         if not self._changes and not self.stale_documents():
-            return  # the common case
+            return True  # the common case
         async with self.gate.shared():
             self._flush()
+        return False
 
     def _flush(self) -> None:
         changes = {p: k for p, k in self._changes.items() if p not in self.previews}

@@ -333,16 +333,20 @@ class Freshness:
         """Wait until it is `ready`; False when it was not within `timeout`."""
         return await self.changes.wait_for(lambda: self.ready, timeout)
 
+    def ready_for(self, doc: Document) -> bool:
+        """Whether the server is ready and has analysed `doc` (no wait)."""
+        if not self.ready:
+            return False
+        if self.analysed.get(doc.uri) == doc.version:
+            return True
+        published = self.published.get(doc.uri)
+        return published is not None and (published.version or 0) >= doc.version
+
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
         """Wait until the server is ready and has analysed `doc`."""
 
         def ready() -> bool:
-            if not self.ready:
-                return False
-            if self.analysed.get(doc.uri) == doc.version:
-                return True
-            published = self.published.get(doc.uri)
-            return published is not None and (published.version or 0) >= doc.version
+            return self.ready_for(doc)
 
         if ready():
             return True

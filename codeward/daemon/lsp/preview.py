@@ -46,21 +46,10 @@ class Gate:
         self._changed.set()
         self._changed = trio.Event()
 
-    @asynccontextmanager
-    async def shared(self) -> AsyncIterator[None]:
-        if self.held():
-            yield
-            return
-        while self.writer or self.writers_waiting:
-            await self._changed.wait()
-        self.readers += 1
-        token = _HELD.set(_HELD.get() | {id(self)})
-        try:
-            yield
-        finally:
-            _HELD.reset(token)
-            self.readers -= 1
-            self._notify()
+    def shared(self) -> _Shared:
+        """`async with gate.shared():` a request's hold (it waits while a preview has the
+        servers; held already by the calling task, it passes through)."""
+        return _Shared(self)
 
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
@@ -81,6 +70,37 @@ class Gate:
             _HELD.reset(token)
             self.writer = False
             self._notify()
+
+
+class _Shared:
+    """A shared hold of a `Gate` (a class, not a generator: it is on every request's path)."""
+
+    __slots__ = ("_gate", "_token")
+
+    def __init__(self, gate: Gate) -> None:
+        self._gate = gate
+        self._token: contextvars.Token[frozenset[int]] | None = None
+
+    async def __aenter__(self) -> None:
+        gate = self._gate
+        held = _HELD.get()
+        if id(gate) in held:
+            return
+        while gate.writer or gate.writers_waiting:
+            await gate._changed.wait()
+        gate.readers += 1
+        self._token = _HELD.set(held | {id(gate)})
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        token = self._token
+        if token is None:
+            return
+        self._token = None
+        _HELD.reset(token)
+        gate = self._gate
+        gate.readers -= 1
+        if gate.writers_waiting:  # only a waiting preview waits for readers to leave
+            gate._notify()
 
 
 class PreviewHost(Protocol):

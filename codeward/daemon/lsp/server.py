@@ -218,7 +218,12 @@ class LanguageServer:
 
     async def connection(self) -> LspConnection:
         """The running server's connection, starting it on first need."""
-        return await self._life.connection()
+        life = self._life
+        conn = life.conn
+        if life.state is ServerState.RUNNING and conn is not None and not conn.closed.is_set():
+            life.last_used = trio.current_time()  # the common case: `want` has nothing to do
+            return conn
+        return await life.connection()
 
     def status(self) -> dict[str, Any]:
         life = self._life
@@ -259,6 +264,8 @@ class LanguageServer:
         gets `REGISTRATION_GRACE` seconds to register it dynamically, or `lsp.ready_timeout`
         for a method its config says it registers (its registration follows a settings
         round trip, which a loaded machine can stretch past any short grace)."""
+        if self.capabilities.supports(method):  # the common case: no wait, no clock
+            return True
         expected = self.capabilities.registered_as(method) in self.config.registers
         wait = self.lsp.ready_timeout if expected else REGISTRATION_GRACE
         grace = self._life.running_since + wait - trio.current_time()
@@ -480,6 +487,10 @@ class LanguageServer:
 
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
         return await self._freshness.wait_ready(doc, timeout)
+
+    def ready_for(self, doc: Document) -> bool:
+        """Whether it is ready and has analysed `doc` now (`wait_ready` without the wait)."""
+        return self._freshness.ready_for(doc)
 
     @property
     def readiness(self) -> Readiness:

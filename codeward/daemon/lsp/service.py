@@ -441,10 +441,18 @@ class LanguageService:
         raise unsupported(method, names, language)
 
     async def _open(self, server: LanguageServer, path: Path, language: str) -> Document:
-        await self.events.flush()
-        await server.connection()
+        """`path` as `server` has it open, synced from disk (or from its preview) first."""
+        unchanged = await self.events.flush()
+        if not server.running:
+            await server.connection()
+            unchanged = False
         doc = server.document(path_to_uri(path))
-        if doc is not None and doc.stat is not UNTRUSTED and stat_of(path) == doc.stat:
+        if (
+            doc is not None
+            and doc.stat is not UNTRUSTED
+            and path not in self.previews
+            and (unchanged or stat_of(path) == doc.stat)  # the flush's stat, just taken
+        ):
             server.touch(doc.uri)
             return doc
         data, stat = self.previews.get(path), UNTRUSTED
@@ -599,10 +607,11 @@ class LanguageService:
             for attempt in (1, 2):
                 doc = await self._open(server, path, language)
                 partial = False
-                asked = trio.current_time()
-                if wait_ready:
-                    partial = not await self._wait_ready(server, doc)
-                ready = trio.current_time() - asked
+                ready = 0.0  # seconds waited for the server to be ready
+                if wait_ready and not server.ready_for(doc):
+                    asked = trio.current_time()
+                    partial = not await self._wait_ready(server, doc, asked)
+                    ready = trio.current_time() - asked
                 ctx = DocumentContext(
                     server.name, path, doc.uri, doc.text, doc.version, server.encoding, doc.index
                 )
@@ -639,12 +648,12 @@ class LanguageService:
             self._in_flight -= 1
             self.last_used = trio.current_time()
 
-    async def _wait_ready(self, server: LanguageServer, doc: Document) -> bool:
-        """Whether `server` analysed `doc` and ended its work-done progress in time. The
-        wait may pull the document's diagnostics: when that pull fails (the server's error,
-        not the caller's request), readiness is the end of its progress alone."""
+    async def _wait_ready(self, server: LanguageServer, doc: Document, now: float) -> bool:
+        """Whether `server` analysed `doc` and ended its work-done progress in time (from
+        `now`). The wait may pull the document's diagnostics: when that pull fails (the
+        server's error, not the caller's request), readiness is the end of its progress alone."""
         timeout = self.config.lsp.ready_timeout
-        deadline = trio.current_time() + timeout
+        deadline = now + timeout
         try:
             return await server.wait_ready(doc, timeout)
         except ToolError:

@@ -11,8 +11,10 @@ from codeward.daemon.paths import real_path
 __all__ = ["path_to_uri", "real_path", "uri_to_path"]
 
 
+@functools.lru_cache(maxsize=4096)
 def uri_to_path(uri: str) -> Path | None:
-    """The path of a `file://` URI, or None for another scheme."""
+    """The path of a `file://` URI, or None for another scheme (remembered: a pure
+    function of the string, and paths are immutable)."""
     if uri.startswith("file:///") and "?" not in uri and "#" not in uri:
         return Path(unquote(uri[7:]))  # the common form, without the cost of urlparse
     parsed = urlparse(uri)
