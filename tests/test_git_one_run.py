@@ -184,6 +184,54 @@ async def test_what_porcelain_cannot_say_runs_git_status(
             argv] == [args]  # fmt: skip
 
 
+PORCELAIN_STATES = {**STATES, "detached HEAD": detached, "merge conflict": conflicted,
+                    "submodule": submodule}  # fmt: skip
+PORCELAIN_ARGS = [
+    ["--porcelain=v2"],
+    ["--porcelain=v2", "--branch"],
+    ["--porcelain=v2", "-z"],
+    ["-b", "-z", "--porcelain=v2", "-uall"],
+    ["--porcelain=v2", "-uno", "--", "dir"],
+]
+
+
+@pytest.mark.parametrize("args", PORCELAIN_ARGS, ids=[" ".join(a) for a in PORCELAIN_ARGS])
+@pytest.mark.parametrize("state", PORCELAIN_STATES.values(), ids=list(PORCELAIN_STATES))
+async def test_porcelain_v2_in_one_run_prints_what_git_prints(
+    repo: Path, state: Callable[[Path], None], args: list[str], status_runs: list[list[str]]
+) -> None:
+    """Porcelain v2, with or without branch headers and -z, in every state (those the long
+    format leaves to git too: porcelain says it all), from the one parse run."""
+    state(repo)
+    result = await run(repo, "status", args)
+    assert result["output"] == git(repo, "status", *args)
+    assert len(status_runs) == 1 and "--porcelain=v2" in status_runs[0]
+    assert result["parsed"]["branch"] is not None
+
+
+def quote_path_off(repo: Path) -> None:
+    dirty(repo)
+    git(repo, "config", "core.quotePath", "false")
+
+
+PORCELAIN_FALLBACKS: dict[str, tuple[Callable[[Path], None], list[str]]] = {
+    "quotePath configured": (quote_path_off, ["--porcelain=v2"]),
+    "show stash": (dirty, ["--porcelain=v2", "--show-stash"]),
+    "version 1": (dirty, ["--porcelain=v2", "--porcelain"]),
+}
+
+
+@pytest.mark.parametrize(("state", "args"), PORCELAIN_FALLBACKS.values(),
+                         ids=list(PORCELAIN_FALLBACKS))  # fmt: skip
+async def test_porcelain_that_the_parse_run_cannot_render_runs_git_status(
+    repo: Path, state: Callable[[Path], None], args: list[str], status_runs: list[list[str]]
+) -> None:
+    state(repo)
+    result = await run(repo, "status", args)
+    assert result["output"] == git(repo, "status", *args)
+    assert len(status_runs) == 2
+
+
 @pytest.mark.parametrize(
     ("args", "mode"),
     [

@@ -101,7 +101,7 @@ async def run_git(
         await exclusive(run_all)
 
     if one_run:
-        rendered = _rendered(decision, results[1])
+        rendered = _rendered(decision, repo, results[1])
         if rendered is None:  # something only git itself words: ask it
             await one(0, decision.args)
         else:
@@ -340,7 +340,9 @@ def _combine(subcommand: str, plan: list[ParseRun], outputs: list[Completed]) ->
 def _one_run(decision: Decision, repo: Repository) -> bool:
     """Whether the parse run's output holds, exactly, what the user's command prints."""
     if decision.subcommand == "status":
-        return status.plain(decision.args, repo.entries, repo.git_dir)
+        return status.porcelain_format(decision.args, repo.entries) is not None or status.plain(
+            decision.args, repo.entries, repo.git_dir
+        )
     if decision.subcommand == "diff":  # the parse run's patch, when no option changes its look
         return _filters(decision.args) == list(decision.args) and not any(
             _changes_patch(entry.key.lower(), (entry.value or "true").lower())
@@ -356,12 +358,15 @@ def _changes_patch(key: str, value: str) -> bool:
     return key in ("color.ui", "color.diff") and "always" in value
 
 
-def _rendered(decision: Decision, parse_run: Completed) -> bytes | None:
+def _rendered(decision: Decision, repo: Repository, parse_run: Completed) -> bytes | None:
     """What the user's command prints, from the parse run; None to run the command itself."""
     if parse_run.exit_code != 0 or parse_run.timed_out or parse_run.truncated:
         return None
     if decision.subcommand == "diff":
         return parse.diff_patch(parse_run.stdout)
+    porcelain = status.porcelain_format(decision.args, repo.entries)
+    if porcelain is not None:
+        return status.porcelain(parse_run.stdout, *porcelain)
     mode = status.untracked_mode(decision.args)
     text = None if mode is None else status.long_format(parse_run.stdout, mode)
     return None if text is None else text.encode("utf-8", "surrogateescape")

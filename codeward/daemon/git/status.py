@@ -1,10 +1,13 @@
-"""`git status` in one run: the long format rendered from `--porcelain=v2 -z --branch`.
+"""`git status` in one run: the long format, and porcelain v2 as the user asked for it,
+rendered from `--porcelain=v2 -z --branch`.
 
 Porcelain v2 with branch headers holds everything the long format shows for an ordinary
 repository: the branch, its upstream and how far ahead or behind, staged, unstaged and
 untracked files. What it cannot tell apart (a detached HEAD "at" or "from", conflicts
 in a merge or rebase in progress, submodules, configuration that changes the long
 format) makes `plain` or `long_format` say no, and the caller runs `git status` itself.
+Porcelain v2 itself, with or without `-z` and `--branch`, is the same records: `porcelain`
+drops the branch headers not asked for and, without `-z`, writes lines with quoted paths.
 """
 
 from __future__ import annotations
@@ -210,3 +213,67 @@ def long_format(data: bytes, mode: str) -> str | None:
         else:
             lines.append("nothing to commit, working tree clean")
     return "\n".join(lines) + "\n"
+
+
+def porcelain_format(
+    args: Sequence[str], entries: Sequence[ConfigEntry]
+) -> tuple[bool, bool] | None:
+    """(branch headers, `-z`) when `git status ARGS` prints porcelain v2 that `porcelain`
+    renders from the parse run; None otherwise."""
+    porcelain = branch = nul = False
+    for i, arg in enumerate(args):
+        if "--" in args[:i] or arg == "--" or not arg.startswith("-"):
+            continue  # a pathspec: the parse run has it too
+        if arg == "--porcelain=v2":
+            porcelain = True
+        elif arg in ("--branch", "-b"):
+            branch = True
+        elif arg == "-z":
+            nul = True
+        elif untracked_mode([arg]) is None:  # the parse run keeps the untracked mode
+            return None
+    if not porcelain:
+        return None
+    if not nul and any(entry.key.lower() == "core.quotepath" for entry in entries):
+        return None  # quoting as configured: git's to do
+    return branch, nul
+
+
+# the fields of each record before its path: changed, renamed or copied, unmerged
+_FIELDS_BEFORE_PATH = {b"1": 8, b"2": 9, b"u": 10}
+
+
+def porcelain(data: bytes, branch: bool, nul: bool) -> bytes:
+    """`git status --porcelain=v2 [--branch] [-z]` from `--porcelain=v2 -z --branch` output."""
+    parts = data.split(b"\x00")
+    if parts and parts[-1] == b"":
+        parts.pop()
+    records: list[bytes] = []
+    i = 0
+    while i < len(parts):
+        record = parts[i]
+        i += 1
+        if record.startswith(b"# branch."):
+            if branch:
+                records.append(record)
+            continue
+        kind = record[:1]
+        orig = None
+        if kind == b"2":  # the original path follows as a record of its own
+            orig = parts[i] if i < len(parts) else b""
+            i += 1
+        if nul:
+            records += [record] if orig is None else [record, orig]
+            continue
+        if kind in _FIELDS_BEFORE_PATH:
+            *fields, path = record.split(b" ", _FIELDS_BEFORE_PATH[kind])
+            record = b" ".join([*fields, _quoted(path)])
+        elif kind in (b"?", b"!"):
+            record = record[:2] + _quoted(record[2:])
+        records.append(record if orig is None else record + b"\t" + _quoted(orig))
+    end = b"\x00" if nul else b"\n"
+    return b"".join(record + end for record in records)
+
+
+def _quoted(path: bytes) -> bytes:
+    return quote(path.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
