@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from common import Daemon, DaemonClient  # bench/
 
 LAUNCH = "import sys; from codeward.client.entry import main; sys.exit(main())"
@@ -70,6 +71,15 @@ def lib_source() -> str:
     return "".join(parts) + "\n"
 
 
+def outline_names(symbols: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """Every (name, line) of a document outline, depth first."""
+    found: list[tuple[str, int]] = []
+    for symbol in symbols:
+        found.append((symbol["name"], symbol["line"]))
+        found += outline_names(symbol.get("children") or [])
+    return found
+
+
 def make_project(parent: Path) -> Path:
     root = parent / "project"
     root.mkdir()
@@ -96,7 +106,8 @@ class Pump:
         self.ids = itertools.count(1)
 
     def send(self, message: dict[str, Any]) -> None:
-        self.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        # msgspec, as DaemonClient: the client's JSON library is not what is measured
+        self.stdin.write(msgspec.json.encode({"jsonrpc": "2.0", **message}) + b"\n")
         self.stdin.flush()
 
     def request(self, method: str, params: dict[str, Any]) -> Any:
@@ -106,7 +117,7 @@ class Pump:
             line = self.stdout.readline()
             if not line:
                 raise SystemExit(f"codeward mcp exited during {method}")
-            reply = json.loads(line)
+            reply = msgspec.json.decode(line)
             if reply.get("id") == msg_id:
                 if "error" in reply:
                     raise SystemExit(f"{method}: {reply['error']}")
@@ -243,6 +254,11 @@ def main() -> None:
                   f"   old pretty JSON {pretty:6,d}  ratio {text / pretty:4.2f}x")  # fmt: skip
             print(f"   {'':<11}              quoted agent-lsp {quoted:6,d}  ({quoted / count:5.1f} "
                   "per item, on its own fixture)")  # fmt: skip
+        names = outline_names(symbols["structuredContent"]["symbols"])
+        floor = sum(len(name) + 1 for name, _ in names)
+        digits = sum(len(str(line)) for _, line in names)
+        print(f"   outline floor: the names alone, one separator each {floor:4d}; with each "
+              f"name's line number {floor + digits + len(names):4d}")  # fmt: skip
         print("   outline as the model sees it:")
         for line in symbols["content"][0]["text"].splitlines()[:8]:
             print(f"     | {line}")

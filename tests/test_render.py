@@ -185,22 +185,61 @@ def test_lua_results() -> None:
 # -- MCP content text -------------------------------------------------------------------------
 
 
-def test_outline_is_an_indented_list_under_the_path() -> None:
+def sym(name: str, kind: str, line: int, character: int, *children: Any) -> dict[str, Any]:
+    return {"name": name, "kind": kind, "line": line, "character": character,
+            "children": list(children)}  # fmt: skip
+
+
+def test_outline_groups_siblings_of_a_kind_with_their_positions() -> None:
     result = {
         "scope": "document",
         "path": "lib.py",
         "symbols": [
-            {"name": "Shape", "kind": "class", "line": 3, "character": 7, "children": [
-                {"name": "area", "kind": "method", "line": 4, "character": 9, "children": []},
-                {"name": "SIDES", "kind": "constant", "range": {"line": 6, "character": 5}},
-            ]},
-            {"name": "odd", "kind": "enumMember"},
+            sym("Shape", "class", 3, 7, sym("area", "method", 4, 9), sym("size", "method", 7, 9),
+                sym("SIDES", "constant", 9, 5)),
+            sym("a", "function", 12, 5),
+            sym("b", "function", 14, 11),  # `async def`: another character
+            sym("c", "function", 16, 5),
+            {"name": "odd", "kind": "enum_member"},  # no position
+            sym("T", "type_parameter", 18, 1),
             "junk",
         ],
     }  # fmt: skip
     assert render.outline(result) == [
-        "lib.py", "3 class Shape", "  4 fn area", "  6 const SIDES", "member odd",
-    ]  # fmt: skip
+        "class@7 Shape:3",
+        " fn@9 area:4 size:7",
+        " const@5 SIDES:9",
+        "fn a:12:5 b:14:11 c:16:5",
+        "member odd",
+        "type@1 T:18",
+    ]
+    assert render.outline({"scope": "document", "symbols": "bad"}) == []
+
+
+def test_outline_quotes_names_that_would_not_read_as_one() -> None:
+    result = {
+        "symbols": [
+            sym("adds two numbers", "function", 1, 4),
+            sym("404", "key", 2, 1),
+            sym("", "variable", 3, 1),
+            sym('say "hi"', "string", 4, 1),
+            sym("std::vector", "class", 5, 12),
+            sym("label:", "key", 6, 1),
+            sym("größe", "variable", 7, 1),
+        ]
+    }
+    assert render.outline(result) == [
+        'fn@4 "adds two numbers":1',
+        'key@1 "404":2',
+        'var@1 "":3',
+        'string@1 "say \\"hi\\"":4',
+        "class@12 std::vector:5",
+        'key@1 "label:":6',
+        "var@1 größe:7",
+    ]
+
+
+def test_outline_workspace_matches_print_as_locations() -> None:
     workspace = {
         "scope": "workspace",
         "symbols": [
@@ -208,6 +247,12 @@ def test_outline_is_an_indented_list_under_the_path() -> None:
         ],
     }
     assert render.outline(workspace) == ["lib.py:4:9: method area (in Shape)"]
+
+
+def test_restricted_is_said_unless_the_reader_was_told() -> None:
+    result = {"status": "found", "symbols": [sym("f", "function", 1, 5)], "restricted": True}
+    assert render.tool_text("get_symbols", result) == f"fn@5 f:1\n({render.RESTRICTED})"
+    assert render.tool_text("get_symbols", result, told_restricted=True) == "fn@5 f:1"
 
 
 def test_tool_text_is_compact_never_json() -> None:

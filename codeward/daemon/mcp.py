@@ -95,6 +95,9 @@ class McpDialect:
         self._bound = trio.Event()  # the binding line's session is open (or failed)
         self._bind_error: ToolError | None = None
         self._calls: dict[Id, _Call] = {}
+        # The model was told that the root's servers run restricted (said once, not on
+        # every answer; again after an answer from unrestricted servers).
+        self._told_restricted = False
         REGISTRY.watch(self)
 
     # -- lines in ---------------------------------------------------------------------------
@@ -231,7 +234,11 @@ class McpDialect:
             if exc is None:
                 raise
             return self._error_result(event.id, exc)
-        return self.machine.result_message(event.id, render.tool_text(event.name, result), result)
+        told, restricted = self._told_restricted, bool(result.get("restricted"))
+        if tool.servers:
+            self._told_restricted = restricted
+        text = render.tool_text(event.name, result, told_restricted=told)
+        return self.machine.result_message(event.id, text, result)
 
     def _error_result(self, msg_id: Id, exc: ToolError) -> bytes:
         text = render.error_text(exc.message, exc.kind.value, exc.details)

@@ -7,6 +7,7 @@ the lines for stdout; `notes` gives the remarks for stderr (partial, truncated, 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -295,6 +296,10 @@ def lua(result: dict[str, Any]) -> list[str]:
 
 # -- stderr remarks --------------------------------------------------------------------------
 
+RESTRICTED = (
+    "restricted: the root is not trusted (codeward trust), so its servers run without project code"
+)
+
 
 def _count(value: Any) -> int | None:
     if isinstance(value, list):
@@ -315,10 +320,7 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
     if result.get("truncated"):
         out.append("output truncated")
     if result.get("restricted"):
-        out.append(
-            "restricted: the root is not trusted (codeward trust), so its servers run "
-            "without project code"
-        )
+        out.append(RESTRICTED)
     if command == "diagnostics":
         for error in result.get("errors") or []:
             if isinstance(error, dict):
@@ -376,7 +378,7 @@ _COMMANDS = {
 }
 
 
-# Short words for the commonest symbol kinds in an outline (the rest keep their LSP name).
+# Short words for the commonest symbol kinds in an outline (the rest keep their name).
 _SHORT_KINDS = {
     "function": "fn",
     "method": "fn",
@@ -384,31 +386,76 @@ _SHORT_KINDS = {
     "variable": "var",
     "constant": "const",
     "property": "prop",
-    "enumMember": "member",
-    "typeParameter": "type",
+    "enum_member": "member",
+    "type_parameter": "type",
 }
+# A name printed bare: no space, quote or colon at its end, and not a number (which would
+# read as a line); any other is printed as a JSON string.
+_BARE_NAME = re.compile(r"[^\s\"]*[^\s\":]")
+
+
+def _kind_word(symbol: dict[str, Any]) -> str:
+    kind = symbol.get("kind")
+    return _SHORT_KINDS.get(kind, kind) if isinstance(kind, str) and kind else "?"
+
+
+def _name(symbol: dict[str, Any]) -> str:
+    name = str(symbol.get("name", "?"))
+    if _BARE_NAME.fullmatch(name) and not name.isdigit():
+        return name
+    return json.dumps(name, ensure_ascii=False)
+
+
+def _groups(items: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
+    """Runs of siblings of one kind; a symbol with children stands alone (they follow it)."""
+    group: list[dict[str, Any]] = []
+    for symbol in items:
+        if group and (
+            symbol.get("children")
+            or group[-1].get("children")
+            or _kind_word(symbol) != _kind_word(group[0])
+        ):
+            yield group
+            group = []
+        group.append(symbol)
+    if group:
+        yield group
+
+
+def _group_line(group: list[dict[str, Any]], indent: int) -> str:
+    """`kind@col name:line name:line` when the names share their column, else
+    `kind name:line:col ...`; a name without a position is printed alone."""
+    starts = [_start(symbol) for symbol in group]
+    columns = {col for line, col in starts if line is not None}
+    shared = columns.pop() if len(columns) == 1 and None not in columns else None
+    head = _kind_word(group[0]) + (f"@{shared}" if shared is not None else "")
+    names = []
+    for symbol, (line, col) in zip(group, starts, strict=True):
+        text = _name(symbol)
+        if line is not None:
+            text += f":{line}" + (f":{col}" if shared is None and col is not None else "")
+        names.append(text)
+    return " " * indent + head + " " + " ".join(names)
 
 
 def outline(result: dict[str, Any]) -> list[str]:
-    """Document symbols as an indented list, `line kind name`, under the file's path;
-    workspace matches as `path:line:col: kind name (in container)`."""
+    """Document symbols as an indented outline, one line per run of siblings of one kind:
+    `fn@9 area:5 size:8` is two functions whose names stand at column 9 of lines 5 and 8
+    (the line and character the position tools take); children follow their parent, one
+    space deeper. Workspace matches print as `path:line:col: kind name (in container)`."""
     if result.get("scope") == "workspace":
         return [
             f"{location(s)}: {_symbol_text(s, 0)}"
             for s in result.get("symbols") or []
             if isinstance(s, dict)
         ]
-    lines: list[str] = [str(result["path"])] if result.get("path") else []
+    lines: list[str] = []
 
     def walk(items: Any, indent: int) -> None:
-        for symbol in items if isinstance(items, list) else []:
-            if isinstance(symbol, dict):
-                line, _ = _start(symbol)
-                kind = symbol.get("kind")
-                kind = _SHORT_KINDS.get(kind, kind) if isinstance(kind, str) else None
-                head = "  " * indent + (f"{line} " if line is not None else "")
-                lines.append(head + (f"{kind} " if kind else "") + str(symbol.get("name", "?")))
-                walk(symbol.get("children"), indent + 1)
+        symbols = [s for s in items if isinstance(s, dict)] if isinstance(items, list) else []
+        for group in _groups(symbols):
+            lines.append(_group_line(group, indent))
+            walk(group[-1].get("children"), indent + 1)
 
     walk(result.get("symbols"), 0)
     return lines
@@ -449,10 +496,11 @@ _TEXT = {
 }
 
 
-def tool_text(tool: str, result: Any) -> str:
+def tool_text(tool: str, result: Any, *, told_restricted: bool = False) -> str:
     """A tool's result as compact text, the way compilers and grep print: one location a
     line, an outline as an indented list, diffs as diffs; a tool without a renderer gets
-    compact JSON (never pretty-printed). Remarks (partial, truncated, counts) come last."""
+    compact JSON (never pretty-printed). Remarks (partial, truncated, counts) come last;
+    `told_restricted`: the reader already knows the servers run restricted (not said again)."""
     if not isinstance(result, dict):
         return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     shape = _TEXT.get(tool)
@@ -461,6 +509,8 @@ def tool_text(tool: str, result: Any) -> str:
     lines = [*_count_line(tool, result), *shape(result)]
     command = _COMMANDS.get(tool)
     remarks = notes(command, result) if command else []
+    if told_restricted and RESTRICTED in remarks:
+        remarks.remove(RESTRICTED)
     if tool == "git_command" and result.get("truncated"):
         remarks.append("output truncated")
     if not lines and not remarks:

@@ -432,7 +432,10 @@ class DeclarationSites:
     "functions, methods and module or class names with kinds and line ranges, to understand "
     "a file without reading it all. Workspace scope (give query): find definitions by name "
     "across the project, each with its path and container. Parameters and local variables "
-    "appear only with all: true; kinds and depth narrow the answer.",
+    "appear only with all: true; kinds and depth narrow the answer. The outline's text puts "
+    "each run of siblings of one kind on a line, children one space deeper: `fn@9 area:5 "
+    "size:8` is two functions whose names start at character 9 of lines 5 and 8 (the "
+    "position the other tools take); `name:line:char` where the characters differ.",
     SymbolsArgs,
 )
 async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
