@@ -183,9 +183,11 @@ async def tools_call(conn: Connection, item: Incoming) -> Any:
     session = require_session(conn)
     tool = REGISTRY.get(params.name)
     arguments = REGISTRY.validate(tool, params.arguments)
-    # A tool that writes shields the write itself (run_git, the edit layer): everything
+    ctx = ToolContext(session, conn, conn.policy)
+    # Straight to the tool (the registry is its declaration, not a layer in between). A
+    # tool that writes shields the write itself (run_git, the edit layer): everything
     # before it stays cancellable, so $/cancelRequest reaches the language server.
-    return await tool.run(ToolContext(session, conn, conn.policy), arguments)
+    return tool.finish(ctx, await tool.handler(ctx, arguments))
 
 
 @method("lua/eval")

@@ -226,7 +226,8 @@ class McpDialect:
             session = await self._session()
             tool = REGISTRY.get(event.name)
             arguments = REGISTRY.validate(tool, event.arguments)
-            result = await tool.run(ToolContext(session, self.conn, self.conn.policy), arguments)
+            ctx = ToolContext(session, self.conn, self.conn.policy)
+            result = tool.finish(ctx, await tool.handler(ctx, arguments))
         except ToolError as exc:
             return self._error_result(event.id, exc)
         except ExceptionGroup as group:

@@ -49,14 +49,15 @@ class SessionHost:
         )
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        ctx = ToolContext(self.session, self.caller, self.policy)
+        found = REGISTRY.get(tool)
+        args: Any = REGISTRY.validate(found, arguments)
         if tool == "git_command":
             # Already inside a sandboxed eval: run git from here rather than start a second
             # eval, which could wait for a runtime while this one holds its own.
-            args: Any = REGISTRY.validate(REGISTRY.get(tool), arguments)
             opts = {"allow_destructive": args.allow_destructive}
             return await self.git(args.subcommand, list(args.args), opts)
-        return await REGISTRY.call(tool, arguments, ctx)
+        ctx = ToolContext(self.session, self.caller, self.policy)
+        return found.finish(ctx, await found.handler(ctx, args))
 
     def log(self, message: str) -> None:
         log.info("lua[%s]: %s", self.session.id, message)

@@ -1,7 +1,9 @@
 """The one place a tool is declared: name, description, argument Struct, handler.
 
-`tools/list` renders the argument Struct's JSON Schema in every format;
-`tools/call` validates arguments against it and dispatches to the handler.
+A table, not a layer: `tools/list` renders the argument Struct's JSON Schema in every
+format; a caller (`tools/call`, MCP, a Lua eval's `codeward.call`) looks the tool up,
+validates the arguments, awaits `tool.handler` itself and passes the result through
+`tool.finish`, so a call goes straight from its caller to the tool.
 """
 
 from __future__ import annotations
@@ -64,10 +66,9 @@ class Tool:
     # completion when its client disconnects (its write itself is shielded where it happens)
     writes: Callable[[Any], bool] | None = None
 
-    async def run(self, ctx: ToolContext, arguments: msgspec.Struct) -> dict[str, Any]:
-        """The handler's result; `restricted: true` beside it when its servers run in
-        their restricted configuration (an untrusted root)."""
-        result = await self.handler(ctx, arguments)
+    def finish(self, ctx: ToolContext, result: dict[str, Any]) -> dict[str, Any]:
+        """The handler's `result` as the caller returns it: `restricted: true` beside it when
+        its servers run in their restricted configuration (an untrusted root)."""
         if self.servers and ctx.session.restricted:
             result["restricted"] = True
         return result
@@ -174,10 +175,6 @@ class ToolRegistry:
             return tool.writes(self.validate(tool, arguments))
         except ToolError:
             return False
-
-    async def call(self, name: str, arguments: Any, ctx: ToolContext) -> dict[str, Any]:
-        tool = self.get(name)
-        return await tool.run(ctx, self.validate(tool, arguments))
 
 
 REGISTRY = ToolRegistry()

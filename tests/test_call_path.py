@@ -1,0 +1,200 @@
+"""A tool call's path, checked on real calls: from the socket to the language server in a
+straight line through at most 6 modules, none called back into once left.
+
+Each request frame written to a server is caught where it is written (`Outbox.put`, the
+one write point of a frame), and the call stack there is read: the writing task's own
+frames, preceded by the frames of the task that started it, waiting in its nursery, up to
+the task daemon/connection.py (or daemon/mcp.py) started for the client's request (a tool
+that asks two things at once, as hover does, asks the second in a task of its own).
+Helpers that were called and returned (validation, shaping) are not on it, which is the
+point: they are not in the line.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from codeward.daemon.outbox import Outbox
+from codeward.daemon.server import Daemon
+from tests.intel_support import pos, write
+from tests.lsp_support import needs
+from tests.rpc import RpcClient
+from tests.test_mcp import raw_mcp
+
+pytestmark = needs("basedpyright", "ruff")
+
+MAX_MODULES = 6
+# a client's request runs in a task of its own: a `tools/call` one daemon/connection.py
+# starts, or the one daemon/mcp.py starts for an MCP call on the same socket
+REQUEST_TASKS = frozenset({"codeward.daemon.connection", "codeward.daemon.mcp"})
+
+
+def line(tool: str) -> list[str]:
+    """The expected straight line of `tool`'s modules."""
+    return [
+        "codeward.daemon.connection",
+        "codeward.daemon.handlers",
+        tool,
+        "codeward.daemon.lsp.service",
+        "codeward.daemon.lsp.server",
+        "codeward.daemon.lsp.connection",
+    ]
+
+
+INTEL = line("codeward.daemon.tools.intel")
+EDITS = line("codeward.daemon.tools.edits")
+
+LIB = """class Box:
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def compute(value: int) -> Box:
+    return Box(value)
+"""
+MAIN = """from lib import compute
+
+
+def run() -> int:
+    box = compute( 2)
+    return box.size
+"""
+
+
+def _frames(frame: FrameType | None) -> Iterator[FrameType]:
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _module(frame: FrameType) -> str:
+    return frame.f_globals.get("__name__", "")
+
+
+def _root_module(task: trio.lowlevel.Task) -> str:
+    frame = getattr(task.coro, "cr_frame", None)
+    return _module(frame) if frame is not None else ""
+
+
+def request_stack(frame: FrameType) -> list[str] | None:
+    """The modules on the stack of the client request that wrote from `frame`, outermost
+    first, across the tasks it started; None when no client request started the writer
+    (the server's own start, a lane's task, the file watcher)."""
+    stacks = [[_module(f) for f in reversed(list(_frames(frame)))]]
+    task: trio.lowlevel.Task | None = trio.lowlevel.current_task()
+    while task is not None and _root_module(task) not in REQUEST_TASKS:
+        nursery = task.parent_nursery
+        task = nursery.parent_task if nursery is not None else None
+        if task is not None:
+            stacks.insert(0, _up_to(nursery, [f for f, _ in task.iter_await_frames()]))
+    if task is None:
+        return None
+    return [m for stack in stacks for m in stack if m.startswith("codeward.")]
+
+
+def _up_to(nursery: Any, frames: list[FrameType]) -> list[str]:
+    """The modules of a parent task's `frames` down to the one that opened `nursery` (the
+    parent may have gone on meanwhile: what it awaits now is not the child's path)."""
+    for i, frame in enumerate(frames):
+        if any(value is nursery for value in frame.f_locals.values()):
+            return [_module(f) for f in frames[: i + 1]]
+    raise AssertionError(f"no frame of {frames} holds the nursery {nursery}")
+
+
+def runs(modules: list[str]) -> list[str]:
+    """`modules` with each contiguous run of one module made one entry."""
+    return [m for i, m in enumerate(modules) if i == 0 or modules[i - 1] != m]
+
+
+@pytest.fixture
+def written(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[list[str]]]:
+    """method -> the request stacks of every request frame of that method written to a
+    server (while the test runs)."""
+    seen: dict[str, list[list[str]]] = {}
+    put = Outbox.put
+
+    def spy(self: Outbox, frame: bytes) -> None:
+        if frame.startswith(b"Content-Length:"):  # to a language server
+            message: Any = msgspec.json.decode(frame.partition(b"\r\n\r\n")[2])
+            if "id" in message and "method" in message:
+                stack = request_stack(sys._getframe(1))
+                if stack is not None:
+                    seen.setdefault(message["method"], []).append(stack)
+        put(self, frame)
+
+    monkeypatch.setattr(Outbox, "put", spy)
+    return seen
+
+
+async def test_every_tool_reaches_its_server_in_a_straight_line(
+    client: RpcClient,
+    project: Path,
+    written: dict[str, list[list[str]]],
+    daemon: Daemon,
+    nursery: trio.Nursery,
+) -> None:
+    write(project, {"lib.py": LIB, "main.py": MAIN})
+    line_, character = pos(project, "main.py", "compute( 2)")
+    at: dict[str, Any] = {"path": "main.py", "line": line_, "character": character}
+    line_, character = pos(project, "lib.py", "compute")
+    declared = {"line": line_, "character": character}
+    calls: list[tuple[str, dict[str, Any], dict[str, list[str]]]] = [
+        # hover asks its definition in a task of its own, at once
+        ("get_hover_info", at, {"textDocument/hover": INTEL, "textDocument/definition": INTEL}),
+        ("go_to_definition", at, {"textDocument/definition": INTEL}),
+        ("get_type_definition", at, {"textDocument/typeDefinition": INTEL}),
+        ("get_symbols", {"path": "lib.py"}, {"textDocument/documentSymbol": INTEL}),
+        ("get_symbols", {"scope": "workspace", "query": "compute"}, {"workspace/symbol": INTEL}),
+        (
+            "call_hierarchy",
+            {"path": "lib.py", **declared},
+            {"textDocument/prepareCallHierarchy": INTEL, "callHierarchy/incomingCalls": INTEL},
+        ),
+        (
+            "call_hierarchy",
+            {"path": "lib.py", **declared, "direction": "outgoing"},
+            {"callHierarchy/outgoingCalls": INTEL},
+        ),
+        ("format_code", {"path": "main.py", "apply": False}, {"textDocument/formatting": EDITS}),
+        (
+            "rename_symbol",
+            {**at, "new_name": "calculate", "apply": False},
+            {"textDocument/prepareRename": EDITS, "textDocument/rename": EDITS},
+        ),
+        ("get_code_actions", {"path": "main.py", "line": 1}, {"textDocument/codeAction": EDITS}),
+    ]
+    for tool, arguments, expected in calls:
+        written.clear()
+        with trio.fail_after(60):
+            await client.tool(tool, **arguments)
+        for method, path in expected.items():
+            assert written.get(method), f"{tool} wrote no {method} request"
+            for stack in written[method]:
+                modules = runs(stack)
+                assert len(modules) == len(set(modules)), (tool, method, stack)  # no call back up
+                assert len(modules) <= MAX_MODULES, (tool, method, modules)
+                assert modules == path, (tool, method, modules)
+
+    # the same line through MCP on the same socket: its dialect instead of the handlers
+    mcp = await raw_mcp(nursery, daemon, project)
+    written.clear()
+    with trio.fail_after(60):
+        reply = await mcp.request("tools/call", {"name": "get_hover_info", "arguments": at})
+    assert not reply["result"].get("isError"), reply
+    (stack,) = written["textDocument/hover"]
+    assert runs(stack) == ["codeward.daemon.mcp", *INTEL[2:]], stack
+
+
+def test_runs_and_the_call_back_check() -> None:
+    line_ = ["a", "a", "b", "c", "c"]
+    assert runs(line_) == ["a", "b", "c"]
+    back = runs(["a", "b", "a"])
+    assert len(back) != len(set(back))
