@@ -285,7 +285,7 @@ class TestHalfCloseWithALanguageServer:
 
 
 async def test_hang_up_tells_a_half_close_from_a_close() -> None:
-    from codeward.daemon.peer import hung_up, wait_hung_up
+    from codeward.daemon.hangup import hung_up, wait_hung_up
 
     for how in ("shutdown", "close"):
         ours, theirs = trio.socket.socketpair()

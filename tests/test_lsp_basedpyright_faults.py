@@ -61,8 +61,7 @@ async def test_cancelled_references_do_not_break_basedpyright(tmp_path: Path) ->
         with trio.fail_after(60):
             assert await references(manager, root) == 5
         server = manager.servers["basedpyright"]
-        conn = server._conn  # pyright: ignore[reportPrivateUsage]
-        assert conn is not None
+        conn = await server.connection()
         answer = conn._on_request  # pyright: ignore[reportPrivateUsage]
         scope = trio.CancelScope()
 

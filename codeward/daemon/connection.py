@@ -24,9 +24,9 @@ import msgspec
 import trio
 
 from codeward.daemon.config import Config, PolicyConfig
+from codeward.daemon.hangup import hung_up, wait_hung_up
 from codeward.daemon.mcp import McpDialect
 from codeward.daemon.outbox import Outbox
-from codeward.daemon.peer import hung_up, wait_hung_up
 from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
 from codeward.protocol.framing import FrameError, Framing
@@ -507,7 +507,7 @@ class Connection:
                     turn.release()
             replies = [body for body in bodies if body is not None]
             if replies:
-                self._queue(b"[" + b",".join(replies) + b"]")
+                self._queue_frame(self.peer.batch(replies))
         finally:
             self._batch_bytes -= held
             self._task_done()

@@ -186,10 +186,6 @@ class LanguageServer:
     def busy(self) -> bool:
         return self._life.busy
 
-    @property
-    def _conn(self) -> LspConnection | None:
-        return self._life.conn
-
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Supervise the server and run its lanes until cancelled or `stop()`; then stop it
         (what waits in a lane fails)."""
