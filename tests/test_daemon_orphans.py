@@ -267,7 +267,7 @@ class TestGuardianInProcess:
             "tools/call", {"name": "get_diagnostics", "arguments": {"path": "a.fake"}}
         )
         (session,) = daemon.sessions.sessions.values()
-        server = session.lsp.servers["fake"].pid
+        server = session.lsp.pool.servers["fake"].pid
         assert server is not None
         guard = daemon.guardian
         record = record_path(daemon.socket_path)

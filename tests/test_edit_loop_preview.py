@@ -110,7 +110,7 @@ async def test_a_server_killed_during_a_preview(
         after = await client.tool("get_diagnostics", path="use.py")
     assert after["diagnostics"] == [] and not after.get("errors"), after
     (session,) = daemon.sessions.sessions.values()
-    texts = [d.text for s in session.lsp.servers.values() for d in s.open_documents()]
+    texts = [d.text for s in session.lsp.pool.servers.values() for d in s.open_documents()]
     assert BROKEN not in texts and LIB in texts
 
 

@@ -41,7 +41,7 @@ async def test_command_edits_go_through_the_layer(root: Path, nursery: trio.Nurs
     await nursery.start(writer.run)
     async with running(root, real_config()) as (manager, _):
         await manager.server_diagnostics(path)  # opens it in ruff
-        server = manager.servers["ruff"]
+        server = manager.pool.servers["ruff"]
         doc = server.document(path.as_uri())
         assert doc is not None
         command = {
@@ -85,7 +85,7 @@ async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
     path = root / "m.py"
     async with running(root, real_config()) as (manager, _):
         await manager.server_diagnostics(path)
-        doc = manager.servers["ruff"].document(path.as_uri())
+        doc = manager.pool.servers["ruff"].document(path.as_uri())
         assert doc is not None
         session = _Session(root, manager)
         await nursery.start(session.writer.run)
@@ -102,7 +102,7 @@ async def test_code_action_commands(root: Path, nursery: trio.Nursery) -> None:
         path.write_text(SOURCE)
         await manager.flush()
         await manager.server_diagnostics(path)
-        doc = manager.servers["ruff"].document(path.as_uri())
+        doc = manager.pool.servers["ruff"].document(path.as_uri())
         assert doc is not None and doc.text == SOURCE
         header = {"range": _range(0, 0, 0, 0), "newText": "# header\n"}
         both = {

@@ -2,8 +2,9 @@
 
 The language-server layer is closed: outside `codeward/daemon/lsp/`, code imports only its
 interface (`lsp.service`) and the value types it declares public, never a server's internals
-(the actor, its connection, documents or process). And modules import in one direction:
-the session never imports the tools that use it."""
+(the actor, its connection, documents or process), and uses a LanguageService only through
+its interface (no server actor, no part of the service). And modules import in one
+direction: the session never imports the tools that use it."""
 
 from __future__ import annotations
 
@@ -116,6 +117,112 @@ def test_the_check_sees_internal_imports() -> None:
         "4: from codeward.daemon.lsp.process import ServerProcess",
         "5: from codeward.daemon.lsp.service import RACY_NS",
         "11: from codeward.daemon.lsp.watcher import watch_root",
+    ]
+
+
+# The service's public values besides its methods and properties (set in its __init__).
+SERVICE_VALUES = frozenset({"root", "config"})
+# What the service must never hand out: a server's actor, or its own parts.
+SERVERS_INSIDE = frozenset({"servers", "server_for", "started", "live_servers", "pool"})
+
+
+def _interface() -> frozenset[str]:
+    """What code outside the layer may use of a LanguageService: its public methods and
+    properties, and `SERVICE_VALUES`."""
+    public = {n for n in dir(service.LanguageService) if not n.startswith("_")}
+    return frozenset(public) | SERVICE_VALUES
+
+
+def _is_service_annotation(node: ast.expr | None) -> bool:
+    return node is not None and "LanguageService" in ast.unparse(node)
+
+
+def _service_uses(source: str) -> Iterator[tuple[int, str]]:
+    """(line, name) of every attribute used on a LanguageService in `source`: a session's
+    `.lsp` (not a config's), a name or parameter annotated `LanguageService` or bound to
+    one, and `self.X` where the class keeps one in X."""
+    tree = ast.parse(source)
+    names: set[str] = set()
+    fields: set[str] = set()
+
+    def is_service(node: ast.expr) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr == "lsp":
+            inner = node.value
+            return not (
+                isinstance(inner, ast.Name | ast.Attribute) and "config" in ast.unparse(inner)
+            )
+        if isinstance(node, ast.Name):
+            return node.id in names
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            return node.value.id == "self" and node.attr in fields
+        return False
+
+    for _ in range(2):  # bindings to bindings: a second pass sees them
+        for node in ast.walk(tree):
+            if isinstance(node, ast.arg) and _is_service_annotation(node.annotation):
+                names.add(node.arg)
+            elif isinstance(node, ast.AnnAssign) and _is_service_annotation(node.annotation):
+                if isinstance(node.target, ast.Name):
+                    names.add(node.target.id)
+                    fields.add(node.target.id)  # a class field
+                elif isinstance(node.target, ast.Attribute):
+                    fields.add(node.target.attr)
+            elif isinstance(node, ast.Assign) and is_service(node.value):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        names.add(target.id)
+                    elif isinstance(target, ast.Attribute):
+                        fields.add(target.attr)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_service(node.value):
+            yield node.lineno, node.attr
+
+
+def _service_violations(source: str) -> list[str]:
+    allowed = _interface()
+    uses = sorted(_service_uses(source))
+    return [f"{line}: .{name}" for line, name in uses if name not in allowed]
+
+
+def test_nothing_outside_the_layer_reaches_a_server() -> None:
+    """Outside `codeward/daemon/lsp/`, a LanguageService is used through its interface
+    only: no server actor, no part of the service (so no server's internals either)."""
+    assert not SERVERS_INSIDE & _interface()
+    violations: list[str] = []
+    used: set[str] = set()
+    for _, _, path in _sources():
+        if path.is_relative_to(PACKAGE / "daemon" / "lsp"):
+            continue
+        source = path.read_text()
+        used |= {name for _, name in _service_uses(source)}
+        shown = path.relative_to(PACKAGE.parent)
+        violations += [f"{shown}:{v}" for v in _service_violations(source)]
+    assert {"request", "diagnostics", "execute_command", "files_changed"} <= used  # it looked
+    assert violations == []
+
+
+def test_the_check_sees_a_reach_into_the_service() -> None:
+    probe = (
+        "def f(session, config, service: LanguageService):\n"
+        "    session.lsp.request\n"
+        "    session.lsp.servers['ruff']\n"
+        "    config.lsp.max_file_bytes\n"
+        "    service.pool.live()\n"
+        "    alias = session.lsp\n"
+        "    alias.server_for('ruff')\n"
+        "class Holder:\n"
+        "    other: LanguageService\n"
+        "    def __init__(self, session):\n"
+        "        self.kept = session.lsp\n"
+        "    def g(self):\n"
+        "        return self.kept.started('x'), self.other.texts, self.kept.known_text\n"
+    )
+    assert _service_violations(probe) == [
+        "3: .servers",
+        "5: .pool",
+        "7: .server_for",
+        "13: .started",
+        "13: .texts",
     ]
 
 

@@ -43,7 +43,7 @@ async def open_document(manager: LanguageService, path: Path) -> None:
 
 
 def document_lines(manager: LanguageService, path: Path) -> list[str]:
-    doc = manager.servers["basedpyright"].document(path.as_uri())
+    doc = manager.pool.servers["basedpyright"].document(path.as_uri())
     assert doc is not None
     return doc.index.lines
 
@@ -86,7 +86,7 @@ async def test_a_file_written_just_now_is_never_trusted(root: Path) -> None:
         await open_document(manager, path)
         path.write_text(CODE.replace("1", "2"))
         await open_document(manager, path)  # synced from a file written just now
-        doc = manager.servers["basedpyright"].document(path.as_uri())
+        doc = manager.pool.servers["basedpyright"].document(path.as_uri())
         assert doc is not None and "return 2" in doc.text
         path.write_text(CODE.replace("1", "3"))  # same size, maybe the same timestamps
         source = source_file(manager, "a.py")

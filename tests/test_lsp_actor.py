@@ -33,7 +33,7 @@ def _edit(label: str) -> dict[str, Any]:
 
 
 async def _server(manager: Any) -> LanguageServer:
-    server: LanguageServer = await manager.started("fake")
+    server: LanguageServer = await manager.pool.started("fake")
     return server
 
 

@@ -60,7 +60,7 @@ async def test_cancelled_references_do_not_break_basedpyright(tmp_path: Path) ->
     async with running(root, without_ruff()) as (manager, _):
         with trio.fail_after(60):
             assert await references(manager, root) == 5
-        server = manager.servers["basedpyright"]
+        server = manager.pool.servers["basedpyright"]
         conn = await server.connection()
         answer = conn._on_request  # pyright: ignore[reportPrivateUsage]
         scope = trio.CancelScope()

@@ -173,7 +173,7 @@ def test_stale_sweep_stats_each_path_once(
     manager = LanguageService(root, Config(), lambda _: None)
     for name, running in (("one", True), ("two", True), ("stopped", False)):
         documents = tuple(store_with(manager, paths).documents.values())
-        manager.servers[name] = SimpleNamespace(  # type: ignore[assignment]
+        manager.pool.servers[name] = SimpleNamespace(  # type: ignore[assignment]
             running=running, open_documents=lambda documents=documents: documents
         )
     seen: list[str] = []

@@ -63,7 +63,7 @@ async def test_crash_at_start_is_reported_and_others_keep_working(
     servers = {"broken": fake_server("crash-at-start"), "fake": fake_server("ok")}
     async with running(tmp_path, fake_config(servers)) as (manager, _):
         with pytest.raises(ToolError) as info:
-            await manager.server_for("broken").connection()
+            await manager.pool.server_for("broken").connection()
         assert info.value.kind is ErrorKind.LSP_ERROR
         assert "could not start" in info.value.message and "code 3" in info.value.message
         # Diagnostics merge: the broken server is named, the working one answers.
@@ -90,7 +90,7 @@ async def test_crash_mid_request_fails_at_once_and_restarts(
         assert info.value.kind is ErrorKind.LSP_ERROR
         assert "stopped during textDocument/hover" in info.value.message
         # It comes back by itself, with its documents open again.
-        server = manager.servers["fake"]
+        server = manager.pool.servers["fake"]
         with trio.fail_after(5):
             await server.connection()
             found = await manager.diagnostics(doc)
@@ -106,7 +106,7 @@ async def test_no_answer_to_initialize_is_killed_and_reported(tmp_path: Path, do
         with trio.fail_after(5), pytest.raises(ToolError) as info:
             await hover(manager, doc)
         assert "did not answer initialize within 0.5 s" in info.value.message
-        assert manager.servers["fake"].state.value in ("restarting", "starting")
+        assert manager.pool.servers["fake"].state.value in ("restarting", "starting")
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ async def test_broken_output_fails_the_request_and_the_server_restarts(
         with trio.fail_after(5):
             found = await manager.diagnostics(doc)
         assert [d.message for d in found.diagnostics] == ["bad line 2"]
-        assert manager.servers["fake"].restarts == 1
+        assert manager.pool.servers["fake"].restarts == 1
 
 
 async def test_timeout_and_cancellation_send_cancel_request(tmp_path: Path, doc: Path) -> None:
@@ -158,7 +158,7 @@ async def test_server_requests_are_answered(tmp_path: Path, doc: Path) -> None:
         manager,
         progress,
     ):
-        server = manager.servers.get("fake") or manager.server_for("fake")
+        server = manager.pool.servers.get("fake") or manager.pool.server_for("fake")
         await server.connection()
         await manager.diagnostics(doc)  # a round trip after the server's requests
         with trio.fail_after(5):
@@ -183,7 +183,7 @@ async def test_stop_kills_the_whole_process_group(tmp_path: Path, doc: Path) -> 
     config = fake_config({"fake": fake_server("ignore-term")}, shutdown_timeout=0.3)
     async with running(tmp_path, config) as (manager, _):
         await hover(manager, doc)
-        pgid = manager.servers["fake"].pid
+        pgid = manager.pool.servers["fake"].pid
         assert pgid is not None
         assert len(_group(pgid)) == 2  # the server and its child
     assert _group(pgid) == []  # zombies aside (the test process reaps them)
@@ -241,7 +241,7 @@ async def test_repeated_crashes_fail_until_asked_again(
         manager,
         _,
     ):
-        server = manager.server_for("fake")
+        server = manager.pool.server_for("fake")
         with pytest.raises(ToolError):
             await server.connection()
         with trio.fail_after(10):
@@ -326,7 +326,7 @@ async def test_files_changed_and_lru(tmp_path: Path, doc: Path) -> None:
     async with running(tmp_path, config) as (manager, _):
         for path in [doc, *other[:2]]:
             await manager.diagnostics(path)
-        assert len(manager.servers["fake"].open_documents()) == 2  # doc was evicted
+        assert len(manager.pool.servers["fake"].open_documents()) == 2  # doc was evicted
         doc.write_text("bad\n")  # not open any more: a watched-file event
         other[1].write_text("bad\nbad\n")  # open: didChange
         manager.files_changed([doc, other[1], tmp_path / "gone.fake"])
@@ -527,7 +527,7 @@ async def test_a_registration_the_config_expects_is_awaited_past_the_short_grace
     late = fake_server("late-register")
     late.registers = ["textDocument/diagnostic"] if expected else []
     async with running(tmp_path, fake_config({"fake": late})) as (manager, _):
-        server = manager.server_for("fake")
+        server = manager.pool.server_for("fake")
         await server.connection()
         answers: list[bool] = []
         async with trio.open_nursery() as nursery:

@@ -44,7 +44,7 @@ async def test_clangd_diagnostics_in_utf8(tmp_path: Path) -> None:
     async with running(root, real_config()) as (manager, _):
         with trio.fail_after(30):
             found = await manager.diagnostics(root / "main.c")
-        server = manager.servers["clangd"]
+        server = manager.pool.servers["clangd"]
         assert server.encoding == "utf-8"
         hits = [d for d in found.diagnostics if "missing_var" in d.message]
         assert [(d.line, d.column, d.severity) for d in hits] == [

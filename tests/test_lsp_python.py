@@ -111,7 +111,7 @@ async def test_a_changed_dependency_shows_in_the_next_answer(tmp_path: Path) -> 
         with trio.fail_after(30):
             before = await diagnostics(manager, path="use.py", severity="error")
         assert [d["line"] for d in before["diagnostics"]] == [3]
-        server = manager.servers["basedpyright"]
+        server = manager.pool.servers["basedpyright"]
         world = server.world
         (root / "dep.py").write_text("def value() -> str:\n    return ''\n")
         with trio.fail_after(10):  # the watcher delivers the event; no sleeping
@@ -151,7 +151,7 @@ async def test_positions_with_non_ascii_lines(tmp_path: Path) -> None:
         by_source = {d["source"]: d for d in result["diagnostics"] if "missing" in d["message"]}
         assert by_source["basedpyright"]["column"] == want  # utf-16 server
         assert by_source["Ruff"]["column"] == want  # utf-8 server
-        assert manager.servers["ruff"].encoding == "utf-8"
+        assert manager.pool.servers["ruff"].encoding == "utf-8"
 
 
 async def test_bad_inputs(tmp_path: Path) -> None:

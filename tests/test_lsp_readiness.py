@@ -118,7 +118,7 @@ async def test_quiescent_server_is_waited_for(tmp_path: Path, doc: Path) -> None
             assert not found.partial
             answer = await hover(manager, doc)
         assert answer.result["contents"]["value"] == "hover" and not answer.partial
-        assert manager.servers["fake"].ready
+        assert manager.pool.servers["fake"].ready
 
 
 async def test_never_ready_answers_are_partial(tmp_path: Path, doc: Path) -> None:
@@ -159,7 +159,7 @@ async def test_workspace_symbols_first_open_a_file(tmp_path: Path, doc: Path) ->
                 "workspace/symbol", {"query": "good"}, languages=["fake"]
             )
         assert [(a.partial, [s["name"] for s in a.result]) for a in answers] == [(False, ["good"])]
-        assert [d.uri for d in manager.servers["fake"].open_documents()] == [doc.as_uri()]
+        assert [d.uri for d in manager.pool.servers["fake"].open_documents()] == [doc.as_uri()]
 
 
 async def test_service_ready_is_waited_for(tmp_path: Path, doc: Path) -> None:

@@ -37,7 +37,7 @@ async def test_capabilities_and_registrations_off_the_spec(tmp_path: Path, doc: 
         manager,
         _,
     ):
-        server = manager.server_for("fake")
+        server = manager.pool.server_for("fake")
         await server.connection()
         with trio.fail_after(5):
             await server.wait_for(lambda: "f" in server.capabilities.registrations, 5)

@@ -77,7 +77,7 @@ async def test_a_server_over_its_memory_cap_is_restarted_between_requests(
         with trio.fail_after(10):
             answer = await hover(manager, doc)  # answered, then 64 MiB bigger
         assert answer.result["contents"]["value"] == "hover"
-        server = manager.servers["fake"]
+        server = manager.pool.servers["fake"]
         first = server.pid
         await restarted(server)
         status = manager.status()[0]
@@ -100,13 +100,13 @@ async def test_a_request_in_flight_on_a_server_over_its_cap_gets_a_clear_error(
             await hover(manager, doc)  # grows and never answers: restarted after 0.3 s
         assert info.value.kind is ErrorKind.LSP_ERROR
         assert "max_rss_mb of 48" in info.value.message and "retry" in info.value.message
-        await restarted(manager.servers["fake"])
+        await restarted(manager.pool.servers["fake"])
 
 
 async def test_the_default_caps_come_from_the_server_or_the_lsp_section(tmp_path: Path) -> None:
     config = fast({"fake": fake_server("ok")}, max_rss_mb=4)  # below any python process
     async with running(tmp_path, config) as (manager, _):
-        server = manager.server_for("fake")
+        server = manager.pool.server_for("fake")
         await server.connection()
         await restarted(server)
         assert "above its max_rss_mb of 4" in server.status()["restart_reason"]
@@ -127,7 +127,7 @@ async def test_a_server_that_ignores_cancel_is_restarted(tmp_path: Path, doc: Pa
         assert info.value.kind is ErrorKind.TIMEOUT
         # Told to cancel, it does not answer: unresponsive, then restarted.
         assert manager.status()[0]["state"] == "unresponsive"
-        server = manager.servers["fake"]
+        server = manager.pool.servers["fake"]
         await restarted(server)
         assert server.status()["restart_reason"].startswith(
             "it left a cancelled textDocument/hover unanswered for"
@@ -148,7 +148,7 @@ async def test_a_hung_server_does_not_slow_other_sessions(tmp_path: Path) -> Non
     ):
         await hover(hung, hung_root / "a.fake")
         await hover(other, other_root / "a.fake")
-        server = hung.servers["fake"]
+        server = hung.pool.servers["fake"]
         assert server.pid is not None
         os.kill(server.pid, signal.SIGSTOP)
         with trio.fail_after(5):
@@ -205,7 +205,7 @@ async def test_a_crash_loop_is_marked_failed_and_names_its_stderr(
     monkeypatch.setattr(supervisor, "BACKOFF_START", 0.01)
     config = fast({"fake": fake_server("crash-at-start")}, crash_limit=3)
     async with running(tmp_path, config) as (manager, _):
-        server = manager.server_for("fake")
+        server = manager.pool.server_for("fake")
         with pytest.raises(ToolError):
             await server.connection()
         with trio.fail_after(10):
@@ -247,7 +247,7 @@ async def test_a_failed_first_server_is_the_answer_not_the_next_ones(
             await hover(manager, doc)
         assert info.value.details["server"] == "primary"
         assert "could not start" in info.value.message
-        primary = manager.servers["primary"]
+        primary = manager.pool.servers["primary"]
         with trio.fail_after(10):
             await primary.wait_for(lambda: primary.state is ServerState.FAILED, 10)
         with pytest.raises(ToolError) as info:
@@ -269,14 +269,14 @@ async def test_a_gone_server_is_skipped_for_what_it_never_offered(
     }
     async with running(tmp_path, fast(servers, ["primary", "second"])) as (manager, _):
         assert (await hover(manager, doc)).server == "primary"
-        second = manager.server_for("second")
+        second = manager.pool.server_for("second")
         await second.connection()
         with trio.fail_after(5):
             await second.wait_for(
                 lambda: second.capabilities.supports("textDocument/formatting"), 5
             )
         # primary's program goes away; it dies and cannot start again.
-        primary = manager.servers["primary"]
+        primary = manager.pool.servers["primary"]
         program.unlink()
         assert primary.pid is not None
         os.kill(primary.pid, signal.SIGKILL)
@@ -322,7 +322,7 @@ async def test_the_least_recently_used_idle_session_stops_first(tmp_path: Path) 
         assert budget.live() == 2
         await hover(third, c / "a.fake")  # one too many: the oldest idle one stops
         assert budget.live() == 2
-        stopping = first.server_for("fake")  # parked at once; its process reaped after
+        stopping = first.pool.server_for("fake")  # parked at once; its process reaped after
         assert await stopping.wait_for(lambda: stopping.status()["pid"] is None, 10)
         status = first.status()[0]
         assert status["state"] == "idle" and status["pid"] is None
@@ -366,12 +366,12 @@ async def test_a_busy_session_is_not_stopped_for_the_cap(tmp_path: Path) -> None
         running(a, config, budget=budget) as (first, _),
         running(b, config, budget=budget) as (second, _),
     ):
-        await first.server_for("fake").connection()
+        await first.pool.server_for("fake").connection()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(hover, first, a / "a.fake")  # never answered: busy
             await trio.testing.wait_all_tasks_blocked()
             assert first.busy
-            await second.server_for("fake").connection()  # over max_sessions, nobody idle
+            await second.pool.server_for("fake").connection()  # over max_sessions, nobody idle
             assert budget.live() == 2
             assert first.status()[0]["state"] == "running"
             nursery.cancel_scope.cancel()
@@ -388,7 +388,7 @@ async def test_a_workspace_pull_left_open_is_not_a_request_ignored(tmp_path: Pat
             result = await manager.workspace_diagnostics(["fake"])
         assert [(f.file, f.message) for f in result.diagnostics] == [("a.fake", "bad line 1")]
         assert not result.errors
-        server = manager.servers["fake"]
+        server = manager.pool.servers["fake"]
         assert not server.busy and manager.status()[0]["state"] == "running"
         with trio.fail_after(10):
             result = await manager.workspace_diagnostics(["fake"])  # answers the first pull
@@ -399,7 +399,7 @@ async def test_restarts_on_purpose_count_towards_failed(tmp_path: Path) -> None:
     """A server over its cap from its start is not restarted in a loop: marked failed."""
     config = fast({"fake": fake_server("ok")}, max_rss_mb=4, crash_limit=3)
     async with running(tmp_path, config) as (manager, _):
-        server = manager.server_for("fake")
+        server = manager.pool.server_for("fake")
         await server.connection()
         with trio.fail_after(10):
             await server.wait_for(lambda: server.state is ServerState.FAILED, 10)

@@ -58,7 +58,7 @@ async def test_a_pull_in_two_rounds_waits_for_the_second(
         (root / "clean.fake").write_text("bad\n")
         manager.files_changed([Path("clean.fake")])
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2), ("clean.fake", 1)}
-        assert manager.servers["fake"]._freshness.announced == set()
+        assert manager.pool.servers["fake"]._freshness.announced == set()
     assert methods(log).count("workspace/diagnostic") == 3
 
 
@@ -72,7 +72,7 @@ async def test_no_quiet_moment_before_the_second_round_ends_the_pull(
     command = [sys.executable, FAKE, "workspace-hold", "", str(fifo)]
     config = fake_config({"fake": ServerConfig(command=command)})
     async with running(root, config) as (manager, _):
-        server = manager.server_for("fake")
+        server = manager.pool.server_for("fake")
         await server.connection()
         answers: list[set[tuple[str, int]]] = []
 
@@ -104,7 +104,7 @@ async def test_a_file_it_never_reports_ends_the_pull_after_a_round_trip(
     config = fake_config({"fake": fake_server("workspace-stream", log)})
     async with running(root, config) as (manager, _):
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
-        server = manager.servers["fake"]
+        server = manager.pool.servers["fake"]
         with trio.fail_after(10):
             results, complete = await server.workspace_diagnostics(5.0, [root / "skip.fake"])
         assert complete and len(results) == 3
@@ -118,7 +118,7 @@ async def test_a_progress_token_it_never_begins_is_forgotten(
     monkeypatch.setattr(freshness, "QUIET", 0)
     config = fake_config({"fake": fake_server("workspace-stale-token")})
     async with running(root, config) as (manager, _):
-        server = manager.server_for("fake")
+        server = manager.pool.server_for("fake")
         await server.connection()
         with trio.fail_after(10):
             await server.wait_for(lambda: bool(server._freshness.announced), 10)
@@ -151,7 +151,7 @@ async def test_the_overall_timeout_still_bounds_a_pull(
     (root / "skip.fake").write_text("bad\n")
     config = fake_config({"fake": fake_server("workspace-stream")})
     async with running(root, config) as (manager, _):
-        server = manager.server_for("fake")
+        server = manager.pool.server_for("fake")
         await server.connection()
         expected = [root / "a.fake", root / "skip.fake"]
         with trio.fail_after(10):
@@ -214,7 +214,7 @@ async def test_codewards_own_config_is_no_toml_source(root: Path, tmp_path: Path
         assert info.value.kind is ErrorKind.UNSUPPORTED_FILE_TYPE
         manager.files_changed([root / ".codeward.toml"])
         await manager.flush()
-        assert list(manager.servers) == ["fake"] and not log.exists()
+        assert list(manager.pool.servers) == ["fake"] and not log.exists()
 
 
 async def test_a_server_of_open_files_is_asked_about_each_within_a_budget(

@@ -241,7 +241,7 @@ async def test_two_agents_on_one_root_share_one_session(daemon: Daemon, repo: Pa
 
 def hold_server(daemon: Daemon) -> Any:
     (session,) = daemon.sessions.sessions.values()
-    return session.lsp.servers["hold"]
+    return session.lsp.pool.servers["hold"]
 
 
 async def until(predicate: Any) -> None:
@@ -264,7 +264,7 @@ async def test_cancelling_a_slow_call_reaches_the_language_server(
 
             nursery.start_soon(slow)
             await until(lambda: daemon.sessions.sessions and "hold" in
-                        next(iter(daemon.sessions.sessions.values())).lsp.servers)  # fmt: skip
+                        next(iter(daemon.sessions.sessions.values())).lsp.pool.servers)  # fmt: skip
             server = hold_server(daemon)
             await until(lambda: bool(server._freshness.announced))  # the pull is in
             nursery.cancel_scope.cancel()  # the SDK sends notifications/cancelled

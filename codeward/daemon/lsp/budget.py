@@ -20,6 +20,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("codeward.lsp")
 
 
+class Servers(Protocol):
+    """A session's server actors (its `pool.ServerPool`)."""
+
+    @property
+    def servers(self) -> dict[str, LanguageServer]: ...
+
+    def live(self) -> list[LanguageServer]: ...
+
+
 class Pool(Protocol):
     """What the budget needs of a session's language servers (a LanguageService)."""
 
@@ -30,9 +39,7 @@ class Pool(Protocol):
     def last_used(self) -> float: ...
 
     @property
-    def servers(self) -> dict[str, LanguageServer]: ...
-
-    def live_servers(self) -> list[LanguageServer]: ...
+    def pool(self) -> Servers: ...
 
     def park(self, reason: str) -> None: ...
 
@@ -43,15 +50,13 @@ class ServerBudget:
         self.managers: set[Pool] = set()
 
     def live(self) -> int:
-        return sum(len(m.live_servers()) for m in self.managers)
+        return sum(len(m.pool.live()) for m in self.managers)
 
     def admit(self, server: LanguageServer) -> None:
         """Make room for `server`, about to start, by parking idle sessions' servers."""
-        owner = next((m for m in self.managers if m.servers.get(server.name) is server), None)
+        owner = next((m for m in self.managers if m.pool.servers.get(server.name) is server), None)
         while self._over(owner, server):
-            victims = [
-                m for m in self.managers if m is not owner and m.live_servers() and not m.busy
-            ]
+            victims = [m for m in self.managers if m is not owner and m.pool.live() and not m.busy]
             if not victims:
                 log.warning("more live servers than the daemon's caps: every session is busy")
                 return
@@ -62,13 +67,13 @@ class ServerBudget:
             )
 
     def _over(self, owner: Pool | None, server: LanguageServer) -> bool:
-        live = [s for m in self.managers for s in m.live_servers() if s is not server]
+        live = [s for m in self.managers for s in m.pool.live() if s is not server]
         if len(live) + 1 > self.limits.max_servers:
             return True
-        sessions = {id(m) for m in self.managers if any(s is not server for s in m.live_servers())}
+        sessions = {id(m) for m in self.managers if any(s is not server for s in m.pool.live())}
         sessions.add(id(owner))
         return len(sessions) > self.limits.max_sessions
 
 
-def _recency(pool: Pool) -> float:
-    return max([pool.last_used, *(s.last_used for s in pool.servers.values())])
+def _recency(service: Pool) -> float:
+    return max([service.last_used, *(s.last_used for s in service.pool.servers.values())])

@@ -240,11 +240,6 @@ class LanguageService:
                 if self.budget is not None:
                     self.budget.managers.discard(self)
 
-    @property
-    def servers(self) -> dict[str, LanguageServer]:
-        """Server name -> actor (for the budget and lsp/ itself; callers use the methods)."""
-        return self.pool.servers
-
     def status(self) -> list[dict[str, Any]]:
         return self.pool.status()
 
@@ -256,9 +251,6 @@ class LanguageService:
     def busy(self) -> bool:
         """Whether a request is in flight on any of its servers."""
         return self._in_flight > 0 or any(s.busy for s in self.pool.servers.values())
-
-    def live_servers(self) -> list[LanguageServer]:
-        return self.pool.live()
 
     def park(self, reason: str) -> None:
         """Stop every live server; each starts again on its next need."""
@@ -280,14 +272,6 @@ class LanguageService:
     async def flush(self) -> None:
         """Tell running servers everything that changed on disk up to now."""
         await self.events.flush()
-
-    def server_for(self, name: str, language: str = "") -> LanguageServer:
-        """The actor of server `name` (lsp/ and its tests only)."""
-        return self.pool.server_for(name, language)
-
-    async def started(self, name: str, language: str = "") -> LanguageServer:
-        """The actor of server `name`, running (lsp/ and its tests only)."""
-        return await self.pool.started(name, language)
 
     # -- languages and the project --------------------------------------------------------
 
