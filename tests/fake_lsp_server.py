@@ -24,9 +24,10 @@ published once the project loaded), `service-ready` (jdtls: `language/status`).
 
 `off-spec` sends shapes off the LSP spec: a capability without a required field, a
 registration with no list of registrations, one whose options are not what its method takes,
-hovers, symbols, code actions, formatting and rename edits, pushed and pulled diagnostics
-with fields missing or of the wrong type; `by-spec` answers symbols, code actions and
-formatting as the spec says.
+hovers, symbols, code actions, formatting and rename edits, call hierarchy items (below
+the first line) and calls, pushed and pulled diagnostics with fields missing or of the
+wrong type; `by-spec` answers symbols, code actions, formatting and the call hierarchy as
+the spec says.
 
 Every mode runs the commands of `command` (edits asked for around the answer, a crash, a
 command never answered). Fault modes for supervision: `grow` takes 64 MiB more memory at
@@ -310,6 +311,7 @@ def main() -> None:
                 capabilities["codeActionProvider"] = True
                 capabilities["renameProvider"] = True
                 capabilities["documentFormattingProvider"] = True
+                capabilities["callHierarchyProvider"] = True
                 workspace.root = params["rootPath"]
             if MODE == "busy-symbols":  # an index that never finishes loading
                 capabilities["workspaceSymbolProvider"] = True
@@ -416,6 +418,26 @@ def main() -> None:
             if MODE == "off-spec":
                 del found["range"]  # required
             send({"id": msg_id, "result": [found]})
+        elif method == "textDocument/prepareCallHierarchy":
+            where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}
+            item = {
+                "name": "good",
+                "kind": 12,
+                "uri": params["textDocument"]["uri"],
+                "range": where,
+                "selectionRange": where,
+                "data": {"asked": [params["position"], None]},  # handed back as it was
+            }
+            if MODE == "off-spec" and params["position"]["line"] > 0:
+                del item["selectionRange"]  # required
+            send({"id": msg_id, "result": [item]})
+        elif method in ("callHierarchy/incomingCalls", "callHierarchy/outgoingCalls"):
+            item = params["item"]
+            party = "from" if method == "callHierarchy/incomingCalls" else "to"
+            call = {party: item, "fromRanges": [item["range"]]}
+            if MODE == "off-spec":
+                call["fromRanges"] = None  # required: a list
+            send({"id": msg_id, "result": [call]})
         elif method == "textDocument/rename" and MODE == "off-spec":
             send({"id": msg_id, "result": {"documentChanges": [{"kind": "move"}]}})
         elif method == "textDocument/rename":

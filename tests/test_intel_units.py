@@ -340,6 +340,10 @@ def _workspace_symbol(uri: str) -> lsp.WorkspaceSymbol:
     return structure({"name": "x", "kind": 13, "location": {"uri": uri}}, lsp.WorkspaceSymbol)
 
 
+def _calls(direction: str, data: list[dict[str, Any]]) -> Any:
+    return structure(data, result_type(f"callHierarchy/{direction}Calls"))
+
+
 def test_call_shapes(tmp_path: Path) -> None:
     root = tmp_path / "root"
     write(root, {"a.py": "def f():\n    g()\n    g()\n\ndef g(): pass\n"})
@@ -360,10 +364,11 @@ def test_call_shapes(tmp_path: Path) -> None:
         "range": _r(4, 0, 4, 13),
         "selectionRange": _r(4, 4, 4, 5),
     }
-    h = {"name": "h", "kind": 12, "uri": secret, "range": _r(0, 4, 0, 5)}
+    h = {"name": "h", "kind": 12, "uri": secret, "range": _r(0, 4, 0, 5),
+         "selectionRange": _r(0, 4, 0, 5)}  # fmt: skip
     incoming = calls.incoming(
-        [{"from": f, "fromRanges": [_r(2, 4, 2, 5), _r(1, 4, 1, 5)]}, {"from": h, "fromRanges": []},
-         {"from": {"name": "bad"}}, 7],
+        _calls("incoming", [{"from": f, "fromRanges": [_r(2, 4, 2, 5), _r(1, 4, 1, 5)]},
+                            {"from": h, "fromRanges": []}]),
         locator, "utf-16",
     )  # fmt: skip
     assert [(c["name"], c["kind"], c["line"], c["preview"]) for c in incoming] == [
@@ -371,8 +376,9 @@ def test_call_shapes(tmp_path: Path) -> None:
         ("f", "function", 3, "g()"),
     ]
     outgoing = calls.outgoing(
-        [{"to": g, "fromRanges": [_r(2, 4, 2, 5), _r(1, 4, 1, 5)]}, {"to": h, "fromRanges": []}],
-        f, locator, "utf-16",
+        _calls("outgoing", [{"to": g, "fromRanges": [_r(2, 4, 2, 5), _r(1, 4, 1, 5)]},
+                            {"to": h, "fromRanges": []}]),
+        structure(f, lsp.CallHierarchyItem), locator, "utf-16",
     )  # fmt: skip
     assert outgoing == [
         {"name": "g", "kind": "function", "path": "a.py", "line": 5, "character": 5,

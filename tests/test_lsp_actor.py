@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from lsprotocol import types as lsp
 
 from codeward.daemon.lsp import supervisor
 from codeward.daemon.lsp.documents import Document
 from codeward.daemon.lsp.lane import Lane
 from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.shapes import structure
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.lsp_support import fake_config, fake_server, logged, running
 
@@ -29,7 +31,8 @@ def doc(tmp_path: Path) -> Path:
 
 
 def _edit(label: str) -> dict[str, Any]:
-    return {"changes": {}, "label": label}
+    """A WorkspaceEdit told apart by `label` (a file it names)."""
+    return {"changes": {f"file:///{label}": []}}
 
 
 async def _server(manager: Any) -> LanguageServer:
@@ -62,8 +65,8 @@ async def test_a_commands_edits_go_to_that_command_only(tmp_path: Path, doc: Pat
             nursery.start_soon(run, "one", "edit")
             nursery.start_soon(run, "two", "answer-then-edit")
             nursery.start_soon(run, "three", "edit")
-    assert got["one"] == [(_edit("one"), [doc.as_uri()])]
-    assert got["two"] == [(_edit("two"), [doc.as_uri()])]
+    assert got["one"] == [(structure(_edit("one"), lsp.WorkspaceEdit), [doc.as_uri()])]
+    assert got["two"] == [(structure(_edit("two"), lsp.WorkspaceEdit), [doc.as_uri()])]
     assert {name: c.applied for name, c in captures.items()} == {"one": 1, "two": 1, "three": 0}
     assert [e.message for e in captures["three"].refused] == ["refused by its handler"]
     answers = [m["result"] for m in logged(log) if "method" not in m and "result" in m]

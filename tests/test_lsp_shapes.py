@@ -4,6 +4,7 @@ clear `lsp_error` naming the server and the method; the server and the others go
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,6 +13,9 @@ from lsprotocol import types as lsp
 
 from codeward.daemon.config import Config, DaemonConfig
 from codeward.daemon.lsp.shapes import OffSpec, answer, lenient, structure
+from codeward.daemon.tools.intel import CallsArgs, call_hierarchy
+from codeward.daemon.tools.registry import NoCaller, ToolContext
+from codeward.protocol.errors import ErrorKind
 from tests.conftest import OpenClient
 from tests.intel_support import write
 from tests.lsp_support import fake_config, fake_server, logged, running
@@ -93,6 +97,16 @@ class TestTools:
             assert info.value.kind == "lsp_error"
             assert info.value.data["server"] == "odd" and info.value.data["method"] == method
             assert f"The odd language server answered {method}" in info.value.message
+        # A call hierarchy item, or the calls of one, off the spec.
+        for line, method in (
+            (2, "textDocument/prepareCallHierarchy"),
+            (1, "callHierarchy/incomingCalls"),
+        ):
+            with pytest.raises(RpcFailure) as info:
+                await client.tool("call_hierarchy", path="a.fake", line=line, character=1)
+            assert info.value.kind == "lsp_error", info.value.message
+            assert info.value.data["server"] == "odd" and info.value.data["method"] == method
+            assert f"The odd language server answered {method}" in info.value.message
         # The server is still there, and so are the others' answers.
         found = await client.tool("get_symbols", scope="workspace", query="good")
         assert [(s["name"], s["kind"], s["path"]) for s in found["symbols"]] == [
@@ -168,3 +182,50 @@ def test_code_actions_with_a_command_and_strict_strings() -> None:
     ):
         with pytest.raises(OffSpec):
             structure(data, type_)
+
+
+async def test_call_hierarchy_and_commands_by_the_spec(tmp_path: Path, doc: Path) -> None:
+    """Call hierarchy items go back to the server as it sent them (its `data` included),
+    and a command's params are an ExecuteCommandParams; its edit request off the spec is
+    refused, with an `lsp_error` naming the server and the method."""
+    log = tmp_path / "log"
+    async with running(tmp_path, fake_config({"fine": fake_server("by-spec", log)})) as (
+        manager,
+        _,
+    ):
+        session = SimpleNamespace(lsp=manager, root=manager.root, restricted=False)
+        ctx = ToolContext(session, NoCaller())  # type: ignore[arg-type]
+        for direction in ("incoming", "outgoing"):
+            found = await call_hierarchy(
+                ctx, CallsArgs(path="a.fake", line=1, character=1, direction=direction)
+            )
+            assert [(c["name"], c["kind"], c["line"]) for c in found["calls"]] == [
+                ("good", "function", 1)
+            ]
+            assert found["item"]["name"] == "good" and found["status"] == "found"
+
+        server = await manager.pool.started("fine")
+        edits: list[Any] = []
+
+        async def on_edit(edit: lsp.WorkspaceEdit, documents: Any) -> None:
+            edits.append(edit)
+
+        fine = {"changes": {doc.as_uri(): []}}
+        capture = await server.execute_command("edit", [fine, {"changes": "odd"}], on_edit)
+        assert edits == [structure(fine, lsp.WorkspaceEdit)]
+        assert (capture.asked, capture.applied, capture.refused) == (1, 1, [])
+        capture = await server.execute_command("edit", [{"changes": "odd"}], on_edit)
+        assert capture.applied == 0 and len(edits) == 1
+        (refused,) = capture.refused
+        assert refused.kind is ErrorKind.LSP_ERROR
+        assert refused.details == {"server": "fine", "method": "workspace/applyEdit"}
+        assert "The fine language server sent workspace/applyEdit" in refused.message
+    messages = logged(log)
+    data = {"asked": [{"line": 0, "character": 0}, None]}
+    follow_ups = [m for m in messages if m.get("method", "").startswith("callHierarchy/")]
+    assert [m["params"]["item"]["data"] for m in follow_ups] == [data, data]
+    commands = [m["params"] for m in messages if m.get("method") == "workspace/executeCommand"]
+    assert commands[0] == {"command": "edit", "arguments": [fine, {"changes": "odd"}]}
+    answers = [m["result"] for m in messages if "method" not in m and "result" in m]
+    assert {"applied": True} in answers
+    assert {"applied": False, "failureReason": refused.message} in answers

@@ -8,11 +8,13 @@ import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
+from lsprotocol import types as lsp
 
 from codeward.daemon.config import Config, DaemonConfig
 from codeward.daemon.intel import calls
 from codeward.daemon.intel.locations import Locator
 from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.lsp.shapes import result_type, structure
 from codeward.daemon.paths import scrub, shown_path
 from tests.conftest import OpenClient
 from tests.intel_support import write
@@ -142,18 +144,23 @@ def test_call_names_show_paths_as_the_tools_do(tmp_path: Path) -> None:
 
     def item(name: str, file: str) -> dict[str, object]:
         rng = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
-        return {"name": name, "kind": 2, "uri": (root / file).as_uri(), "range": rng}
+        uri = (root / file).as_uri()
+        return {"name": name, "kind": 2, "uri": uri, "range": rng, "selectionRange": rng}
 
     # A module-level caller is named after its file; a name may name a file outside.
     result = [
         {"from": item(str(root / "pkg/a.ts"), "pkg/a.ts"), "fromRanges": []},
         {"from": item(f"run {tmp_path}/secret/x.ts", "pkg/b.ts"), "fromRanges": []},
     ]
-    shown = calls.incoming(result, locator, "utf-16")
+    incoming = structure(result, result_type("callHierarchy/incomingCalls"))
+    shown = calls.incoming(incoming, locator, "utf-16")
     assert [c["name"] for c in shown] == ["pkg/a.ts", "run <path>"]
     outgoing = calls.outgoing(
-        [{"to": item(str(root / "pkg/b.ts"), "pkg/b.ts"), "fromRanges": []}],
-        item("f", "pkg/a.ts"),
+        structure(
+            [{"to": item(str(root / "pkg/b.ts"), "pkg/b.ts"), "fromRanges": []}],
+            result_type("callHierarchy/outgoingCalls"),
+        ),
+        structure(item("f", "pkg/a.ts"), lsp.CallHierarchyItem),
         locator,
         "utf-16",
     )

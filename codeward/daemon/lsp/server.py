@@ -52,6 +52,7 @@ from codeward.daemon.lsp.lane import Lane
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.readiness import Readiness, readiness_for
 from codeward.daemon.lsp.server_requests import ServerRequests
+from codeward.daemon.lsp.shapes import unstructure
 from codeward.daemon.lsp.supervisor import ServerState, Supervisor
 from codeward.daemon.lsp.sync import DocumentSync
 from codeward.daemon.paths import scrub
@@ -367,29 +368,36 @@ class LanguageServer:
 
         A server that stops meanwhile fails the call, saying whether edits were applied.
         """
-        params = {"command": command, "arguments": arguments}
         exclusive = EXECUTE_COMMAND in self.config.exclusive_methods
-        run = partial(self._command, params, on_edit, grace, cancel=not exclusive)
+        run = partial(self._command, command, arguments, on_edit, grace, cancel=not exclusive)
         return await self._lanes[EXECUTE_COMMAND].call(run, detached=exclusive)
 
     async def _command(
-        self, params: dict[str, Any], on_edit: EditHandler, grace: float, *, cancel: bool
+        self,
+        command: str,
+        arguments: list[Any],
+        on_edit: EditHandler,
+        grace: float,
+        *,
+        cancel: bool,
     ) -> EditCapture:
         conn = await self._life.connection()
-        capture = self._capture = EditCapture(on_edit, self.open_documents, self._changes)
+        capture = EditCapture(self.name, on_edit, self.open_documents, self._changes)
+        self._capture = capture
         alive = lambda: not conn.closed.is_set()  # noqa: E731
+        params = unstructure(lsp.ExecuteCommandParams(command, arguments=arguments))
         try:
             try:
                 await self._request(EXECUTE_COMMAND, params, None, Any, cancel=cancel)
             except ToolError as exc:
                 if alive():
                     raise
-                raise self._stopped_in(params["command"], capture, conn) from exc
+                raise self._stopped_in(command, capture, conn) from exc
             await capture.settle(alive, grace)
         finally:
             self._capture = None
         if not alive():
-            raise self._stopped_in(params["command"], capture, conn)
+            raise self._stopped_in(command, capture, conn)
         return capture
 
     def _stopped_in(self, command: str, capture: EditCapture, conn: LspConnection) -> ToolError:

@@ -131,11 +131,12 @@ def document_params(method: str, uri: str, **fields: Any) -> Any:
     return unstructure(params_type(text_document=lsp.TextDocumentIdentifier(uri=uri), **fields))
 
 
-def off_spec(server: str, method: str, detail: str) -> ToolError:
-    """The `lsp_error` for an answer to `method` that does not have the LSP shape."""
+def off_spec(server: str, method: str, detail: str, *, verb: str = "answered") -> ToolError:
+    """The `lsp_error` for an answer to `method` (or, `verb="sent"`, a request `method` of
+    the server's own) that does not have the LSP shape."""
     return ToolError(
         ErrorKind.LSP_ERROR,
-        f"The {server} language server answered {method} with a shape off the LSP spec "
+        f"The {server} language server {verb} {method} with a shape off the LSP spec "
         f"({detail}); retry, or report it to the server's authors.",
         server=server,
         method=method,

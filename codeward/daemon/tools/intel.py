@@ -657,18 +657,13 @@ async def _workspace_loaded(
 )
 async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
+    prepare = "textDocument/prepareCallHierarchy"
     answer = await manager.request(
-        source.path,
-        "textDocument/prepareCallHierarchy",
-        _position_params("textDocument/prepareCallHierarchy", args.line, args.character),
+        source.path, prepare, _position_params(prepare, args.line, args.character)
     )
-    items = [
-        item
-        for item in (answer.result if isinstance(answer.result, list) else [])
-        if isinstance(item, dict)
-        and isinstance(item.get("uri"), str)
-        and isinstance(item.get("name"), str)
-    ]
+    items: Sequence[lsp.CallHierarchyItem] = (
+        shapes.answer(answer.result, answer.server, prepare) or []
+    )
     if not items:
         return {
             "status": "not_found",
@@ -681,36 +676,29 @@ async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
     locator = Locator(manager)
     found: list[dict[str, Any]] = []
     for item in items:
-        result = (await answer.follow(method, {"item": item})).result
-        uris = [item["uri"]]
-        for call in result if isinstance(result, list) else []:
-            party = (
-                call.get("from" if args.direction == "incoming" else "to")
-                if isinstance(call, dict)
-                else None
-            )
-            if isinstance(party, dict) and isinstance(party.get("uri"), str):
-                uris.append(party["uri"])
-        await locator.prepare(uris)
         if args.direction == "incoming":
-            found += calls.incoming(result, locator, answer.encoding)
+            params = shapes.unstructure(lsp.CallHierarchyIncomingCallsParams(item=item))
+            reply = await answer.follow(method, params)
+            into: Sequence[lsp.CallHierarchyIncomingCall] | None = shapes.answer(
+                reply.result, reply.server, method
+            )
+            await locator.prepare([item.uri, *(call.from_.uri for call in into or ())])
+            found += calls.incoming(into, locator, answer.encoding)
         else:
-            found += calls.outgoing(result, item, locator, answer.encoding)
+            params = shapes.unstructure(lsp.CallHierarchyOutgoingCallsParams(item=item))
+            reply = await answer.follow(method, params)
+            out: Sequence[lsp.CallHierarchyOutgoingCall] | None = shapes.answer(
+                reply.result, reply.server, method
+            )
+            await locator.prepare([item.uri, *(call.to.uri for call in out or ())])
+            found += calls.outgoing(out, item, locator, answer.encoding)
     found = finish(found)
     target = items[0]
-    where = (
-        locator.location(
-            target["uri"],
-            target.get("selectionRange") or target.get("range") or {},
-            answer.encoding,
-        )
-        if isinstance(target.get("selectionRange") or target.get("range"), dict)
-        else None
-    )
+    where = locator.location(target.uri, target.selection_range, answer.encoding)
     return {
         "status": "found" if found else "not_found",
         "direction": args.direction,
-        "item": {"name": locator.scrub(target["name"]), **(where or {})},
+        "item": {"name": locator.scrub(target.name), **(where or {})},
         "calls": found,
         "count": len(found),
         "partial": answer.partial,
