@@ -27,6 +27,7 @@ from codeward.daemon.config import Config, PolicyConfig
 from codeward.daemon.hangup import hung_up, wait_hung_up
 from codeward.daemon.mcp import McpDialect
 from codeward.daemon.outbox import Outbox
+from codeward.daemon.reads import receive_some
 from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
 from codeward.protocol.framing import FrameError, Framing
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-READ_SIZE = 65536
 FAREWELL_SECONDS = 1.0  # how long a last error frame may take to reach a closing client
 Handler = Callable[["Connection", Incoming], Awaitable[Any]]
 
@@ -202,7 +202,7 @@ class Connection:
             if self._full():
                 await self._wait_for_room()
             try:
-                data = await self.stream.receive_some(READ_SIZE)
+                data = await receive_some(self.stream)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return "reset"
             if not data:

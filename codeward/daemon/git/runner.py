@@ -23,6 +23,7 @@ import trio
 
 from codeward.daemon import guardian
 from codeward.daemon.process_groups import signal_group, stop_group
+from codeward.daemon.reads import receive_some
 from codeward.protocol.errors import ErrorKind, ToolError
 
 # Later `-c` wins over the repository's config, and reaches child git processes too.
@@ -132,7 +133,7 @@ class _Capped:
 async def _drain(stream: trio.abc.ReceiveStream | None, sink: _Capped) -> None:
     if stream is None:
         return
-    while chunk := await stream.receive_some(65536):
+    while chunk := await receive_some(stream):
         sink.add(chunk)
 
 

@@ -19,6 +19,7 @@ import msgspec
 import trio
 
 from codeward.daemon.outbox import Outbox
+from codeward.daemon.reads import receive_some
 from codeward.protocol.errors import ErrorCode
 from codeward.protocol.framing import FrameError, Framing
 from codeward.protocol.messages import CODEC, Id, Incoming
@@ -201,7 +202,7 @@ class LspConnection:
     async def _reader(self) -> None:
         while True:
             try:
-                chunk = await self._stdout.receive_some(1 << 16)
+                chunk = await receive_some(self._stdout)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 chunk = b""
             if not chunk:

@@ -13,6 +13,7 @@ import trio
 
 from codeward.daemon import guardian
 from codeward.daemon.process_groups import group_members, signal_group, stop_group
+from codeward.daemon.reads import receive_some
 from codeward.daemon.reaper import stat_fields
 
 log = logging.getLogger("codeward.lsp")
@@ -63,7 +64,7 @@ class ServerProcess:
         partial = b""
         while True:
             try:
-                chunk = await stream.receive_some(65536)
+                chunk = await receive_some(stream)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 break
             if not chunk:
