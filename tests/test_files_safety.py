@@ -11,6 +11,7 @@ import shutil
 import socket
 import stat
 import threading
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -501,3 +502,27 @@ async def test_a_nested_gitfile_that_is_a_fifo(open_client: OpenClient, project:
     with fifo_rescuer([project / "sub" / ".git"]), trio.fail_after(5):
         result = await client.tool("git_command", subcommand="log", args=["--oneline", "-1"])
     assert result["exit_code"] == 0 and "one" in result["output"]
+
+
+def test_a_file_is_read_in_one_piece_of_its_size_and_whatever_it_grew_by_after(
+    project: Path,
+) -> None:
+    write(project, {"a.py": "x = 1\n"})
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        data, _ = read_file(project / "a.py", project, DEFAULT_LIMIT)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert data == b"x = 1\n"
+    assert peak < 16 * 1024  # never a 64 KiB read shrunk to six bytes (a hole in the heap)
+    fd = os.open(project / "a.py", os.O_RDONLY)
+    try:  # the file grew after fstat said 2 bytes: the rest is read too, within the limit
+        assert files._read(fd, 2, 100, "a.py") == b"x = 1\n"
+        os.lseek(fd, 0, os.SEEK_SET)
+        with pytest.raises(ToolError) as info:
+            files._read(fd, 2, 4, "a.py")
+        assert info.value.details == {"path": "a.py", "size": 6, "limit": 4}
+    finally:
+        os.close(fd)

@@ -146,7 +146,9 @@ def _read(fd: int, size: int, limit: int, name: str) -> bytes:
     total = 0
     want = min(size, limit) + 1
     while True:
-        chunk = os.read(fd, max(want - total, 65536))
+        # The size fstat gave, plus one byte to see the end: os.read allocates what it is
+        # asked for and shrinks it, so asking for more leaves a hole per read in the heap.
+        chunk = os.read(fd, want - total if total < want else 65536)
         if not chunk:
             break
         chunks.append(chunk)
