@@ -15,11 +15,19 @@ Errors on a root between its fault and its recovery (plus the request timeout) a
 as the fault's; every other error is unexpected, except those the racing edits cause:
 `stale_edit`, and answers refused because a file changed meanwhile (`content_modified`).
 
-Every 10 s the daemon's RSS and open descriptors are sampled (from /proc).
+Every 10 s the daemon's RSS, open descriptors and threads are sampled (from /proc). The
+first `WARM_UP` seconds of the load (60 s; a fifth of a run shorter than 5 minutes) are the
+warm-up: the daemon's heap reaches its working size, every session's Lua runtimes are made
+and trio's worker threads started. RSS growth is measured from the first sample at or after
+the warm-up to the last one (taken once the clients stopped), and from it to the highest
+sample after it. Descriptors vary under load with the git processes and pipes in flight, so
+they are compared with no request running: before the load (every client connected) and
+after it.
 
 Prints: requests, errors by kind (unexpected, during faults, expected), p50/p99 per
-operation, RSS and fds at start (after warm-up) and end with their growth, each fault's
-recovery, and every server's restarts.
+operation, each fault's recovery, every server's restarts, and the daemon's RSS, fds and
+threads: at start, after warm-up, at the peak and at the end, with the growth, and every
+sample.
 
 Run: .venv/bin/python bench/soak.py [--minutes 10] [--clients 64] [--stop-seconds 20]
 """
@@ -40,11 +48,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from common import Daemon, DaemonClient, RpcFailed, alive  # bench/
 
 SAMPLE_SECONDS = 10.0
+WARM_UP = 60.0  # seconds of load before RSS growth is measured (see above)
 CLIENT_TIMEOUT = 120.0  # a reply that takes longer is a `client_timeout`
 FAULT_GRACE = 35.0  # seconds after recovery a request sent during the fault may still fail
 
@@ -264,14 +273,22 @@ def run_client(client: Client, end: float, stats: Stats, t0: float) -> None:
         stats.record(client.project.name, op, now - started, kind, now - t0)
 
 
-def sample(pid: int) -> tuple[float, int]:
-    """The daemon's resident memory (MB) and open descriptors."""
+class Sample(NamedTuple):
+    at: float  # seconds into the load
+    rss: float  # MB
+    fds: int
+    threads: int
+
+
+def sample(pid: int, at: float) -> Sample:
+    """The daemon's resident memory, open descriptors and threads now."""
     rss_kb = next(
         int(line.split()[1])
         for line in Path(f"/proc/{pid}/status").read_text().splitlines()
         if line.startswith("VmRSS:")
     )
-    return rss_kb / 1024, len(os.listdir(f"/proc/{pid}/fd"))
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    return Sample(at, rss_kb / 1024, fds, len(os.listdir(f"/proc/{pid}/task")))
 
 
 def server_pid(control: DaemonClient, root: Path, name: str) -> int | None:
@@ -332,17 +349,17 @@ def soak(
         if wait_answer(probe, time.monotonic() + 120) is None:
             raise SystemExit(f"{name}: no answer from its servers within 120 s")
     daemon.note_servers(control)
-    print(f"warm-up: {time.monotonic() - warm:.1f} s")
+    print(f"servers answering after {time.monotonic() - warm:.1f} s")
     clients = [
         Client(daemon, roots[PROJECTS[i % len(PROJECTS)].name], PROJECTS[i % len(PROJECTS)], i)
         for i in range(count)
     ]
     stats = Stats()
-    samples: list[tuple[float, float, int]] = []
+    samples: list[Sample] = []
     faults: list[Fault] = []
     t0 = time.monotonic()
     end = t0 + seconds
-    samples.append((0.0, *sample(daemon.proc.pid)))
+    samples.append(sample(daemon.proc.pid, 0.0))
     threads = [
         threading.Thread(target=run_client, args=(c, end, stats, t0), daemon=True) for c in clients
     ]
@@ -356,7 +373,7 @@ def soak(
             next_sample = t0 + (len(samples)) * SAMPLE_SECONDS
             time.sleep(max(0.0, min(target, next_sample) - now))
             if time.monotonic() >= next_sample:
-                samples.append((time.monotonic() - t0, *sample(daemon.proc.pid)))
+                samples.append(sample(daemon.proc.pid, time.monotonic() - t0))
 
     at(0.25)
     pid = server_pid(control, roots[KILLED], "basedpyright")
@@ -382,7 +399,7 @@ def soak(
     at(1.0)
     for thread in threads:
         thread.join(CLIENT_TIMEOUT + 10)
-    samples.append((time.monotonic() - t0, *sample(daemon.proc.pid)))
+    samples.append(sample(daemon.proc.pid, time.monotonic() - t0))
     daemon.note_servers(control)
     sessions = control.call("session/list", {})["sessions"]
     report(stats, samples, faults, sessions, roots, time.monotonic() - t0)
@@ -393,7 +410,7 @@ def soak(
 
 def report(
     stats: Stats,
-    samples: list[tuple[float, float, int]],
+    samples: list[Sample],
     faults: list[Fault],
     sessions: list[dict[str, Any]],
     roots: dict[str, Path],
@@ -437,14 +454,23 @@ def report(
             after = fault.recovered - resumed
             print(f"fault {fault.root}: {fault.what} at {fault.started:.0f} s, resumed at "
                   f"{resumed:.0f} s: answered again {after:.1f} s later")  # fmt: skip
-    start = samples[0]
-    warmed = next((s for s in samples if s[0] >= min(60.0, elapsed / 5)), samples[0])
-    last = samples[-1]
-    print(f"daemon RSS: {start[1]:.1f} MB at start, {warmed[1]:.1f} MB at {warmed[0]:.0f} s, "
-          f"{last[1]:.1f} MB at end ({growth(warmed[1], last[1])} after warm-up)")  # fmt: skip
-    print(f"daemon fds: {start[2]} at start, {warmed[2]} at {warmed[0]:.0f} s, {last[2]} at end "
-          f"({growth(warmed[2], last[2])} after warm-up)")  # fmt: skip
-    print("samples (s, MB, fds): " + " ".join(f"{t:.0f}:{m:.0f}:{f}" for t, m, f in samples))
+    start, last = samples[0], samples[-1]
+    warm_up = min(WARM_UP, elapsed / 5)
+    warmed = next((s for s in samples if s.at >= warm_up), start)
+    after = [s for s in samples if s.at >= warmed.at]
+    peak = max(after, key=lambda s: s.rss)
+    print(f"daemon RSS: {start.rss:.1f} MB at start, {warmed.rss:.1f} MB after the warm-up "
+          f"({warmed.at:.0f} s), peak {peak.rss:.1f} MB at {peak.at:.0f} s, {last.rss:.1f} MB "
+          f"at end: {growth(warmed.rss, last.rss)} after warm-up "
+          f"({growth(warmed.rss, peak.rss)} at the peak)")  # fmt: skip
+    busy = [s.fds for s in samples[1:-1]] or [start.fds]
+    print(f"daemon fds: {start.fds} before the load, {last.fds} after it "
+          f"({growth(start.fds, last.fds)}); {min(busy)}-{max(busy)} under load (git "
+          "processes and pipes in flight)")  # fmt: skip
+    print(f"daemon threads: {start.threads} at start, at most {max(s.threads for s in samples)}, "
+          f"{last.threads} at end")  # fmt: skip
+    print("samples (s:MB:fds:threads): "
+          + " ".join(f"{s.at:.0f}:{s.rss:.1f}:{s.fds}:{s.threads}" for s in samples))  # fmt: skip
     names = {str(path): name for name, path in roots.items()}
     restarts = [
         f"{names.get(s['root'], '?')} {server['name']} {server['restarts']} ({server['state']})"
