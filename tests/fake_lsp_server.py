@@ -376,6 +376,8 @@ def main() -> None:
                 )
                 ask("window/showMessageRequest", {"type": 1, "message": "hello"})
                 ask("workspace/workspaceFolders", None)
+                ask("window/showDocument", {"uri": "file:///elsewhere"})
+                ask("window/showMessageRequest", {"type": 1})  # no message: off the spec
         elif method == "textDocument/didOpen":
             doc = params["textDocument"]
             texts[doc["uri"]] = doc["text"]

@@ -172,6 +172,8 @@ async def test_server_requests_are_answered(tmp_path: Path, doc: Path) -> None:
     assert answers[1004]["result"] is None
     assert answers[1006]["result"] is None
     assert answers[1007]["result"] == [{"uri": tmp_path.as_uri(), "name": tmp_path.name}]
+    assert answers[1008]["result"] == {"success": False}
+    assert answers[1009]["error"]["code"] == -32602  # invalid params
     assert [(p["kind"], p["title"]) for p in progress] == [
         ("begin", "Indexing"),
         ("end", "Indexing"),

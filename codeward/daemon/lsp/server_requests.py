@@ -86,11 +86,11 @@ class ServerRequests:
             capture = self._capture()  # the command running, if any
             return REFUSED if capture is None else capture.receive(message.decode())
         if method == "window/showMessageRequest":
-            params = message.decode()
-            self.messages.append(str(params.get("message", "")))
+            shown = self._params(message, lsp.ShowMessageRequestParams)
+            self.messages.append(shown.message)
             return None
         if method == "window/showDocument":
-            return {"success": False}
+            return unstructure(lsp.ShowDocumentResult(success=False))
         if method.endswith("/refresh"):  # diagnostics, semantic tokens, code lens, inlay hints
             self._sync.changed_elsewhere()
             return None

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 from lsprotocol import types as lsp
 
+from codeward.daemon.lsp.shapes import unstructure
 from codeward.protocol.errors import ErrorKind, ToolError
 
 COMMAND = "typescript.tsserverRequest"
@@ -84,7 +85,7 @@ async def diagnostics(
         try:
             response = await request(
                 "workspace/executeCommand",
-                {"command": COMMAND, "arguments": [kind, {"file": path}]},
+                unstructure(lsp.ExecuteCommandParams(COMMAND, arguments=[kind, {"file": path}])),
                 timeout=timeout,
                 result_type=Response | None,
             )
