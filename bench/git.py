@@ -4,7 +4,8 @@ Builds a small repository (20 files) and a large one (10,000 files), starts a da
 private socket, and prints, side by side in one run, the median of N `git_command status`
 calls over the socket against N direct `git status` runs (calls alternate, so machine load
 hits both alike), for the long format (targets: <= 1.3x small, <= 1.1x large) and for
-porcelain v2; then the Lua round trip on the git path (an in-process eval of the
+porcelain v2, with the daemon's CPU time per call (from /proc: steadier than wall time
+on a loaded machine); then the Lua round trip on the git path (an in-process eval of the
 `git_command` chunk whose host answers at once: target <= 50 us) and the cost of one Lua
 host call (an eval making N `codeward.call`s against one making none).
 
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import trio
-from common import Daemon, DaemonClient  # bench/
+from common import Daemon, DaemonClient, cpu_seconds  # bench/
 
 from codeward.daemon.config import LuaConfig
 from codeward.daemon.lua.actor import LuaActor
@@ -89,6 +90,7 @@ def rotated(calls: list[Any], runs: int) -> list[float]:
 class Side(NamedTuple):
     label: str  # "after" (this tree) or "before" (--before TREE); "daemon" alone
     client: DaemonClient
+    pid: int  # the daemon's, for its CPU time (steadier than wall time on a loaded machine)
 
 
 def compare_status(sides: list[Side], repo: Path, files: int, runs: int, target: float) -> None:
@@ -108,12 +110,17 @@ def compare_status(sides: list[Side], repo: Path, files: int, runs: int, target:
             subprocess.run(["git", "status", *a], cwd=repo, check=True, env=READ_ONLY,
                            stdout=subprocess.DEVNULL)  # fmt: skip
 
+        cpu = [cpu_seconds(side.pid) for side in sides]
         *ours, theirs = rotated([*(through(side.client) for side in sides), direct], runs)
+        cpu = [
+            (cpu_seconds(side.pid) - c) / (runs + 1) * 1e3
+            for side, c in zip(sides, cpu, strict=True)
+        ]
         goal = f"   (target <= {target:.1f}x)" if not status_args else ""
         print(f"  git status {label:<15} directly {theirs:7.2f} ms")
-        for side, took in zip(sides, ours, strict=True):
+        for side, took, busy in zip(sides, ours, cpu, strict=True):
             print(f"    git_command, {side.label:<7} {took:7.2f} ms   ratio {took / theirs:5.2f}x"
-                  f"   +{took - theirs:5.2f} ms{goal}")  # fmt: skip
+                  f"   +{took - theirs:5.2f} ms   daemon CPU {busy:4.2f} ms{goal}")  # fmt: skip
 
 
 class InstantHost:
@@ -203,10 +210,11 @@ def main() -> None:
         make_repo(small, SMALL)
         make_repo(large, args.files)
         daemons.append(Daemon(tmp / "after"))
-        sides = [Side("after" if args.before else "daemon", DaemonClient(daemons[0].socket))]
+        label = "after" if args.before else "daemon"
+        sides = [Side(label, DaemonClient(daemons[0].socket), daemons[0].proc.pid)]
         if args.before is not None:
             daemons.append(Daemon(tmp / "before", source=args.before.resolve()))
-            sides.append(Side("before", DaemonClient(daemons[1].socket)))
+            sides.append(Side("before", DaemonClient(daemons[1].socket), daemons[1].proc.pid))
         client = sides[0].client
         compare_status(sides, small, SMALL, args.runs, 1.3)
         compare_status(sides, large, args.files, args.runs, 1.1)

@@ -186,6 +186,12 @@ end
 
 -- The JSON text of `v`, or nil, kind, message. Limit errors propagate.
 local function encode(v, limit)
+  if type(v) == "string" and #v < limit and utf8len(v) then  -- the common short case
+    local text = find(v, '[%c"\\]') and gsub(v, '[%c"\\]', ESCAPES) or v
+    if #text + 2 <= limit then return '"' .. text .. '"' end
+  elseif mtype(v) == "integer" and limit >= 20 then
+    return fmt("%d", v)
+  end
   local buf = raw_setmetatable({n = 0, size = 0, limit = limit}, Buffer)
   local ok, e = passthrough(raw_pcall(encode_value, v, buf, 0, {}))
   if ok then return concat(buf, "", 1, buf.n) end
@@ -407,16 +413,20 @@ local function report(co, ok, ...)
 end
 
 -- Resume the eval for at most `budget` CPU seconds, with the stashed value.
+-- Its first result is the CPU time the resume took (what the budget is counted down by).
+local function timed(since, ...) return clock() - since, ... end
+
 function driver.resume(budget, ok)
   local co, value = current, stash
   stash = nil
-  if tripped then return "limit", tripped end
-  deadline = clock() + budget
-  if started then return report(co, co_resume(co, ok, value)) end
+  if tripped then return 0, "limit", tripped end
+  local now = clock()
+  deadline = now + budget
+  if started then return timed(now, report(co, co_resume(co, ok, value))) end
   started = true
   local a = args
   args = nil
-  return report(co, co_resume(co, a))
+  return timed(now, report(co, co_resume(co, a)))
 end
 
 function driver.null() return null end

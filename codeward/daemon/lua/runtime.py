@@ -8,7 +8,6 @@ the cap with nothing but numbers and booleans as arguments.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,12 +155,9 @@ class Sandbox:
             ) from None
 
     def _resume(self, ok: bool) -> Step:
-        started = time.process_time()
-        try:
-            out = self._limited(self._driver["resume"], max(self._cpu_left, 0.0), ok)
-        finally:
-            self._cpu_left -= time.process_time() - started
-        return self._interpret(out if isinstance(out, tuple) else (out,))
+        used, *out = self._limited(self._driver["resume"], max(self._cpu_left, 0.0), ok)
+        self._cpu_left -= used  # a resume that raised broke the runtime: no count needed
+        return self._interpret(tuple(out))
 
     def _interpret(self, out: tuple[Any, ...]) -> Step:
         status = out[0]

@@ -14,21 +14,20 @@ if TYPE_CHECKING:
 
 # The chunk receives the tool's arguments as its one vararg: {subcommand, args, opts}.
 SOURCE = "local a = ...\nreturn codeward.git(a[1], a[2], a[3])\n"
-REF = "git_result"
 
 
 class ByReference:
     """The session's host, except that `codeward.git` hands the chunk a reference to its
-    result rather than a copy: the chunk only returns it, so the result (thousands of
-    status entries, a long diff) is not converted into Lua tables and back to JSON."""
+    result (its number) rather than a copy: the chunk only returns it, so the result
+    (thousands of status entries, a long diff) is not converted into Lua and back to JSON."""
 
     def __init__(self, host: LuaHost) -> None:
         self.host = host
         self.results: list[dict[str, Any]] = []
 
-    async def git(self, subcommand: str, args: list[str], opts: dict[str, Any]) -> dict[str, Any]:
+    async def git(self, subcommand: str, args: list[str], opts: dict[str, Any]) -> Any:
         self.results.append(await self.host.git(subcommand, args, opts))
-        return {REF: len(self.results)}
+        return len(self.results)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return await self.host.call(tool, arguments)
@@ -40,10 +39,9 @@ class ByReference:
 async def run_chunk(lua: LuaActor, host: LuaHost, arguments: list[Any]) -> dict[str, Any]:
     """Evaluate the git_command chunk in the sandbox; the git result it returned."""
     by_reference = ByReference(host)
-    value = await lua.eval(SOURCE, arguments, by_reference)
-    ref = value.get(REF) if isinstance(value, dict) else None
-    if not isinstance(ref, int) or not 1 <= ref <= len(by_reference.results):
-        raise AssertionError(f"the git_command chunk returned {value!r}")
+    ref = await lua.eval(SOURCE, arguments, by_reference)
+    if type(ref) is not int or not 1 <= ref <= len(by_reference.results):
+        raise AssertionError(f"the git_command chunk returned {ref!r}")
     return by_reference.results[ref - 1]
 
 
