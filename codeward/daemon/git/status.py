@@ -13,6 +13,7 @@ drops the branch headers not asked for and, without `-z`, writes lines with quot
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,6 +34,7 @@ _STATE_FILES = frozenset({"MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_
                           "REVERT_HEAD", "BISECT_LOG", "sequencer"})  # fmt: skip
 _SPARSE = os.path.join("info", "sparse-checkout")
 _UNTRACKED_MODES = {"no": "no", "normal": "normal", "all": "all", "": "all"}
+_PLAIN_PATH = re.compile(rb"[\x20\x21\x23-\x5b\x5d-\x7e]*")  # printable ASCII but quote, backslash
 _C_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
 
 
@@ -83,7 +85,7 @@ def plain(args: Sequence[str], entries: Sequence[ConfigEntry], git_dir: Path) ->
 def quote(path: str) -> str:
     """A path as the long format shows it (core.quotePath: C quotes, octal non-ASCII)."""
     raw = path.encode("utf-8", "surrogateescape")
-    if all(0x20 <= b < 0x7F and b not in (34, 92) for b in raw):
+    if _PLAIN_PATH.fullmatch(raw):
         return path
     out = []
     for b in raw:
