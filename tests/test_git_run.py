@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -511,6 +513,45 @@ async def test_a_finished_run_leaves_nothing_of_its_group(tmp_path: Path) -> Non
     leader, member = map(int, done.stdout.split())
     assert done.exit_code == 0 and not done.timed_out
     assert group_members(leader) == [] and dead(member)
+
+
+def open_fds() -> list[str]:
+    return sorted(os.listdir("/proc/self/fd"))
+
+
+async def test_a_process_that_cannot_start_leaves_no_descriptor(tmp_path: Path) -> None:
+    before = open_fds()
+    with pytest.raises(FileNotFoundError):
+        await runner.run_process(
+            ["git", "status"], cwd=tmp_path / "missing", env=dict(os.environ), timeout=10.0,
+            output_bytes=1000,
+        )  # fmt: skip
+    assert open_fds() == before
+
+
+async def test_a_process_that_cannot_be_watched_is_killed_and_reaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a pidfd (no descriptor left) the process just started is not left running."""
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    def no_pidfd(pid: int) -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    monkeypatch.setattr(runner.os, "pidfd_open", no_pidfd)
+    before = open_fds()
+    with pytest.raises(OSError, match="Too many open files"):
+        await runner.run_process(
+            ["sleep", "600"], cwd=tmp_path, env=dict(os.environ), timeout=10.0, output_bytes=10
+        )
+    assert len(started) == 1 and started[0].returncode is not None  # killed, and reaped
+    assert dead(started[0].pid) and open_fds() == before
 
 
 async def test_a_cancelled_write_finishes_shielded(

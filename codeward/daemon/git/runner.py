@@ -192,23 +192,31 @@ def spawn(argv: Sequence[str], *, cwd: Path, env: dict[str, str], stdin: bool) -
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     in_r, in_w = os.pipe() if stdin else (subprocess.DEVNULL, -1)
-    ours = [out_r, err_r, in_w]
+    # our ends, owned by their streams from here on
+    stdout, stderr = trio.lowlevel.FdStream(out_r), trio.lowlevel.FdStream(err_r)
+    writer = trio.lowlevel.FdStream(in_w) if stdin else None
+    ours = [stdout, stderr] if writer is None else [stdout, stderr, writer]
     try:
         popen = subprocess.Popen(
             list(argv), cwd=str(cwd), env=env, stdin=in_r, stdout=out_w, stderr=err_w,
             start_new_session=True,
         )  # fmt: skip
     except BaseException:
-        for fd in ours:
-            if fd >= 0:
-                os.close(fd)
+        for stream in ours:
+            stream.close()
         raise
     finally:
         for fd in (out_w, err_w, in_r):
             if fd >= 0:
                 os.close(fd)
-    writer = trio.lowlevel.FdStream(in_w) if stdin else None
-    return Child(popen, writer, trio.lowlevel.FdStream(out_r), trio.lowlevel.FdStream(err_r))
+    try:
+        return Child(popen, writer, stdout, stderr)
+    except BaseException:  # no pidfd (out of descriptors): nothing of it may stay behind
+        signal_group(popen.pid, signal.SIGKILL)
+        popen.wait()
+        for stream in ours:
+            stream.close()
+        raise
 
 
 async def run_process(
