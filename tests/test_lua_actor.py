@@ -565,3 +565,23 @@ async def test_actor_stopping_during_an_eval_fails_it() -> None:
                 await entered.wait()
                 session.cancel_scope.cancel()
     assert [e.kind for e in errors] == [ErrorKind.CANCELLED]
+
+
+async def test_an_eval_before_the_actor_started_waits_for_it() -> None:
+    actor = LuaActor(LuaConfig())
+    results: list[Any] = []
+
+    async def early() -> None:
+        results.append(await actor.eval("return 'served'", None, RecordingHost()))
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as outer:
+            outer.start_soon(early)
+            await trio.testing.wait_all_tasks_blocked()
+            assert results == []  # parked: no runtime yet, and no failure either
+            async with trio.open_nursery() as session:
+                await session.start(actor.run)
+                while not results:
+                    await trio.testing.wait_all_tasks_blocked()
+                session.cancel_scope.cancel()
+    assert results == ["served"]
