@@ -2,10 +2,10 @@
 straight line through at most 6 modules, none called back into once left.
 
 Each request frame written to a server is caught where it is written (`Outbox.put`, the
-one write point of a frame), and the call stack there is read: the writing task's own
-frames, preceded by the frames of the task that started it, waiting in its nursery, up to
-the task daemon/connection.py (or daemon/mcp.py) started for the client's request (a tool
-that asks two things at once, as hover does, asks the second in a task of its own).
+one write point of frames; hover writes its definition request in the same write), and the
+call stack there is read: the writing task's own frames, preceded by the frames of the task
+that started it, waiting in its nursery, up to the task daemon/connection.py (or
+daemon/mcp.py) started for the client's request.
 Helpers that were called and returned (validation, shaping) are not on it, which is the
 point: they are not in the line.
 """
@@ -24,6 +24,7 @@ import trio
 
 from codeward.daemon.outbox import Outbox
 from codeward.daemon.server import Daemon
+from codeward.protocol.framing import ContentLengthDecoder
 from tests.intel_support import pos, write
 from tests.lsp_support import needs
 from tests.rpc import RpcClient
@@ -122,12 +123,13 @@ def written(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[list[str]]]:
     put = Outbox.put
 
     def spy(self: Outbox, frame: bytes) -> None:
-        if frame.startswith(b"Content-Length:"):  # to a language server
-            message: Any = msgspec.json.decode(frame.partition(b"\r\n\r\n")[2])
-            if "id" in message and "method" in message:
-                stack = request_stack(sys._getframe(1))
-                if stack is not None:
-                    seen.setdefault(message["method"], []).append(stack)
+        if frame.startswith(b"Content-Length:"):  # to a language server (frames, one or more)
+            for body in ContentLengthDecoder().feed(frame):
+                message: Any = msgspec.json.decode(body)
+                if "id" in message and "method" in message:
+                    stack = request_stack(sys._getframe(1))
+                    if stack is not None:
+                        seen.setdefault(message["method"], []).append(stack)
         put(self, frame)
 
     monkeypatch.setattr(Outbox, "put", spy)
@@ -147,7 +149,7 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
     line_, character = pos(project, "lib.py", "compute")
     declared = {"line": line_, "character": character}
     calls: list[tuple[str, dict[str, Any], dict[str, list[str]]]] = [
-        # hover asks its definition in a task of its own, at once
+        # hover sends its definition request with the hover, in one write
         ("get_hover_info", at, {"textDocument/hover": INTEL, "textDocument/definition": INTEL}),
         ("go_to_definition", at, {"textDocument/definition": INTEL}),
         ("get_type_definition", at, {"textDocument/typeDefinition": INTEL}),

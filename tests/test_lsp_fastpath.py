@@ -20,7 +20,7 @@ from codeward.daemon.intel.inputs import resolve_inside
 from codeward.daemon.intel.locations import Locator, finish
 from codeward.daemon.lsp import texts as texts_module
 from codeward.daemon.lsp import uris
-from codeward.daemon.lsp.connection import ConnectionClosed, LspConnection
+from codeward.daemon.lsp.connection import ConnectionClosed, LspConnection, RequestTimeout
 from codeward.daemon.lsp.defaults import language_of
 from codeward.daemon.lsp.documents import DocumentStore
 from codeward.daemon.lsp.positions import ENCODINGS, LineIndex
@@ -367,3 +367,57 @@ def test_location_from_structs_and_dicts_agree(tree: tuple[Path, Path]) -> None:
         "path": "gone.py", "line": 1, "character": 13, "end_line": 1, "end_character": 17,
         "preview": "",
     }  # fmt: skip
+
+
+async def test_requests_go_in_one_write_and_each_times_out_alone(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """`requests` sends its calls at once; each answer comes back in its place, and one
+    the server never answers times out alone, by the connection's timer, with its
+    `$/cancelRequest` sent (a request needs no cancel scope of its own)."""
+    to_server, server_stdin = os.pipe()
+    server_stdout, from_server = os.pipe()
+    stdin, stdout = trio.lowlevel.FdStream(server_stdin), trio.lowlevel.FdStream(server_stdout)
+    conn = LspConnection(
+        "test",
+        stdin,
+        stdout,
+        on_request=lambda *_: None,
+        on_notification=lambda *_: None,
+        max_message=1 << 20,
+    )
+    os.set_blocking(to_server, False)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(conn.run)
+            calls = [("textDocument/hover", {}, Any), ("textDocument/definition", {}, Any)]
+            asking = trio.Event()
+            results: list[Any] = []
+
+            async def ask() -> None:
+                asking.set()
+                results.extend(await conn.requests(calls, timeout=30))
+
+            nursery.start_soon(ask)
+            await asking.wait()
+            await trio.sleep(0)  # the frames are written before the first checkpoint
+            hover, definition = read_frames(to_server, 2)  # both there before any answer
+            assert [hover["method"], definition["method"]] == [c[0] for c in calls]
+            answer = msgspec.json.encode({"jsonrpc": "2.0", "id": hover["id"], "result": "h"})
+            os.write(from_server, b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer))
+            with trio.fail_after(60):
+                while not results:
+                    await trio.sleep(1)
+            assert results[0] == "h"
+            assert isinstance(results[1], RequestTimeout)
+            assert "within 30 s" in str(results[1])
+            [cancel] = read_frames(to_server, 1)
+            assert cancel["method"] == "$/cancelRequest"
+            assert cancel["params"] == {"id": definition["id"]}
+            assert conn.in_flight == 0 and list(conn.abandoned) == [definition["id"]]
+            conn.close("done")
+    finally:
+        for fd in (to_server, from_server):
+            os.close(fd)
+        stdin.close()
+        stdout.close()

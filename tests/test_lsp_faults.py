@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from codeward.daemon.config import Config, DaemonConfig, LspConfig, ServerConfig
 from codeward.daemon.lsp import server as server_module
 from codeward.daemon.lsp import supervisor
 from codeward.daemon.lsp.defaults import command_available
-from codeward.daemon.lsp.process import ServerProcess
+from codeward.daemon.lsp.process import STDOUT_PIPE_BYTES, ServerProcess
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.process_groups import group_members, wait_group_gone
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -544,3 +545,24 @@ async def test_a_registration_the_config_expects_is_awaited_past_the_short_grace
             await hover(manager, doc)  # the fake registers before it answers
         assert answers == [expected]
         assert server.capabilities.supports("workspace/diagnostic")
+
+
+async def test_a_servers_stdout_pipe_holds_a_big_reply(tmp_path: Path) -> None:
+    """The server's stdout pipe is enlarged, so a reply of thousands of locations is written
+    at once; its stdin keeps the system's default."""
+    process = await ServerProcess.spawn("cat", ["cat"], tmp_path, {})
+    try:
+        stdout, stdin = process.stdout, process.stdin
+        assert isinstance(stdout, trio.lowlevel.FdStream)
+        assert isinstance(stdin, trio.lowlevel.FdStream)
+        assert fcntl.fcntl(stdout.fileno(), fcntl.F_GETPIPE_SZ) == STDOUT_PIPE_BYTES
+        assert fcntl.fcntl(stdin.fileno(), fcntl.F_GETPIPE_SZ) < STDOUT_PIPE_BYTES
+        await stdin.send_all(b"x" * 100_000)  # echoed back: 100 KB
+        echoed = b""
+        with trio.fail_after(10):
+            while len(echoed) < 100_000:
+                echoed += await stdout.receive_some(1 << 16)
+        assert echoed == b"x" * 100_000
+    finally:
+        with trio.fail_after(10):
+            await process.terminate(1)

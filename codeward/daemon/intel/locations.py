@@ -158,13 +158,13 @@ class Locator:
 
     def locations(self, items: Iterable[LspLocation], encoding: Encoding) -> list[Location]:
         """`finish` of each item's `location`, in one pass for answers of thousands: the
-        place and text of a URI looked up once per run of it, duplicates dropped and rows
-        sorted as plain tuples, the output dicts built last."""
-        rows: set[tuple[bool, str, int, int, int, int, str]] = set()
-        add = rows.add
+        place and text of a URI looked up once per run of it, duplicates dropped, rows kept
+        per shown file (sorted by file, then as plain tuples of numbers within each) and the
+        output dicts built last."""
+        files: dict[str, set[tuple[int, int, int, int, str]]] = {}
+        add = None
         last_uri: str | None = None
         shown = ""
-        external = False
         lines: list[str] = []
         count = 0
         units = encoding == "utf-32"  # every line counts code points, as the tools do
@@ -174,17 +174,17 @@ class Locator:
                 last_uri = uri
                 place = self.place(uri)
                 shown = place[0] if place is not None else ""
-                external = _external(shown)
                 index = self.index(uri) if shown else None
                 lines = index.lines if index is not None else []
                 count = len(lines) if index is not None else -1
                 units = encoding == "utf-32" or all(map(str.isascii, lines))
-            if not shown:
+                add = files.setdefault(shown, set()).add if shown else None
+            if add is None:
                 continue
             start, end = item.range.start, item.range.end
             line, char, end_line, end_char = start.line, start.character, end.line, end.character
             if count < 0:  # no text to read: 0-based units, shown 1-based
-                add((external, shown, line + 1, char + 1, end_line + 1, end_char + 1, ""))
+                add((line + 1, char + 1, end_line + 1, end_char + 1, ""))
                 continue
             text = lines[line] if 0 <= line < count else ""
             if end_line == line:
@@ -198,7 +198,7 @@ class Locator:
             else:
                 first = to_code_points(text, char, encoding)
                 last = to_code_points(end_text, end_char, encoding)
-            add((external, shown, line + 1, first + 1, end_line + 1, last + 1, text.strip()))
+            add((line + 1, first + 1, end_line + 1, last + 1, text.strip()))
         return [
             {
                 "path": path,
@@ -208,7 +208,8 @@ class Locator:
                 "end_character": end_char,
                 "preview": preview,
             }
-            for _external_, path, line, char, end_line, end_char, preview in sorted(rows)
+            for path in sorted(files, key=lambda path: (_external(path), path))
+            for line, char, end_line, end_char, preview in sorted(files[path])
         ]
 
     def scrub(self, text: str) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+import math
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -67,11 +68,13 @@ class RequestTimeout(Exception):
 
 
 class _Pending:
-    __slots__ = ("error", "event", "result", "result_type")
+    __slots__ = ("deadline", "error", "event", "result", "result_type", "timed_out")
 
-    def __init__(self, result_type: Any) -> None:
+    def __init__(self, result_type: Any, deadline: float) -> None:
         self.event = trio.Event()
         self.result_type = result_type
+        self.deadline = deadline  # trio time after which the connection's timer gives up
+        self.timed_out = False
         self.result: Any = None
         self.error: Exception | None = None
 
@@ -100,6 +103,9 @@ class LspConnection:
         )
         self._outbox = Outbox(send_stream, _nothing)
         self._nursery: trio.Nursery | None = None
+        # The timer's sleep, until the earliest deadline of a request in flight: a request
+        # needs no cancel scope of its own for its timeout.
+        self._timer = trio.CancelScope()
         self.closed = trio.Event()
         self.close_reason = ""
 
@@ -127,6 +133,7 @@ class LspConnection:
             self._nursery = nursery
             nursery.start_soon(self._writer)
             nursery.start_soon(self._reader)
+            nursery.start_soon(self._expire)
             task_status.started()
             await self.closed.wait()
             nursery.cancel_scope.cancel()
@@ -169,24 +176,77 @@ class LspConnection:
         """
         if self.closed.is_set():
             raise ConnectionClosed(self.close_reason)
-        pending = _Pending(result_type)
+        pending = self._pending(result_type, timeout)
         request_id, frame = self.peer.send_request(method, params, pending)
         self._send(frame)
         try:
-            with trio.move_on_after(timeout):
-                await pending.event.wait()
+            await pending.event.wait()
         finally:
-            if not pending.event.is_set():
+            if pending.timed_out or not pending.event.is_set():
                 note = (method, trio.current_time())
                 track = track and not self.closed.is_set()
                 frame = self.peer.abandon(request_id, note, cancel=cancel, track=track)
                 if frame is not None and not self.closed.is_set():
                     self._send(frame)
-        if not pending.event.is_set():
+        if pending.timed_out:
             raise RequestTimeout(f"{method} got no answer within {timeout:g} s")
         if pending.error is not None:
             raise pending.error
         return pending.result
+
+    async def requests(self, calls: Sequence[tuple[str, Any, Any]], *, timeout: float) -> list[Any]:
+        """Several requests (method, params, result type) sent at once, in one write, and
+        their results awaited together: each result, or the exception it failed with
+        (ConnectionClosed, ResponseError, RequestTimeout), in order. A timeout or the
+        caller's cancellation sends `$/cancelRequest` for each one still unanswered."""
+        if self.closed.is_set():
+            raise ConnectionClosed(self.close_reason)
+        asked: list[tuple[Id, str, _Pending]] = []
+        frames: list[bytes] = []
+        for method, params, result_type in calls:
+            pending = self._pending(result_type, timeout)
+            request_id, frame = self.peer.send_request(method, params, pending)
+            asked.append((request_id, method, pending))
+            frames.append(frame)
+        self._send(b"".join(frames))
+        try:
+            for _, _, pending in asked:
+                await pending.event.wait()
+        finally:
+            for request_id, method, pending in asked:
+                if pending.timed_out or not pending.event.is_set():
+                    note = (method, trio.current_time())
+                    frame = self.peer.abandon(request_id, note, track=not self.closed.is_set())
+                    if frame is not None and not self.closed.is_set():
+                        self._send(frame)
+        return [
+            RequestTimeout(f"{method} got no answer within {timeout:g} s")
+            if pending.timed_out
+            else pending.error or pending.result
+            for _, method, pending in asked
+        ]
+
+    def _pending(self, result_type: Any, timeout: float) -> _Pending:
+        """A new request's state; the timer wakes by its deadline."""
+        pending = _Pending(result_type, trio.current_time() + timeout)
+        if pending.deadline < self._timer.deadline:
+            self._timer.deadline = pending.deadline
+        return pending
+
+    async def _expire(self) -> None:
+        """The timer: sleep until the earliest deadline of the requests in flight, then wake
+        each request past its deadline (it gives up: `$/cancelRequest`, RequestTimeout)."""
+        while True:
+            waiting = self.peer.pending.values()
+            deadlines = [p.deadline for p in waiting if not p.event.is_set()]
+            self._timer = trio.CancelScope(deadline=min(deadlines, default=math.inf))
+            with self._timer:
+                await trio.sleep_forever()
+            now = trio.current_time()
+            for pending in self.peer.pending.values():
+                if pending.deadline <= now and not pending.event.is_set():
+                    pending.timed_out = True
+                    pending.event.set()
 
     def _send(self, frame: bytes) -> None:
         """Write `frame` now if the pipe takes it, else after every frame queued before it."""

@@ -4,6 +4,8 @@ that leaves nothing behind (SIGTERM to the group, then SIGKILL, then wait for ev
 from __future__ import annotations
 
 import collections
+import contextlib
+import fcntl
 import logging
 import os
 import subprocess
@@ -19,6 +21,10 @@ from codeward.daemon.reaper import stat_fields
 log = logging.getLogger("codeward.lsp")
 
 STDERR_LINES = 200
+# The server's stdout pipe holds this much (Linux's default is 64 KiB): a reply of a few
+# thousand locations is written by the server at once, and the daemon's reads of it do not
+# wait for the server to be scheduled again every 64 KiB.
+STDOUT_PIPE_BYTES = 256 * 1024
 
 
 class ServerProcess:
@@ -48,6 +54,10 @@ class ServerProcess:
             start_new_session=True,
         )
         guardian.register(process.pid)
+        stdout = process.stdout
+        if isinstance(stdout, trio.lowlevel.FdStream):
+            with contextlib.suppress(OSError):  # over the system's limit: the default stays
+                fcntl.fcntl(stdout.fileno(), fcntl.F_SETPIPE_SZ, STDOUT_PIPE_BYTES)
         return cls(name, process)
 
     @property

@@ -5,7 +5,8 @@ asks it through these methods, never through its parts:
 
 - life: `run` (in the session's nursery), `start`, `stop`, `halt(reason, park=)`, `retry`,
   `connection()` (started on first need), `status()`, `state`, `running`, `live`, `busy`;
-- requests: `request(method, params, timeout=, result_type=)`, `notify`, `offers(method)`,
+- requests: `request(method, params, timeout=, result_type=)`, `requests(calls, timeout=)`
+  (several sent at once), `notify`, `offers(method)`,
   `may_offer`, `capabilities`, `encoding`; `execute_command(command, arguments, on_edit)`
   with the edits that command asks for;
 - documents: `sync(path, language_id, data, stat)` -> the `Document` sent (one version,
@@ -321,37 +322,70 @@ class LanguageServer:
                 cancel=cancel,
                 track=method not in LONG_POLLS,
             )
+        except (ConnectionClosed, RequestTimeout, ResponseError) as exc:
+            raise self._failure(method, exc, timeout) from None
+
+    async def requests(
+        self, calls: Sequence[tuple[str, Any, Any]], *, timeout: float | None = None
+    ) -> list[Any]:
+        """Several requests (method, params, result type) sent at once, in one write, and
+        awaited together: each result, or the ToolError it failed with, in order (as
+        `request` fails). Methods the server runs one at a time go one by one, in turn."""
+        if len(calls) == 1 or any(method in self._lanes for method, _, _ in calls):
+            results: list[Any] = []
+            for method, params, result_type in calls:
+                try:
+                    results.append(
+                        await self.request(method, params, timeout=timeout, result_type=result_type)
+                    )
+                except ToolError as exc:
+                    results.append(exc)
+            return results
+        conn = await self.connection()
+        if timeout is None:
+            timeout = max(self.timeout_for(method) for method, _, _ in calls)
+        try:
+            results = await conn.requests(calls, timeout=timeout)
         except ConnectionClosed as exc:
-            raise ToolError(
+            raise self._failure(calls[0][0], exc, timeout) from None
+        return [
+            self._failure(method, result, timeout) if isinstance(result, Exception) else result
+            for (method, _, _), result in zip(calls, results, strict=True)
+        ]
+
+    def _failure(self, method: str, exc: Exception, timeout: float) -> ToolError:
+        """The ToolError for a request that failed with `exc` (a server broken by it is
+        restarted: `restarting=True`, callers retry once)."""
+        if isinstance(exc, ConnectionClosed):
+            return ToolError(
                 ErrorKind.LSP_ERROR,
                 f"The {self.name} language server stopped during {method} "
                 f"({scrub(exc.reason, self.root)}); it restarts by itself, so retry.",
                 server=self.name,
-            ) from None
-        except RequestTimeout:
-            raise ToolError(
-                ErrorKind.TIMEOUT,
-                f"The {self.name} language server did not answer {method} within "
-                f"{timeout:g} s; retry, or raise lsp.method_timeouts in the config.",
-                server=self.name,
-            ) from None
-        except ResponseError as exc:
+            )
+        if isinstance(exc, ResponseError):
             message = scrub(exc.message, self.root)
             if any(text in exc.message for text in self.config.broken_when):
                 self.halt(f"it broke answering {method} ({message})")
-                raise ToolError(
+                return ToolError(
                     ErrorKind.LSP_ERROR,
                     f"The {self.name} language server broke answering {method} ({message}); "
                     "it is restarting, so retry.",
                     server=self.name,
                     restarting=True,
-                ) from None
-            raise ToolError(
+                )
+            return ToolError(
                 ErrorKind.LSP_ERROR,
                 f"The {self.name} language server could not answer {method}: {message}.",
                 server=self.name,
                 code=exc.code,
-            ) from None
+            )
+        return ToolError(
+            ErrorKind.TIMEOUT,
+            f"The {self.name} language server did not answer {method} within "
+            f"{timeout:g} s; retry, or raise lsp.method_timeouts in the config.",
+            server=self.name,
+        )
 
     async def execute_command(
         self,

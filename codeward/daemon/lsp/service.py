@@ -27,6 +27,10 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   timeout or cancellation sends `$/cancelRequest`. A `ContentModified` answer is retried
   once. With `snapshot`, `Answer.versions` holds the server's open documents (version,
   content hash) as it computed the answer: the basis an edit in it is checked against.
+- `await service.request_together(path, [(method, params, result_type), ...]) ->
+  list[Answer | ToolError]`: several requests about one file, those the first one's server
+  offers sent to it at once, in one write, after one sync (hover and the definition that
+  names its module); the first one's error is raised, the others' come back in place.
 - `await service.request_all(path, method, params, ...) -> (list[Answer], list[ToolError])`:
   the same, to every server of the language that offers `method` (to merge, e.g. code
   actions); the errors of servers that failed come back beside the answers.
@@ -109,6 +113,7 @@ from codeward.protocol.errors import ErrorKind, ToolError
 __all__ = [
     "CONTENT_MODIFIED",
     "Answer",
+    "Ask",
     "DocumentContext",
     "FileDiagnostics",
     "FolderDiagnostics",
@@ -125,6 +130,8 @@ __all__ = [
 RETRIED_CODES = frozenset({CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED})
 
 Versions = dict[Path, tuple[int, str]]  # canonical path -> (version, content hash)
+# one request of `request_together`: (method, params builder, result type)
+Ask = tuple[str, Callable[["DocumentContext"], Any], Any]
 Listing = tuple[dict[str, list[Path]], bool]  # files by language, and whether that is all
 # a server's own edit during a command: (WorkspaceEdit, its encoding, its documents) -> answer
 OnEdit = Callable[[Any, Encoding, Versions], Awaitable[None]]
@@ -465,6 +472,59 @@ class LanguageService:
                 server, path, language, method, params, result_type, wait_ready, timeout, snapshot
             )
 
+    async def request_together(
+        self,
+        path: Path,
+        asks: Sequence[Ask],
+        *,
+        wait_ready: bool = True,
+        timeout: float | None = None,
+    ) -> list[Answer | ToolError]:
+        """Requests about `path` (method, params, result type), each as `request` sends it;
+        those the first one's server offers now are sent with it at once, in one write,
+        after one sync and one readiness wait, and awaited together (the server answers
+        them one after the other, without a round trip between), when that server is the
+        first of the file's language. Each answer, or the error its request failed with, in
+        order; the first one's error is raised. The others are asked at the same time,
+        each routed as `request` routes it."""
+        language = self.languages.require(path)
+        async with self.gate.shared():
+            server = await self._route(language, asks[0][0])
+            leads = self.languages.servers(language)[0] == server.name
+            offered = server.capabilities.supports
+            apart = [i for i, (m, _, _) in enumerate(asks) if i and not (leads and offered(m))]
+            if not apart:
+                return await self._ask_together(server, path, language, asks, wait_ready, timeout)
+            answers: dict[int, Answer | ToolError] = {}
+
+            async def alone(i: int) -> None:
+                method, params, result_type = asks[i]
+                try:
+                    answers[i] = await self.request(
+                        path, method, params, result_type=result_type, wait_ready=wait_ready,
+                        timeout=timeout,
+                    )  # fmt: skip
+                except ToolError as exc:
+                    answers[i] = exc
+
+            together = [i for i in range(len(asks)) if i not in apart]
+            failure: ToolError | None = None
+            async with trio.open_nursery() as nursery:
+                for i in apart:
+                    nursery.start_soon(alone, i)
+                try:
+                    found = await self._ask_together(
+                        server, path, language, [asks[i] for i in together], wait_ready, timeout
+                    )
+                except ToolError as exc:  # the first one's: the others are not needed
+                    failure = exc
+                    nursery.cancel_scope.cancel()
+                else:
+                    answers.update(zip(together, found, strict=True))
+            if failure is not None:
+                raise failure
+            return [answers[i] for i in range(len(asks))]
+
     async def request_all(
         self,
         path: Path,
@@ -583,8 +643,28 @@ class LanguageService:
         timeout: float | None,
         snapshot: bool = False,
     ) -> Answer:
-        """One request, retried once when the server answers that the content changed or
-        that it cancelled the request itself, or when it broke and restarted."""
+        """One request (see `_ask_together`): its answer, or its error raised."""
+        [answer] = await self._ask_together(
+            server, path, language, [(method, params, result_type)], wait_ready, timeout, snapshot
+        )
+        if isinstance(answer, ToolError):
+            raise answer
+        return answer
+
+    async def _ask_together(
+        self,
+        server: LanguageServer,
+        path: Path,
+        language: str,
+        asks: Sequence[Ask],
+        wait_ready: bool,
+        timeout: float | None,
+        snapshot: bool = False,
+    ) -> list[Answer | ToolError]:
+        """Requests about one document to one server, sent at once after one sync and one
+        readiness wait: each answer, or the error its request failed with. The first one's
+        error is raised; all are asked again, once, when one failed in a way worth it
+        (`_retried`) or when the document changed while the server answered."""
         started = trio.current_time()
         self._in_flight += 1
         try:
@@ -599,21 +679,17 @@ class LanguageService:
                 ctx = DocumentContext(
                     server.name, path, doc.uri, doc.text, doc.version, server.encoding, doc.index
                 )
-                built = params(ctx)
+                calls = [(method, params(ctx), result_type) for method, params, result_type in asks]
                 versions = self.snapshot(server.name) if snapshot else None
-                try:
-                    result = await server.request(
-                        method, built, timeout=timeout, result_type=result_type
-                    )
-                except ToolError as exc:
-                    if attempt == 1 and (
-                        exc.details.get("code") in RETRIED_CODES or exc.details.get("restarting")
-                    ):
-                        continue
-                    if exc.kind is ErrorKind.TIMEOUT:
+                results = await server.requests(calls, timeout=timeout)
+                if attempt == 1 and any(map(_retried, results)):
+                    continue
+                failed = results[0]
+                if isinstance(failed, ToolError):
+                    if failed.kind is ErrorKind.TIMEOUT:
                         waited = trio.current_time() - started
-                        raise _waited(server.name, method, waited, ready) from None
-                    raise
+                        raise _waited(server.name, asks[0][0], waited, ready) from None
+                    raise failed
                 if server.document(doc.uri) is not doc or doc.version != ctx.version:
                     # The file changed (or was closed, and the server may have read the disk
                     # itself) while the server answered: the answer is not about our text.
@@ -626,7 +702,12 @@ class LanguageService:
                         server=server.name,
                         code=CONTENT_MODIFIED,
                     )
-                return Answer(server.name, result, partial, server.encoding, self, versions)
+                return [
+                    result
+                    if isinstance(result, ToolError)
+                    else Answer(server.name, result, partial, server.encoding, self, versions)
+                    for result in results
+                ]
             raise AssertionError("unreachable")
         finally:
             self._in_flight -= 1
@@ -708,6 +789,14 @@ class LanguageService:
 def _versions(documents: Sequence[Document]) -> Versions:
     """Documents by canonical path: (version, content hash)."""
     return {Path(real_path(d.path)): (d.version, d.hash) for d in documents}
+
+
+def _retried(result: Any) -> bool:
+    """Whether a request failed in a way worth asking again once: the server answered that
+    the content changed or that it cancelled the request itself, or it broke and restarts."""
+    return isinstance(result, ToolError) and (
+        result.details.get("code") in RETRIED_CODES or bool(result.details.get("restarting"))
+    )
 
 
 def _waited(server: str, method: str, waited: float, ready: float) -> ToolError:

@@ -195,26 +195,17 @@ def _one_or_many(locations: list[Location], partial: bool, one: str, many: str) 
 )
 async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
-    answers: dict[str, Answer] = {}
-
-    async def definition() -> None:
-        with contextlib.suppress(ToolError):  # the module is then unknown
-            answers["definition"] = await manager.request(
-                source.path,
-                "textDocument/definition",
-                _position_params("textDocument/definition", args.line, args.character),
-            )
-
-    with _tool_errors():
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(definition)
-            answer: Answer = await manager.request(
-                source.path,
-                "textDocument/hover",
-                _position_params("textDocument/hover", args.line, args.character),
-            )
-            if not isinstance(answer.result, dict):
-                nursery.cancel_scope.cancel()
+    # The definition names the module when the hover does not: both are sent at once (the
+    # server answers the second right after the first), so it costs no round trip.
+    at = (args.line, args.character)
+    answer, definition = await manager.request_together(
+        source.path,
+        [
+            ("textDocument/hover", _position_params("textDocument/hover", *at), Any),
+            ("textDocument/definition", _position_params("textDocument/definition", *at), Any),
+        ],
+    )
+    assert isinstance(answer, Answer)  # the first request's error is raised
     hovered: lsp.Hover | None = shapes.answer(answer.result, answer.server, "textDocument/hover")
     locator = Locator(manager)
     markdown = hover.markdown_of(hovered.contents) if hovered is not None else ""
@@ -222,9 +213,9 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
     if parsed is None:
         return {"status": "not_found", "partial": answer.partial}
     module = parsed.module
-    if module is None and "definition" in answers:
+    if module is None and isinstance(definition, Answer):  # a failed one: module unknown
         # The server's first definition, in its own order (the likeliest one).
-        found = targets(answers["definition"].result)
+        found = targets(definition.result)
         await locator.prepare(uri for uri, _ in found)
         places = [p for p in (locator.place(uri) for uri, _ in found) if p is not None]
         module = module_of(places[0][0], source.language, manager.root) if places else None
