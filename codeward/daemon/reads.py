@@ -49,14 +49,19 @@ async def receive_some(
     fd = _fd(stream)
     if fd is None:
         return await stream.receive_some(max_bytes)
-    await trio.lowlevel.checkpoint()
     view = _buffer.view[: min(max_bytes, READ_SIZE)]
     while True:
+        # The wait is the checkpoint: a reader that just handled a message finds nothing to
+        # read yet, so it waits first rather than reading into EAGAIN (a system call and a
+        # second trip through the scheduler per message). Data already there: ready at once.
+        if fd < 0:
+            raise trio.ClosedResourceError("the stream was closed")
+        await trio.lowlevel.wait_readable(fd)
         try:
             # Read and copy with no checkpoint in between: no other task touches the buffer.
             return bytes(view[: os.readv(fd, [view])])
         except BlockingIOError:
-            await trio.lowlevel.wait_readable(fd)
+            continue  # readiness that another reader took first
         except OSError as exc:
             if exc.errno == errno.EBADF:
                 raise trio.ClosedResourceError("the stream was closed") from None
