@@ -81,6 +81,8 @@ class Turn:
     connection's state it needs at its start, before its first checkpoint) and the
     previous stateful request is done; any other request starts once that one is done."""
 
+    __slots__ = ("after", "done", "started")
+
     def __init__(self, after: list[trio.Event], stateful: bool) -> None:
         self.after = after
         self.started = None if stateful else trio.Event()
@@ -523,7 +525,8 @@ class Connection:
                     msg_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {item.method}."
                 )
             with scope:
-                await turn.wait()
+                if turn.after:  # (nothing to wait for: no coroutine)
+                    await turn.wait()
                 if turn.started is not None:  # the handler reads its state before it yields
                     turn.started.set()
                 return CODEC.result(msg_id, await handler(self, item))

@@ -4,6 +4,7 @@ definition, symbols and call hierarchy, answered by the session's warm language 
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
@@ -151,10 +152,21 @@ def _position_params(method: str, line: int, character: int, **extra: Any) -> An
     """The params builder of a request at a position, as the method's lsprotocol type."""
 
     def build(doc: DocumentContext) -> Any:
-        position = lsp.Position(**doc.position(line, character))
+        at = doc.position(line, character)
+        if not extra:
+            return _at_position(method, doc.uri, at["line"], at["character"])
+        position = lsp.Position(**at)
         return shapes.document_params(method, doc.uri, position=position, **extra)
 
     return build
+
+
+@functools.lru_cache(maxsize=1024)
+def _at_position(method: str, uri: str, line: int, character: int) -> Any:
+    """The params of `method` at a server position (the same for the same place, so
+    remembered; the frame encoder only reads them)."""
+    position = lsp.Position(line=line, character=character)
+    return shapes.document_params(method, uri, position=position)
 
 
 def _document_params(method: str) -> Any:
