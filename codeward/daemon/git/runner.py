@@ -175,11 +175,11 @@ class Child:
             self._popen.wait()  # reaps at once
         return self._popen.wait()
 
-    async def aclose(self) -> None:
-        """Close the pipes and the pidfd (the process must have been reaped)."""
+    def close(self) -> None:
+        """Close the pipes and the pidfd (the process must have been reaped); no checkpoint."""
         for stream in (self.stdin, self.stdout, self.stderr):
             if stream is not None:
-                await stream.aclose()
+                stream.close()
         if self._pidfd >= 0:
             os.close(self._pidfd)
             self._pidfd = -1
@@ -258,7 +258,7 @@ async def run_process(
         with trio.CancelScope(shield=True):
             # Also after a clean exit: what the leader left running in its group goes.
             await stop_group(child, KILL_GRACE, name="git")
-            await child.aclose()
+            child.close()
     timed_out = deadline.cancelled_caught
     code = child.returncode if child.returncode is not None else -1
     return Completed(code, out.value(), err.value(), out.truncated, timed_out)
