@@ -1,16 +1,21 @@
 """`codeward mcp`: an MCP stdio server that is only a pump into the daemon, which speaks MCP.
 
-It connects to the daemon (starting it when none answers), sends one binding line that
-names the project root, then copies stdin to the socket and the socket to stdout until
-either side closes. Lean on purpose: the standard library's os, socket and threading (no
-trio, no msgspec, no MCP SDK), so that an agent's server answers `initialize` in
-milliseconds and costs a few MiB.
+It connects to the daemon (starting it when none answers). When its stdin and stdout are
+pipes or sockets (as every MCP host gives them), it hands both to the daemon with the
+handoff line (`SCM_RIGHTS`): the daemon then reads the host's requests and writes its
+answers itself, with no hop through this process, which only waits for the daemon to say
+that the session ended. Otherwise (a terminal, a file, or a daemon that does not know the
+handoff) it sends the binding line that names the project root and copies stdin to the
+socket and the socket to stdout until either side closes. Lean on purpose: the standard
+library's os, socket and threading (no trio, no msgspec, no MCP SDK), so that an agent's
+server answers `initialize` in milliseconds and costs a few MiB.
 """
 
 from __future__ import annotations
 
 import _socket  # the socket module's own imports (selectors...) cost more than it gives here
 import os
+import stat
 import sys
 import threading
 
@@ -24,6 +29,9 @@ if TYPE_CHECKING:
 
 
 BIND_METHOD = "codeward/mcp"  # as codeward.protocol.mcp.BIND_METHOD (whose module needs msgspec)
+HANDOFF_METHOD = "codeward/mcp-stdio"  # as codeward.protocol.mcp.HANDOFF_METHOD
+HANDED = b'"result"'  # in the answer to the handoff: the daemon took stdin and stdout
+ENDED_BY_HOST = b'"by":"host"'  # in the daemon's last line: the host ended the session
 EXIT_OK = 0
 EXIT_UNREACHABLE = 3
 CHUNK = 65536
@@ -49,6 +57,45 @@ def binding_line(root: Path) -> bytes:
     params = '{"root":' + json_string(str(root)) + "}"
     line = '{"jsonrpc":"2.0","method":"' + BIND_METHOD + '","params":' + params + "}\n"
     return line.encode("utf-8", "surrogateescape")
+
+
+def handoff_line(root: Path) -> bytes:
+    """The first line when stdin and stdout go to the daemon: a request (id 0) naming `root`."""
+    params = '{"root":' + json_string(str(root)) + "}"
+    line = '{"jsonrpc":"2.0","id":0,"method":"' + HANDOFF_METHOD + '","params":' + params + "}\n"
+    return line.encode("utf-8", "surrogateescape")
+
+
+def can_hand_off(in_fd: int, out_fd: int) -> bool:
+    """Whether both ends are pipes or sockets: what the daemon can read and write itself
+    (a terminal or a file stays here: non-blocking mode would leak to the shell)."""
+    try:
+        modes = [os.fstat(fd).st_mode for fd in (in_fd, out_fd)]
+    except OSError:
+        return False
+    return all(stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) for mode in modes)
+
+
+def hand_off(sock: _socket.socket, root: Path, in_fd: int, out_fd: int) -> bool | None:
+    """Give stdin and stdout to the daemon, then wait for the session to end: True when the
+    host ended it (closed stdin), False when the daemon did; None when the daemon did not
+    take them (an older daemon: the socket is then unusable; connect again and copy)."""
+    fds = in_fd.to_bytes(4, sys.byteorder, signed=True) + out_fd.to_bytes(
+        4, sys.byteorder, signed=True
+    )
+    sock.sendmsg([handoff_line(root)], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    received = b""
+    while b"\n" not in received:
+        data = sock.recv(CHUNK)
+        if not data:
+            return False if received else None
+        received += data
+    first, _, rest = received.partition(b"\n")
+    if HANDED not in first:
+        return None
+    while data := sock.recv(CHUNK):
+        rest += data
+    return ENDED_BY_HOST in rest
 
 
 def connect(path: Path, *, autostart: bool) -> _socket.socket:
@@ -129,9 +176,20 @@ def run(
     except Unreachable as exc:
         err.write(f"codeward: {exc.message}\n")
         return EXIT_UNREACHABLE
+    in_fd, out_fd = (stdin or sys.stdin).fileno(), (stdout or sys.stdout).fileno()
+    host_first: bool | None = None
     try:
-        sock.sendall(binding_line(root))
-        host_first = copy(sock, (stdin or sys.stdin).fileno(), (stdout or sys.stdout).fileno())
+        if can_hand_off(in_fd, out_fd):
+            host_first = hand_off(sock, root, in_fd, out_fd)
+            if host_first is None:  # not taken: copy, on a connection of its own
+                sock.close()
+                sock = connect(socket_path(socket_arg), autostart=False)
+        if host_first is None:
+            sock.sendall(binding_line(root))
+            host_first = copy(sock, in_fd, out_fd)
+    except Unreachable as exc:
+        err.write(f"codeward: {exc.message}\n")
+        return EXIT_UNREACHABLE
     except OSError:
         host_first = False
     finally:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
+import stat
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -27,7 +29,7 @@ from codeward.daemon.config import Config, PolicyConfig
 from codeward.daemon.hangup import hung_up, wait_hung_up
 from codeward.daemon.mcp import McpDialect
 from codeward.daemon.outbox import Outbox
-from codeward.daemon.reads import receive_some
+from codeward.daemon.reads import receive_some, receive_with_fds
 from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
 from codeward.protocol.framing import FrameError, Framing
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_PASSED_MAX = 2  # the descriptors a handoff passes: stdin and stdout
 FAREWELL_SECONDS = 1.0  # how long a last error frame may take to reach a closing client
 Handler = Callable[["Connection", Incoming], Awaitable[Any]]
 
@@ -124,6 +127,13 @@ class Connection:
         self._since_barrier: list[trio.Event] = []  # starts of the requests after it
         self.outbox = Outbox(stream, self._progressed)
         self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
+        self._incoming: trio.abc.ReceiveStream = stream  # what the reader reads
+        self._passed: list[int] = []  # descriptors the first message carried, until used
+        self._passed_too_many = False  # more than `_passed` came (the kernel closed them)
+        self._lifeline: trio.abc.Stream | None = None  # the socket, once stdio is handed over
+        self._ended = b""  # written to the lifeline when the host ended the session
+        self._end = ""  # why the reader stopped
+        self._nursery: trio.Nursery | None = None
         self._tasks = 0  # request, batch and MCP call tasks not yet finished
         self._batch_items = 0  # requests of batches in flight
         self._batch_bytes = 0  # replies that running batches hold until they are complete
@@ -163,6 +173,7 @@ class Connection:
         try:
             with self._life:
                 async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
                     nursery.start_soon(self._writer)
                     async with trio.open_nursery() as requests:
                         await self._read(requests, nursery)
@@ -174,7 +185,10 @@ class Connection:
             self.unbind()
             for channel in self.peer.fail_all().values():
                 channel.close()
+            self._passed = _close_all(self._passed)
             await trio.aclose_forcefully(self.stream)
+            if self._lifeline is not None:
+                await self._end_lifeline(self._lifeline)
             self.done.set()
 
     async def _read(self, requests: trio.Nursery, nursery: trio.Nursery) -> None:
@@ -184,6 +198,7 @@ class Connection:
         end = "timeout"
         with self._reader:
             end = await self._read_loop(requests)
+        self._end = end
         self.reader_done.set()
         if end == "timeout":
             self.close_with(
@@ -204,7 +219,10 @@ class Connection:
             if self._full():
                 await self._wait_for_room()
             try:
-                data = await receive_some(self.stream)
+                if self._first_frame and self._socket is not None:
+                    data = await self._receive_first(self._socket)
+                else:
+                    data = await receive_some(self._incoming)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return "reset"
             if not data:
@@ -219,6 +237,57 @@ class Connection:
                 self._reader.deadline = math.inf  # the first message arrived
             for frame in frames:
                 await self._dispatch_frame(frame, requests)
+
+    async def _receive_first(self, sock: trio.socket.SocketType) -> bytes:
+        """Bytes before the first message is whole, with the descriptors they carry (the
+        stdin and stdout of `codeward mcp`'s handoff)."""
+        data, fds, truncated = await receive_with_fds(sock, _PASSED_MAX)
+        self._passed += fds
+        self._passed_too_many |= truncated
+        return data
+
+    def hand_over(self, ack: bytes, ended: bytes) -> bool:
+        """Serve the rest of this connection on the stdin and stdout (pipes or sockets) that
+        its first message passed, the MCP handoff of `codeward mcp`: `ack` goes on the
+        socket, which then stays open only to tell the pump that the session ended
+        (`ended` when the host ended it) and to show, when it hangs up, that the pump is
+        gone. False, and nothing changes, unless two such descriptors came."""
+        fds, self._passed = self._passed, []
+        if (
+            self._socket is None
+            or self._passed_too_many
+            or len(fds) != 2
+            or not all(_pipe_or_socket(fd) for fd in fds)
+        ):
+            _close_all(fds)
+            return False
+        frame = self.peer.frame(ack)
+        try:
+            written = os.write(self._socket.fileno(), frame)
+        except OSError:
+            written = -1
+        if written != len(frame):  # a fresh socket takes a line: this is a broken one
+            _close_all(fds)
+            return False
+        stdin, stdout = trio.lowlevel.FdStream(fds[0]), trio.lowlevel.FdStream(fds[1])
+        self._lifeline, self._ended = self.stream, self.peer.frame(ended)
+        self.stream, self._incoming = trio.StapledStream(stdout, stdin), stdin
+        self.outbox.retarget(stdout)
+        if self._nursery is not None:
+            self._nursery.start_soon(self._watch_pump, self._socket.fileno(), stdin)
+        return True
+
+    async def _watch_pump(self, fd: int, stdin: trio.lowlevel.FdStream) -> None:
+        """The pump went away: stop reading its host's stdin, as a closed socket would."""
+        await wait_hung_up(fd)
+        await stdin.aclose()
+
+    async def _end_lifeline(self, lifeline: trio.abc.Stream) -> None:
+        """Tell the pump that the host ended the session (it exits 0; else 3), and close."""
+        if self._end == "eof" and not self.stopping and self._socket is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._socket.fileno(), self._ended)
+        await trio.aclose_forcefully(lifeline)
 
     def _fatal(self, reason: str) -> None:
         """A framing error: say so where possible, then close."""
@@ -376,7 +445,11 @@ class Connection:
             if self._full():
                 await self._wait_for_room()
             self.mcp.receive(frame, requests)
+            if self._passed:  # what the first line carried and no handoff took
+                self._passed = _close_all(self._passed)
             return
+        if self._passed:
+            self._passed = _close_all(self._passed)
         event = self.peer.receive_frame(frame)
         if isinstance(event, RequestReceived):
             await self._request(event.message, requests)
@@ -647,3 +720,19 @@ def _too_large(msg_id: Id, limit: int, ran: bool) -> bytes:
     return CODEC.error(
         msg_id, ErrorCode.TOOL_ERROR, message, {"kind": ErrorKind.OUTPUT_TOO_LARGE.value}
     )
+
+
+def _pipe_or_socket(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _close_all(fds: list[int]) -> list[int]:
+    """Close `fds`; the empty list that is left."""
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return []

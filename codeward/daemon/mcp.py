@@ -75,6 +75,11 @@ class Link(Protocol):
 
     def bind(self, session: Session) -> None: ...
 
+    def hand_over(self, ack: bytes, ended: bytes) -> bool:
+        """Serve the rest on the stdin and stdout the first line passed (see
+        `Connection.hand_over`)."""
+        ...
+
 
 class _Call:
     """A tool call in flight: its cancel scope, whether it may change files, and, if the
@@ -112,6 +117,16 @@ class McpDialect:
             if self.root is None:
                 self.root = event.root
                 requests.start_soon(self._bind)
+        elif isinstance(event, mcp.Handoff):
+            if self.conn.hand_over(self.machine.handoff_message(event.id),
+                                   self.machine.ended_message()):  # fmt: skip
+                self.root = event.root
+                requests.start_soon(self._bind)
+            else:
+                self.conn.send_body(self.machine.error_message(
+                    event.id, ErrorCode.INVALID_REQUEST, "The handoff carries stdin and stdout: "
+                    "two pipes or sockets (SCM_RIGHTS); send the binding line instead."
+                ))  # fmt: skip
         elif isinstance(event, mcp.Initialize):
             self._initialize(event)
         elif isinstance(event, mcp.ListTools):
@@ -183,7 +198,8 @@ class McpDialect:
         return session
 
     async def _session(self) -> Session:
-        await self._bound.wait()
+        if not self._bound.is_set():  # (a set event's wait() is a needless trip round the loop)
+            await self._bound.wait()
         if self.root is None:
             raise ToolError(
                 ErrorKind.NO_SESSION,

@@ -18,11 +18,7 @@ class Outbox:
     def __init__(self, stream: trio.abc.SendStream, on_written: Callable[[], None]) -> None:
         self._stream = stream
         # A socket or a pipe can take a frame at once, without a hop through the writer task.
-        self._direct: trio.socket.SocketType | trio.lowlevel.FdStream | None = None
-        if isinstance(stream, trio.SocketStream):
-            self._direct = stream.socket
-        elif isinstance(stream, trio.lowlevel.FdStream):
-            self._direct = stream
+        self._direct = _direct(stream)
         self._on_written = on_written  # a queued frame went out whole
         self._frames: deque[bytes] = deque()
         self._wake: trio.Event | None = None  # the writer waits on it for frames
@@ -55,6 +51,12 @@ class Outbox:
         self.peak_bytes = max(self.peak_bytes, self.queued_bytes)
         if self._wake is not None:
             self._wake.set()
+
+    def retarget(self, stream: trio.abc.SendStream) -> None:
+        """Write to `stream` from now on (before anything is queued)."""
+        assert not self._frames, "retarget() with frames queued"
+        self._stream = stream
+        self._direct = _direct(stream)
 
     @property
     def queued_frames(self) -> int:
@@ -104,3 +106,12 @@ class Outbox:
         if self._flushed is not None and not self._frames:
             self._flushed.set()
             self._flushed = None
+
+
+def _direct(stream: trio.abc.SendStream) -> trio.socket.SocketType | trio.lowlevel.FdStream | None:
+    """What a frame can be written to at once (`os.write` on its descriptor), if anything."""
+    if isinstance(stream, trio.SocketStream):
+        return stream.socket
+    if isinstance(stream, trio.lowlevel.FdStream):
+        return stream
+    return None

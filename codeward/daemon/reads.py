@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
+import sys
 import threading
 
 import trio
@@ -66,3 +68,42 @@ async def receive_some(
             if exc.errno == errno.EBADF:
                 raise trio.ClosedResourceError("the stream was closed") from None
             raise trio.BrokenResourceError(exc) from exc
+
+
+async def receive_with_fds(
+    sock: trio.socket.SocketType, max_fds: int
+) -> tuple[bytes, list[int], bool]:
+    """`receive_some` of a Unix socket, with the descriptors the bytes carry (SCM_RIGHTS,
+    close-on-exec): (bytes, descriptors, whether more than `max_fds` came; the kernel
+    closed those)."""
+    await trio.lowlevel.checkpoint()
+    view = _buffer.view
+    fd = sock.fileno()
+    while True:
+        # The stdlib's recvmsg_into on the same descriptor (detached after: trio's socket
+        # keeps it), then the copy, with no checkpoint in between: the buffer is shared.
+        raw = socket.socket(fileno=fd)
+        try:
+            size, ancillary, flags, _ = raw.recvmsg_into(
+                [view], socket.CMSG_SPACE(4 * max_fds), socket.MSG_CMSG_CLOEXEC
+            )
+            data = bytes(view[:size])
+            break
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                raise trio.ClosedResourceError("the stream was closed") from None
+            raise trio.BrokenResourceError(exc) from exc
+        finally:
+            raw.detach()
+        await trio.lowlevel.wait_readable(fd)
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % 4
+            fds += [
+                int.from_bytes(payload[i : i + 4], sys.byteorder, signed=True)
+                for i in range(0, usable, 4)
+            ]
+    return data, fds, bool(flags & socket.MSG_CTRUNC)

@@ -11,7 +11,6 @@ the I/O layer sends back. The shapes follow the MCP specification (2024-11-05 to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -29,6 +28,10 @@ from codeward.protocol.messages import (
 )
 
 BIND_METHOD = "codeward/mcp"
+# The handoff: `codeward mcp` passes its stdin and stdout (SCM_RIGHTS) with this request,
+# answered on the socket, which then only carries `ENDED_BY_HOST` when the host ended it.
+HANDOFF_METHOD = "codeward/mcp-stdio"
+ENDED_METHOD = "codeward/mcp-ended"
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = VERSIONS[-1]
 
@@ -117,48 +120,49 @@ class _Opening(Struct, rename="camel", forbid_unknown_fields=False):
     client_info: Any = UNSET
 
 
-# -- events for the I/O layer ---------------------------------------------------------------
+# -- events for the I/O layer (Structs: made on every call, they must cost nothing) --------
 
 
-@dataclass(frozen=True)
-class Bind:
+class Bind(Struct, frozen=True):
     """The binding line: serve the session of `root`."""
 
     root: str
 
 
-@dataclass(frozen=True)
-class Initialize:
+class Initialize(Struct, frozen=True):
     id: Id
     params: InitializeParams
 
 
-@dataclass(frozen=True)
-class ListTools:
+class ListTools(Struct, frozen=True):
     id: Id
 
 
-@dataclass(frozen=True)
-class CallTool:
+class CallTool(Struct, frozen=True):
     id: Id
     name: str
     arguments: dict[str, Any]
     progress_token: int | str | None
 
 
-@dataclass(frozen=True)
-class Cancel:
+class Handoff(Struct, frozen=True):
+    """The first line carried stdin and stdout: serve them, on the session of `root`."""
+
+    id: Id
+    root: str
+
+
+class Cancel(Struct, frozen=True):
     request_id: Id
 
 
-@dataclass(frozen=True)
-class Send:
+class Send(Struct, frozen=True):
     """Bytes the machine answered by itself (an error, a pong)."""
 
     data: bytes
 
 
-Event = Bind | Initialize | ListTools | CallTool | Cancel | Send
+Event = Bind | Handoff | Initialize | ListTools | CallTool | Cancel | Send
 
 _opening_decoder = msgspec.json.Decoder(_Opening)
 
@@ -169,7 +173,7 @@ def is_opening(frame: bytes) -> bool:
         item = decode_message(frame)
     except RpcError:
         return False
-    if item.method == BIND_METHOD:
+    if item.method in (BIND_METHOD, HANDOFF_METHOD):
         return True
     if item.method != "initialize" or item.kind != "request":
         return False
@@ -192,10 +196,12 @@ class McpMachine:
         self.initialized = False  # `initialize` answered
         self.version = LATEST_VERSION
         self.client = Implementation()
+        self.lines = 0  # received so far
 
     def receive(self, frame: bytes) -> Event | None:
         """The event of one line, or None for a line that needs nothing."""
-        if frame.lstrip()[:1] == b"[":
+        self.lines += 1
+        if frame[:1] == b"[" or (frame[:1].isspace() and frame.lstrip()[:1] == b"["):
             return self._error(None, ErrorCode.INVALID_REQUEST, "MCP has no batches; send one "
                                "message a line.")  # fmt: skip
         try:
@@ -214,6 +220,10 @@ class McpMachine:
 
     def _request(self, msg_id: Id, item: Incoming) -> Event | None:
         method = item.method
+        if method == HANDOFF_METHOD:
+            if self.lines > 1:
+                raise RpcError(ErrorCode.INVALID_REQUEST, "The handoff must be the first line.")
+            return Handoff(msg_id, item.params(BindParams).root)
         if method == "initialize":
             params = item.params(InitializeParams)
             self.version = negotiate(params.protocol_version)
@@ -274,6 +284,13 @@ class McpMachine:
     ) -> bytes:
         params = ProgressParams(token, progress, message=UNSET if message is None else message)
         return encode(Notification(method="notifications/progress", params=params))
+
+    def handoff_message(self, msg_id: Id) -> bytes:
+        return encode(Response(id=msg_id, result={}))
+
+    def ended_message(self) -> bytes:
+        """What the socket of a handoff carries when the host ended the session."""
+        return encode(Notification(method=ENDED_METHOD, params={"by": "host"}))
 
     def list_changed_message(self) -> bytes:
         return encode(Notification(method="notifications/tools/list_changed"))

@@ -76,8 +76,10 @@ class Incoming(Struct):
 
     def decode(self, type_: Any = Any) -> Any:
         """Decode the payload (missing params decode as an empty object)."""
-        data = bytes(self.payload) or b"{}"
-        return msgspec.json.decode(data, type=type_)
+        decoder = _decoders.get(type_)
+        if decoder is None:
+            decoder = _decoders[type_] = msgspec.json.Decoder(type_)
+        return decoder.decode(self.payload or b"{}")
 
     def params(self, type_: type[T]) -> T:
         """Decode a request's params, or raise the JSON-RPC invalid-params error naming the
@@ -91,6 +93,7 @@ class Incoming(Struct):
 
 
 _envelope_decoder = msgspec.json.Decoder(Envelope)
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}  # by payload type, made once each
 _raw_list_decoder = msgspec.json.Decoder(list[Raw])
 _encoder = msgspec.json.Encoder()
 
