@@ -76,12 +76,16 @@ async def test_the_daemon_serves_the_passed_stdin_and_stdout(daemon: Daemon, pro
     host_out, stdout = os.pipe()  # the daemon writes `stdout`, the host reads `host_out`
     sock = trio.socket.socket(socket.AF_UNIX)
     await sock.connect(str(daemon.socket_path))
+    ours = open_fds()
     await sock.sendmsg([handoff(project)], rights(stdin, stdout))
-    os.close(stdin)
-    os.close(stdout)
     lifeline = trio.SocketStream(sock)
     buffer = bytearray()
     assert await read_line(lifeline, buffer) == {"jsonrpc": "2.0", "id": 0, "result": {}}
+    taken = [int(entry.split()[0]) for entry in open_fds() - ours if "pipe:" in entry]
+    assert len(taken) == 2  # the daemon's copies, which its language servers do not inherit
+    assert not any(os.get_inheritable(fd) for fd in taken)
+    os.close(stdin)
+    os.close(stdout)
     to_daemon, from_daemon = trio.lowlevel.FdStream(host_in), trio.lowlevel.FdStream(host_out)
     await to_daemon.send_all(line({"id": 1, "method": "initialize", "params": INIT}))
     out = bytearray()

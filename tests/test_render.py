@@ -239,6 +239,28 @@ def test_outline_quotes_names_that_would_not_read_as_one() -> None:
     ]
 
 
+def test_a_flat_outline_says_each_runs_container() -> None:
+    def flat(name: str, kind: str, line: int, container: str | None) -> dict[str, Any]:
+        return {"name": name, "kind": kind, "container": container, **loc("a.php", line, 5)}
+
+    result = {
+        "scope": "document",
+        "symbols": [
+            flat("Shape", "class", 2, None),
+            flat("area", "method", 3, "Shape"),
+            flat("size", "method", 5, "Shape"),
+            flat("run", "method", 9, "Job"),
+            flat("main", "function", 12, None),
+        ],
+    }
+    assert render.outline(result) == [
+        "class@5 Shape:2",
+        "fn@5 area:3 size:5 (in Shape)",
+        "fn@5 run:9 (in Job)",
+        "fn@5 main:12",
+    ]
+
+
 def test_outline_workspace_matches_print_as_locations() -> None:
     workspace = {
         "scope": "workspace",

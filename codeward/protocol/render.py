@@ -407,13 +407,15 @@ def _name(symbol: dict[str, Any]) -> str:
 
 
 def _groups(items: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
-    """Runs of siblings of one kind; a symbol with children stands alone (they follow it)."""
+    """Runs of siblings of one kind (and container, in a flat list); a symbol with children
+    stands alone (they follow it)."""
     group: list[dict[str, Any]] = []
     for symbol in items:
         if group and (
             symbol.get("children")
             or group[-1].get("children")
             or _kind_word(symbol) != _kind_word(group[0])
+            or symbol.get("container") != group[0].get("container")
         ):
             yield group
             group = []
@@ -424,7 +426,8 @@ def _groups(items: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
 
 def _group_line(group: list[dict[str, Any]], indent: int) -> str:
     """`kind@col name:line name:line` when the names share their column, else
-    `kind name:line:col ...`; a name without a position is printed alone."""
+    `kind name:line:col ...`; a name without a position is printed alone; `(in C)` after
+    the symbols of container C in a flat list."""
     starts = [_start(symbol) for symbol in group]
     columns = {col for line, col in starts if line is not None}
     shared = columns.pop() if len(columns) == 1 and None not in columns else None
@@ -435,7 +438,9 @@ def _group_line(group: list[dict[str, Any]], indent: int) -> str:
         if line is not None:
             text += f":{line}" + (f":{col}" if shared is None and col is not None else "")
         names.append(text)
-    return " " * indent + head + " " + " ".join(names)
+    container = group[0].get("container")  # a flat list's nesting
+    tail = f" (in {container})" if container else ""
+    return " " * indent + head + " " + " ".join(names) + tail
 
 
 def outline(result: dict[str, Any]) -> list[str]:
