@@ -27,9 +27,11 @@ Prints:
    (bench/shaping.py: process CPU time).
 
 With `--before TREE` (a checkout of an earlier commit, e.g. `git worktree add /tmp/base
-COMMIT`), a second daemon runs from TREE on the same project, and part 6 plus warm hover,
-definition and the 1,210 references are measured for both daemons and the direct client
-side by side, the order rotated every round: the figures before and after a change.
+COMMIT`), two new daemons run on the same project, one from this tree and one from TREE,
+each with one session and the same warm-up (so both have the same files open), and part 6
+plus warm hover, definition and the 1,210 references are measured for both daemons and the
+direct client side by side, the order rotated every round: the figures before and after a
+change.
 
 `--only symbols` runs part 5 alone.
 
@@ -541,7 +543,7 @@ def main() -> None:
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-lsp-"))
     daemon: Daemon | None = None
-    before: Daemon | None = None
+    befores: list[Daemon] = []  # the two daemons of --before (this tree's and TREE's)
     direct: DirectClient | None = None
     if args.only == "symbols":
         try:
@@ -617,17 +619,25 @@ def main() -> None:
         first_symbols(tmp, daemon.socket, max(1, args.cold_runs))
         daemon.note_servers(client)
 
-        sides = [Side("after" if args.before else "daemon", client, pid, HERE.parent)]
+        sides = [Side("daemon", client, pid, HERE.parent)]
         if args.before is not None:
-            before = Daemon(tmp / "before", source=args.before.resolve())
-            old = DaemonClient(before.socket)
-            old.call("session/open", {"root": str(root)})
-            before.note_servers(old)
-            sides.append(Side("before", old, before.proc.pid, args.before.resolve()))
+            # Two new daemons, this tree's and TREE's, in the same state (one session, the
+            # same warm-up): the daemon above has more files open by now (parts 1 to 5), and
+            # every request stats each open document first.
+            sides = []
+            for label, source in (("after", None), ("before", args.before.resolve())):
+                side_daemon = Daemon(tmp / label, source=source)
+                befores.append(side_daemon)
+                side_client = DaemonClient(side_daemon.socket)
+                side_client.call("session/open", {"root": str(root)})
+                side_daemon.note_servers(side_client)
+                tree = HERE.parent if source is None else source
+                sides.append(Side(label, side_client, side_daemon.proc.pid, tree))
         warm = [c for c in cases() if c.tool in ("get_hover_info", "go_to_definition")]
-        for side in sides[1:]:
-            for case in [*warm, BIG]:
-                warm_up(side.client, direct, case)
+        for side in sides:
+            if side.client is not client:
+                for case in [*warm, BIG]:
+                    warm_up(side.client, direct, case)
         side_by_side(sides, direct, [*warm, BIG], args.rounds)
         definition = next(c for c in warm if c.tool == "go_to_definition")
         cpu_per_call(sides, definition, args.cpu_calls)
@@ -637,7 +647,7 @@ def main() -> None:
     finally:
         if direct is not None:
             direct.stop()
-        for each in (daemon, before):
+        for each in (daemon, *befores):
             if each is not None:
                 each.stop()
         shutil.rmtree(tmp, ignore_errors=True)
