@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
 import os
 import signal
@@ -60,14 +61,20 @@ class Daemon:
         self.log = tmp / "daemon.log"
         env = {**os.environ, "XDG_CONFIG_HOME": str(config_home)}
         env.pop("CODEWARD_SOCKET", None)
-        if source is not None:
-            env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
+        if source is None:  # the tree this process imports codeward from
+            spec = importlib.util.find_spec("codeward")
+            assert spec is not None and spec.origin is not None
+            source = Path(spec.origin).parents[1]
+        env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
         argv = [sys.executable, "-m", "codeward.daemon.main", "--socket", str(self.socket)]
         with self.log.open("wb") as log:
+            # cwd: `python -m` puts the working directory first on sys.path, before
+            # PYTHONPATH; run from a checkout, a daemon of `source` would import that
+            # checkout's codeward instead
             self.proc = subprocess.Popen(
                 [*argv, "--log-level", "warning"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                start_new_session=True,
+                start_new_session=True, cwd=tmp,
             )  # fmt: skip
         self.server_pids: set[int] = set()
         deadline = time.monotonic() + 20
