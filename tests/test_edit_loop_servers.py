@@ -97,6 +97,32 @@ async def test_clangd_introduce_move_resolve(
     assert result["introduced"] == [] and result["resolved"]["count"] == 0
 
 
+@needs("clangd")
+async def test_clangd_a_header_edit_reaches_the_files_that_include_it(
+    shared_client: RpcClient, shared_daemon: SharedDaemon
+) -> None:
+    """The other open C files are sent their unchanged text again: the one including the
+    header is rebuilt and reports, the one that does not is taken quietly (clangd's file
+    status), and neither waits out the settle time or comes back partial."""
+    root = shared_daemon.root
+    user = '#include "size.h"\nint twice(int x) {\n    return SIZE * x;\n}\n'
+    write(root, {"size.h": "#define SIZE 2\n", "user.c": user, "apart.c": C_FILE})
+    client = shared_client
+    for path in ("user.c", "apart.c"):
+        assert (await client.tool("get_diagnostics", path=path))["diagnostics"] == []
+    result = await client.tool("edit_file", path="size.h", content="#define SIZE nope\n")
+    files = by_file(result)
+    assert [d["message"] for d in files["user.c"]["introduced"]] == [
+        "Use of undeclared identifier 'nope'"
+    ], result
+    assert "apart.c" not in files and not result.get("partial"), result
+    assert not any(f.get("partial") for f in files.values()), result
+    result = await client.tool("edit_file", path="size.h", content="#define SIZE 2\n")
+    assert by_file(result)["user.c"]["resolved"]["count"] == 1, result
+    again = await client.tool("get_diagnostics", path="apart.c")
+    assert again["diagnostics"] == [] and not again.get("partial"), again
+
+
 LUA_BATCH = """
 local kept, refused = {}, {}
 for _, change in ipairs(args.changes) do

@@ -157,6 +157,9 @@ def default_servers() -> dict[str, ServerConfig]:
         ),
         "clangd": ServerConfig(
             command=_command(c["clangd"], "--background-index=false", "--log=error"),
+            # its file status tells when it took a text sent again unchanged without a new
+            # publish: what it published for that text stands (see lsp/freshness.py)
+            init_options={"clangdFileStatus": True},
             max_rss_mb=4096,
             ready_when="open_files",
         ),

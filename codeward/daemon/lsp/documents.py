@@ -40,6 +40,7 @@ class Document:
     version: int
     world: int  # the server's change count when this version was sent
     stat: Stat = UNTRUSTED
+    same_since: int = 0  # sent again unchanged: the first version with this text (else 0)
     _index: LineIndex | None = field(default=None, repr=False)
 
     @property
@@ -91,7 +92,8 @@ class DocumentStore:
             doc.stat = stat
             if doc.hash != digest or force:
                 text, version = decode_text(data), doc.version + 1
-                doc = Document(path, uri, doc.language_id, text, digest, version, world, stat)
+                same = (doc.same_since or doc.version) if doc.hash == digest else 0
+                doc = Document(path, uri, doc.language_id, text, digest, version, world, stat, same)
                 self.documents[uri] = doc
                 notices.append(self._change(doc))
         self._versions[uri] = doc.version

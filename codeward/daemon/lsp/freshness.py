@@ -51,6 +51,10 @@ log = logging.getLogger("codeward.lsp")
 
 QUIET = 0.3  # seconds without news before a streamed workspace pull may be over
 BARRIER = "$/codeward/barrier"  # a request every server must refuse: its answer orders output
+# clangd's own per-file status (asked for with `clangdFileStatus`): "idle" once it has taken
+# every update of the file. A text sent again unchanged ends idle without a publish when
+# nothing it includes changed; otherwise it rebuilds ("parsing includes", then a publish).
+FILE_STATUS = "textDocument/clangd.fileStatus"
 _TOKENS = itertools.count(1)
 
 ProgressSink = Callable[[dict[str, Any]], None]
@@ -109,6 +113,9 @@ class Freshness:
         self._request_timeout = request_timeout
         self.published: dict[str, Published] = {}
         self.analysed: dict[str, int] = {}  # uri -> version answered by a diagnostic pull
+        self.statuses = 0  # file statuses seen so far (each one's number orders them)
+        self.status: dict[str, tuple[int, str]] = {}  # uri -> (number, state) of its last
+        self._resent: dict[str, tuple[int, int]] = {}  # uri -> (version, statuses when sent)
         self.progress: dict[int | str, str] = {}  # active work-done progress: token -> title
         self.announced: set[int | str] = set()  # tokens it created and has not begun yet
         self.push_silent = False  # it never pushed diagnostics and let a settle time out
@@ -118,6 +125,8 @@ class Freshness:
         """A new process: nothing it said before counts."""
         self.published.clear()
         self.analysed.clear()
+        self.status.clear()
+        self._resent.clear()
         self.progress.clear()
         self.announced.clear()
         self.readiness = self._make_readiness()
@@ -166,17 +175,29 @@ class Freshness:
         )
 
     def listens(self, method: str) -> bool:
-        """Whether the server's readiness wants to see notifications of `method`."""
-        return method in self.readiness.listens
+        """Whether the server's readiness, or the file status, wants to see `method`."""
+        return method == FILE_STATUS or method in self.readiness.listens
 
     def observe(self, method: str, params: Any) -> None:
-        """A notification the server's readiness listens to."""
-        if self.readiness.observe(method, params):
+        """A notification `listens` asked for."""
+        if method == FILE_STATUS:
+            self._file_status(params)
+        elif self.readiness.observe(method, params):
             self.changes.touch()
+
+    def _file_status(self, params: Any) -> None:
+        if isinstance(params, dict):
+            uri, state = params.get("uri"), params.get("state")
+            if isinstance(uri, str) and isinstance(state, str):
+                self.statuses += 1
+                self.status[uri] = (self.statuses, state)
+                self.changes.touch()
 
     def forget(self, uri: str) -> None:
         """A closed document: what it published no longer stands."""
         self.published.pop(uri, None)
+        self.status.pop(uri, None)
+        self._resent.pop(uri, None)
 
     # -- waits ------------------------------------------------------------------------
 
@@ -206,6 +227,8 @@ class Freshness:
                 # A server may register pull diagnostics only after `initialized`.
                 if self.push_silent and doc.uri not in self.published:
                     return []
+                if await self._unchanged(doc, answered):
+                    return self.published[doc.uri].diagnostics
                 await self.changes.wait_for(lambda: answered() or self._pulls(), math.inf)
                 if answered():
                     return self.published[doc.uri].diagnostics
@@ -231,6 +254,42 @@ class Freshness:
         if not self.published and not self._pulls():
             self.push_silent = True
         return None
+
+    async def _unchanged(self, doc: Document, answered: Callable[[], bool]) -> bool:
+        """For a text sent again unchanged (`doc.same_since`) to a server with file statuses:
+        whether it took it without a new publish, so that what it published for this text
+        stands. Its status must go idle after the resend and stay quiet for `QUIET` (a
+        rebuild of what the file includes says "parsing includes" first, then publishes).
+        False as soon as `answered()` (the new publish came), and at once for any other
+        document or a server that sends no file statuses."""
+        published = self.published.get(doc.uri)
+        if not doc.same_since or published is None or (published.version or 0) < doc.same_since:
+            return False
+        if not self.status:
+            return False  # no file statuses from this server: its publish is awaited
+
+        def last() -> tuple[int, str]:
+            return self.status.get(doc.uri, (0, ""))
+
+        # the first wait for a resend comes right after it was sent: later statuses are
+        # about it (a second wait for the same version goes by the same mark)
+        version, mark = self._resent.get(doc.uri, (0, 0))
+        if version != doc.version:
+            mark = self.statuses
+            self._resent[doc.uri] = (doc.version, mark)
+        while True:
+            await self.changes.wait_for(
+                lambda m=mark: answered() or (last()[0] > m and last()[1] == "idle"), math.inf
+            )
+            if answered():
+                return False
+            mark = last()[0]
+            with trio.move_on_after(QUIET):
+                await self.changes.wait_for(lambda m=mark: answered() or last()[0] != m, math.inf)
+            if answered():
+                return False
+            if last()[0] == mark:
+                return True  # idle and quiet: nothing it includes changed
 
     async def workspace_diagnostics(
         self, deadline: float, expected: Collection[Path] | None = None
