@@ -4,8 +4,10 @@ and frames written straight to a pipe or socket without the writer task."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -200,19 +202,41 @@ def read_frames(fd: int, count: int) -> list[Any]:
     return [msgspec.json.decode(frame) for frame in frames]
 
 
-async def test_lsp_frames_go_straight_to_the_pipe_and_keep_their_order() -> None:
-    read_end, write_end = os.pipe()
-    quiet_read, quiet_write = os.pipe()  # the server's stdout: it never says anything
-    stdin, stdout = trio.lowlevel.FdStream(write_end), trio.lowlevel.FdStream(quiet_read)
+@contextlib.contextmanager
+def piped_connection(
+    max_message: int = 1 << 20, *, server_gone: bool = False
+) -> Iterator[tuple[LspConnection, int, int]]:
+    """An LspConnection on two pipes standing for a server's stdin and stdout. Yields it,
+    the end the server would read its stdin from (closed at once when `server_gone`) and the
+    end the server would write to; every end is closed after."""
+    sent, stdin_end = os.pipe()
+    stdout_end, said = os.pipe()
+    stdin, stdout = trio.lowlevel.FdStream(stdin_end), trio.lowlevel.FdStream(stdout_end)
     conn = LspConnection(
         "test",
         stdin,
         stdout,
         on_request=lambda *_: None,
         on_notification=lambda *_: None,
-        max_message=1 << 26,
+        max_message=max_message,
     )
+    ours = [said]
+    if server_gone:
+        os.close(sent)
+    else:
+        ours.append(sent)
     try:
+        yield conn, sent, said
+    finally:
+        for fd in ours:
+            os.close(fd)
+        stdin.close()
+        stdout.close()
+
+
+async def test_lsp_frames_go_straight_to_the_pipe_and_keep_their_order() -> None:
+    # the server's stdout never says anything
+    with piped_connection(1 << 26) as (conn, read_end, _):
         async with trio.open_nursery() as nursery:
             await nursery.start(conn.run)
             conn.notify("small", {"n": 1})  # idle: written at once, before any checkpoint
@@ -232,37 +256,16 @@ async def test_lsp_frames_go_straight_to_the_pipe_and_keep_their_order() -> None
             assert conn._outbox.queued_frames == 0
             assert read_frames(read_end, 1)[0]["method"] == "direct again"
             conn.close("done")
-    finally:
-        for fd in (read_end, quiet_write):
-            os.close(fd)
-        stdin.close()
-        stdout.close()
 
 
 async def test_a_closed_pipe_fails_requests_at_once() -> None:
-    read_end, write_end = os.pipe()
-    quiet_read, quiet_write = os.pipe()
-    stdin, stdout = trio.lowlevel.FdStream(write_end), trio.lowlevel.FdStream(quiet_read)
-    conn = LspConnection(
-        "test",
-        stdin,
-        stdout,
-        on_request=lambda *_: None,
-        on_notification=lambda *_: None,
-        max_message=1 << 20,
-    )
-    os.close(read_end)  # the server is gone
-    try:
+    with piped_connection(server_gone=True) as (conn, _, _):
         async with trio.open_nursery() as nursery:
             await nursery.start(conn.run)
             with trio.fail_after(5), pytest.raises(ConnectionClosed, match="stdin closed"):
                 await conn.request("textDocument/hover", {}, timeout=60)
             assert conn.closed.is_set()
             conn.notify("dropped")  # after close: nothing, no error
-    finally:
-        os.close(quiet_write)
-        stdin.close()
-        stdout.close()
 
 
 async def test_replies_go_straight_to_the_socket_and_keep_their_order() -> None:
@@ -375,19 +378,8 @@ async def test_requests_go_in_one_write_and_each_times_out_alone(
     """`requests` sends its calls at once; each answer comes back in its place, and one
     the server never answers times out alone, by the connection's timer, with its
     `$/cancelRequest` sent (a request needs no cancel scope of its own)."""
-    to_server, server_stdin = os.pipe()
-    server_stdout, from_server = os.pipe()
-    stdin, stdout = trio.lowlevel.FdStream(server_stdin), trio.lowlevel.FdStream(server_stdout)
-    conn = LspConnection(
-        "test",
-        stdin,
-        stdout,
-        on_request=lambda *_: None,
-        on_notification=lambda *_: None,
-        max_message=1 << 20,
-    )
-    os.set_blocking(to_server, False)
-    try:
+    with piped_connection() as (conn, to_server, from_server):
+        os.set_blocking(to_server, False)
         async with trio.open_nursery() as nursery:
             await nursery.start(conn.run)
             calls = [("textDocument/hover", {}, Any), ("textDocument/definition", {}, Any)]
@@ -416,8 +408,3 @@ async def test_requests_go_in_one_write_and_each_times_out_alone(
             assert cancel["params"] == {"id": definition["id"]}
             assert conn.in_flight == 0 and list(conn.abandoned) == [definition["id"]]
             conn.close("done")
-    finally:
-        for fd in (to_server, from_server):
-            os.close(fd)
-        stdin.close()
-        stdout.close()
