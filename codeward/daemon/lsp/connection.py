@@ -83,6 +83,13 @@ def _nothing() -> None:
     pass
 
 
+def _failure(method: str, pending: _Pending, timeout: float) -> Exception | None:
+    """What an answered (or timed-out) request failed with; None for a result."""
+    if pending.timed_out:
+        return RequestTimeout(f"{method} got no answer within {timeout:g} s")
+    return pending.error
+
+
 class LspConnection:
     def __init__(
         self,
@@ -182,16 +189,10 @@ class LspConnection:
         try:
             await pending.event.wait()
         finally:
-            if pending.timed_out or not pending.event.is_set():
-                note = (method, trio.current_time())
-                track = track and not self.closed.is_set()
-                frame = self.peer.abandon(request_id, note, cancel=cancel, track=track)
-                if frame is not None and not self.closed.is_set():
-                    self._send(frame)
-        if pending.timed_out:
-            raise RequestTimeout(f"{method} got no answer within {timeout:g} s")
-        if pending.error is not None:
-            raise pending.error
+            self._give_up(request_id, method, pending, cancel=cancel, track=track)
+        failure = _failure(method, pending, timeout)
+        if failure is not None:
+            raise failure
         return pending.result
 
     async def requests(self, calls: Sequence[tuple[str, Any, Any]], *, timeout: float) -> list[Any]:
@@ -214,17 +215,29 @@ class LspConnection:
                 await pending.event.wait()
         finally:
             for request_id, method, pending in asked:
-                if pending.timed_out or not pending.event.is_set():
-                    note = (method, trio.current_time())
-                    frame = self.peer.abandon(request_id, note, track=not self.closed.is_set())
-                    if frame is not None and not self.closed.is_set():
-                        self._send(frame)
+                self._give_up(request_id, method, pending)
         return [
-            RequestTimeout(f"{method} got no answer within {timeout:g} s")
-            if pending.timed_out
-            else pending.error or pending.result
-            for _, method, pending in asked
+            _failure(method, pending, timeout) or pending.result for _, method, pending in asked
         ]
+
+    def _give_up(
+        self,
+        request_id: Id,
+        method: str,
+        pending: _Pending,
+        *,
+        cancel: bool = True,
+        track: bool = True,
+    ) -> None:
+        """For a request that timed out or whose caller left: `$/cancelRequest` (unless
+        `cancel` is false) and, with `track`, its late answer expected in `abandoned`."""
+        if pending.event.is_set() and not pending.timed_out:
+            return  # answered
+        closed = self.closed.is_set()
+        note = (method, trio.current_time())
+        frame = self.peer.abandon(request_id, note, cancel=cancel, track=track and not closed)
+        if frame is not None and not closed:
+            self._send(frame)
 
     def _pending(self, result_type: Any, timeout: float) -> _Pending:
         """A new request's state; the timer wakes by its deadline."""
