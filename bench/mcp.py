@@ -9,7 +9,8 @@ is started exactly as the console script starts it (`codeward.client.entry:main`
 3. warm hover through MCP against the same hover on the socket, alternating (target <=
    1.1x);
 4. the characters a model reads for 68 references and a 31-symbol outline: the MCP `content`
-   text against the pretty-printed JSON the old bridge returned;
+   text against the pretty-printed JSON the old bridge returned, and the outline against
+   agent-lsp's outline renderer (read from its source) over the same symbols;
 5. figures quoted from the issue that asked for this (other tools, measured elsewhere, on
    another fixture): printed as constants, labelled as quoted.
 `git_command status` against git is measured by bench/git.py.
@@ -78,6 +79,18 @@ def outline_names(symbols: list[dict[str, Any]]) -> list[tuple[str, int]]:
         found.append((symbol["name"], symbol["line"]))
         found += outline_names(symbol.get("children") or [])
     return found
+
+
+def agent_lsp_outline(symbols: list[dict[str, Any]], depth: int = 0) -> str:
+    """agent-lsp's most compact document-symbol text (its `format: "outline"`, as its
+    renderOutline writes it: `name [Kind] :line`, two spaces per level, 1-based lines), over
+    this fixture's symbols; the hint and token-meta items it appends are left out."""
+    text = ""
+    for symbol in symbols:
+        kind = "".join(part.title() for part in str(symbol.get("kind")).split("_"))
+        text += f"{'  ' * depth}{symbol['name']} [{kind}] :{symbol['line']}\n"
+        text += agent_lsp_outline(symbol.get("children") or [], depth + 1)
+    return text
 
 
 def make_project(parent: Path) -> Path:
@@ -254,6 +267,11 @@ def main() -> None:
                   f"   old pretty JSON {pretty:6,d}  ratio {text / pretty:4.2f}x")  # fmt: skip
             print(f"   {'':<11}              quoted agent-lsp {quoted:6,d}  ({quoted / count:5.1f} "
                   "per item, on its own fixture)")  # fmt: skip
+        theirs = len(agent_lsp_outline(symbols["structuredContent"]["symbols"]))
+        ours = len(symbols["content"][0]["text"])
+        per = theirs / count
+        print(f"   outline, agent-lsp's renderer on this fixture {theirs:6,d}  ({per:5.1f} "
+              f"per item)   ours / theirs {ours / theirs:4.2f}x")  # fmt: skip
         names = outline_names(symbols["structuredContent"]["symbols"])
         floor = sum(len(name) + 1 for name, _ in names)
         digits = sum(len(str(line)) for _, line in names)
