@@ -153,6 +153,13 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
         ("get_hover_info", at, {"textDocument/hover": INTEL, "textDocument/definition": INTEL}),
         ("go_to_definition", at, {"textDocument/definition": INTEL}),
         ("get_type_definition", at, {"textDocument/typeDefinition": INTEL}),
+        # methods basedpyright runs one at a time: in their turn, in the caller's own task
+        ("find_references", {"path": "lib.py", **declared}, {"textDocument/references": INTEL}),
+        (
+            "find_implementations",
+            {"path": "lib.py", **declared},
+            {"textDocument/implementation": INTEL},
+        ),
         ("get_symbols", {"path": "lib.py"}, {"textDocument/documentSymbol": INTEL}),
         ("get_symbols", {"scope": "workspace", "query": "compute"}, {"workspace/symbol": INTEL}),
         (

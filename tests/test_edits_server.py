@@ -11,7 +11,7 @@ import pytest
 import trio
 from lsprotocol import types as lsp
 
-from codeward.daemon.edits import Basis, RootWriter, ServerEdits, run_command
+from codeward.daemon.edits import Basis, RootWriter, ServerEdits
 from codeward.daemon.edits.actions import Action
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.shapes import structure
@@ -60,7 +60,8 @@ async def test_command_edits_go_through_the_layer(root: Path, nursery: trio.Nurs
         assert [e.kind for e in taken.refused] == [ErrorKind.STALE_EDIT] and told == []
         # As the server saw it: applied, and the session told.
         path.write_text(SOURCE)
-        taken = await run_command(manager, "ruff", command, writer)
+        taken = ServerEdits(writer)
+        await manager.execute_command("ruff", command, taken.on_edit)
         assert path.read_text() == FIXED and taken.refused == []
         assert taken.result.applied and taken.result.files_changed == ["m.py"]
         assert "-import os\n" in taken.result.diff and told == [[path]]

@@ -1,14 +1,14 @@
 """The language-server actor owns its process, documents and pending requests: a command's
 captured edits, the order of syncs and requests, cancellation, a crash during a command,
-and its lanes."""
+and the turns of what it runs one at a time."""
 
 from __future__ import annotations
 
 import itertools
-from functools import partial
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -16,7 +16,6 @@ from lsprotocol import types as lsp
 
 from codeward.daemon.lsp import supervisor
 from codeward.daemon.lsp.documents import Document
-from codeward.daemon.lsp.lane import Lane
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.shapes import structure
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -154,102 +153,61 @@ async def test_a_crash_during_a_command_fails_it_clearly_and_restarts(
         assert capture.applied == 1 and server.pid != pid and server.restarts == 1
 
 
-async def test_a_lane_runs_one_piece_at_a_time_in_order() -> None:
-    lane = Lane("fake")
-    done: list[int] = []
+async def test_an_exclusive_command_runs_to_its_end_when_its_caller_leaves(tmp_path: Path) -> None:
+    """A method the server runs one at a time (`exclusive_methods`) waits for its turn in
+    its caller's task; once sent it is never cancelled: a caller who leaves leaves it
+    running (its edits still captured) and the next waits for it; a caller who leaves
+    before its turn is never sent."""
+    log = tmp_path / "log"
+    config = msgspec.structs.replace(
+        fake_server("ok", log), exclusive_methods=["workspace/executeCommand"]
+    )
     gate = trio.Event()
+    got: list[str] = []
 
-    async def piece(i: int) -> int:
-        if i == 0:
-            await gate.wait()
-        done.append(i)
-        return i * 10
+    def handler(name: str) -> Any:
+        async def on_edit(edit: Any, documents: tuple[Document, ...]) -> None:
+            if name == "one":
+                await gate.wait()
+            got.append(name)
 
-    results: list[int] = []
+        return on_edit
 
-    async def ask(i: int) -> None:
-        results.append(await lane.call(lambda: piece(i)))
+    async with running(tmp_path, fake_config({"fake": config})) as (manager, _):
+        server = await _server(manager)
+        captures: list[Any] = []
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(lane.run)
-        for i in range(3):
-            nursery.start_soon(ask, i)
-            await trio.testing.wait_all_tasks_blocked()
-        assert done == []  # the first holds the lane
-        gate.set()
-        await trio.testing.wait_all_tasks_blocked()
-        assert done == [0, 1, 2] and results == [0, 10, 20]
-        nursery.cancel_scope.cancel()
+        async def run(name: str) -> None:
+            captures.append(await server.execute_command("edit", [_edit(name)], handler(name)))
 
+        scopes: dict[str, trio.CancelScope] = {}
 
-async def test_a_lane_skips_a_piece_whose_caller_left_and_fails_the_rest_when_stopped() -> None:
-    lane = Lane("fake")
-    ran: list[str] = []
-    gate = trio.Event()
+        async def leaving(name: str) -> None:
+            with trio.CancelScope() as scopes[name]:
+                await run(name)
 
-    async def hold() -> None:
-        ran.append("hold")
-        await gate.wait()
-
-    async def never() -> None:
-        ran.append("never")
-
-    errors: list[ToolError] = []
-
-    async def waiting(piece: Any) -> None:
-        try:
-            await lane.call(piece)
-        except ToolError as exc:
-            errors.append(exc)
-
-    async with trio.open_nursery() as outer:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(lane.run)
-            outer.start_soon(waiting, hold)
-            await trio.testing.wait_all_tasks_blocked()
-            with trio.move_on_after(0) as left:
-                await lane.call(never)  # leaves while the lane is busy
-            assert left.cancelled_caught
-            outer.start_soon(waiting, never)
-            await trio.testing.wait_all_tasks_blocked()
-            nursery.cancel_scope.cancel()  # the actor stops: the lane with it
-        await trio.testing.wait_all_tasks_blocked()
-        outer.cancel_scope.cancel()
-    assert ran == ["hold"]
-    assert [e.kind for e in errors] == [ErrorKind.LSP_ERROR] * 2  # the one running, the next
-    assert all("was stopped" in e.message for e in errors)
-    with pytest.raises(ToolError):
-        await lane.call(never)
-
-
-async def test_a_detached_piece_runs_to_its_end_once_begun_and_never_if_left_before() -> None:
-    lane = Lane("fake")
-    gate = trio.Event()
-    ran: list[str] = []
-
-    async def piece(name: str) -> None:
-        ran.append(f"{name} begun")
-        await gate.wait()
-        ran.append(f"{name} ended")
-
-    async def leave_once_begun(name: str) -> None:
-        async with trio.open_nursery() as caller:
-            caller.start_soon(partial(lane.call, lambda: piece(name), detached=True))
-            await trio.testing.wait_all_tasks_blocked()
-            caller.cancel_scope.cancel()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(lane.run)
-        await leave_once_begun("first")
-        with trio.move_on_after(0) as left:
-            await lane.call(lambda: piece("second"), detached=True)  # left before its turn
-        assert left.cancelled_caught
-        await trio.testing.wait_all_tasks_blocked()
-        assert ran == ["first begun"]  # its caller left, it goes on
-        gate.set()
-        await lane.call(trio.lowlevel.checkpoint)  # the lane is free again
-        assert ran == ["first begun", "first ended"]
-        nursery.cancel_scope.cancel()
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(leaving, "one")
+                await trio.testing.wait_all_tasks_blocked()  # sent; its edit waits
+                nursery.start_soon(leaving, "two")
+                await trio.testing.wait_all_tasks_blocked()  # waits for its turn
+                nursery.start_soon(run, "three")
+                await trio.testing.wait_all_tasks_blocked()
+                scopes["one"].cancel()  # leaves once sent: "one" runs on, "three" waits
+                scopes["two"].cancel()  # leaves before its turn: never sent
+                await trio.testing.wait_all_tasks_blocked()
+                gate.set()
+    [capture] = captures  # the callers who left got no result
+    assert got == ["one", "three"] and capture.applied == 1  # "two" left before its turn
+    messages = logged(log)
+    order = [
+        (m.get("params") or {}).get("arguments", [{}])[0] if m.get("method") else "answer"
+        for m in messages
+        if m.get("method") == "workspace/executeCommand" or "applied" in (m.get("result") or {})
+    ]
+    assert order == [_edit("one"), "answer", _edit("three"), "answer"]
+    assert not [m for m in messages if m.get("method") == "$/cancelRequest"]
 
 
 async def test_fresh_diagnostics_answer_for_the_content_given(tmp_path: Path, doc: Path) -> None:

@@ -16,7 +16,7 @@ rolls back the files it replaced when a later one fails.
 from codeward.daemon.edits.apply import EditResult, apply_workspace_edit
 from codeward.daemon.edits.atomic import commit
 from codeward.daemon.edits.plan import Basis, EditPlan, FileChange, prepare
-from codeward.daemon.edits.server_edits import ServerEdits, run_command
+from codeward.daemon.edits.server_edits import ServerEdits
 from codeward.daemon.edits.writer import RootWriter
 
 __all__ = [
@@ -29,5 +29,4 @@ __all__ = [
     "apply_workspace_edit",
     "commit",
     "prepare",
-    "run_command",
 ]

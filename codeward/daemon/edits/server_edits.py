@@ -11,7 +11,6 @@ from codeward.daemon.edits.apply import EditResult, apply_workspace_edit
 from codeward.daemon.edits.plan import Basis
 from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.lsp.positions import Encoding
-from codeward.daemon.lsp.service import LanguageService
 from codeward.protocol.errors import ToolError
 
 
@@ -36,12 +35,3 @@ class ServerEdits:
             self.refused.append(exc)
             raise
         self.result.merge(result)
-
-
-async def run_command(
-    service: LanguageService, server: str, command: dict[str, Any], writer: RootWriter
-) -> ServerEdits:
-    """Run `command` on `server`, applying the edits it asks for through the edit layer."""
-    taken = ServerEdits(writer)
-    await service.execute_command(server, command, taken.on_edit)
-    return taken

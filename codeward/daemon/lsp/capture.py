@@ -1,7 +1,7 @@
 """The edits a server asks for (`workspace/applyEdit`) while one of its commands runs: each
 handed to that command's handler with the documents the server had open when it asked.
-Outside a command a server's edits are refused. Commands run one at a time (the actor's
-command lane), so an edit always belongs to the one command running."""
+Outside a command a server's edits are refused. Commands run one at a time (each waits
+for the actor's command turn), so an edit always belongs to the one command running."""
 
 from __future__ import annotations
 

@@ -295,7 +295,7 @@ class Freshness:
         self, deadline: float, expected: Collection[Path] | None = None
     ) -> tuple[dict[str, Sequence[lsp.Diagnostic]], bool]:
         """Pull workspace diagnostics until `deadline` (trio time): (uri -> diagnostics,
-        complete). One pull at a time: the actor runs them in a lane.
+        complete). One pull at a time: the actor gives each its turn.
 
         Results may stream as partial results on a request the server never answers
         (basedpyright). Such a pull is over once every file of `expected` (the files of the

@@ -18,17 +18,19 @@ asks it through these methods, never through its parts:
 
 Its state changes only in its own methods, each change sent to the server before the next
 checkpoint, so messages reach the server in the order the changes were made. What must run
-one at a time goes through a `Lane` the actor's nursery runs: a method the server runs one
-at a time (`exclusive_methods`), its commands (each with the edits it asks for), its
-workspace pulls. Everything else goes straight to the connection: no task hop, no lock.
+one at a time waits for its turn in its caller's own task (a FIFO `trio.Lock` the actor
+owns), then goes down to the connection itself: a method the server runs one at a time
+(`exclusive_methods`; once sent, shielded: it runs to its answer or timeout even when its
+caller leaves, and the next waits for it), its commands (each with the edits it asks for),
+its workspace pulls. Everything else goes straight to the connection: no task hop, no wait.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 from lsprotocol import types as lsp
@@ -49,7 +51,6 @@ from codeward.daemon.lsp.freshness import (
     ProgressSink,
     Published,
 )
-from codeward.daemon.lsp.lane import Lane
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.readiness import Readiness, readiness_for
 from codeward.daemon.lsp.server_requests import ServerRequests
@@ -66,6 +67,7 @@ REGISTRATION_GRACE = 2.0  # seconds a new server may take to register its capabi
 # answers a cancelled workspace pull only when the next pull comes): not expected to answer.
 LONG_POLLS = frozenset({"workspace/diagnostic"})
 EXECUTE_COMMAND = "workspace/executeCommand"
+T = TypeVar("T")
 
 
 class LanguageServer:
@@ -125,10 +127,10 @@ class LanguageServer:
             on_spawn=self._freshness.reset,
             on_running=self._running,
         )
-        # Lanes: the commands (one at a time, so an edit belongs to the one running), each
-        # method the server runs one at a time, and the workspace pulls.
-        self._lanes = {m: Lane(name) for m in [EXECUTE_COMMAND, *config.exclusive_methods]}
-        self._pulls = Lane(name)
+        # Turns (FIFO): the commands (one at a time, so an edit belongs to the one running),
+        # each method the server runs one at a time, and the workspace pulls.
+        self._turns = {m: trio.Lock() for m in [EXECUTE_COMMAND, *config.exclusive_methods]}
+        self._pulls = trio.Lock()
 
     def _running(self, conn: LspConnection, capabilities: Capabilities) -> None:
         """The new process is initialized: its capabilities, then every open document."""
@@ -189,14 +191,9 @@ class LanguageServer:
         return self._life.busy
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Supervise the server and run its lanes until cancelled or `stop()`; then stop it
-        (what waits in a lane fails)."""
-        async with trio.open_nursery() as nursery:
-            for lane in [*self._lanes.values(), self._pulls]:
-                nursery.start_soon(lane.run)
-            task_status.started()
-            await self._life.run()
-            nursery.cancel_scope.cancel()
+        """Supervise the server until cancelled or `stop()`; then stop it."""
+        task_status.started()
+        await self._life.run()
 
     def start(self) -> None:
         """Start the server now rather than on its first need."""
@@ -296,12 +293,25 @@ class LanguageServer:
         shows the server broken (`broken_when`) restarts it and fails with
         `restarting=True` (callers retry once).
         """
-        lane = self._lanes.get(method)
-        if lane is None:  # the hot path: straight to the connection
+        if method not in self._turns:  # the hot path: straight to the connection
             return await self._request(method, params, timeout, result_type, cancel=True)
-        exclusive = method in self.config.exclusive_methods
-        ask = partial(self._request, method, params, timeout, result_type, cancel=not exclusive)
-        return await lane.call(ask, detached=exclusive)
+        ask = partial(self._request, method, params, timeout, result_type)
+        return await self._in_turn(method, ask)
+
+    async def _in_turn(self, method: str, work: Callable[..., Awaitable[T]]) -> T:
+        """`await work(cancel=...)` in the caller's task once every earlier caller of
+        `method` is done. A method the server runs one at a time (`exclusive_methods`) is
+        never cancelled once begun: shielded, it runs to its answer or timeout (the next one
+        waits for that), and a caller who left meanwhile then leaves without its result. A
+        caller who leaves before its turn is never sent."""
+        async with self._turns[method]:
+            if method not in self.config.exclusive_methods:
+                return await work(cancel=True)
+            answer: list[T] = []
+            with trio.CancelScope(shield=True):
+                answer.append(await work(cancel=False))
+        await trio.lowlevel.checkpoint_if_cancelled()  # a caller who left: no result
+        return answer[0]
 
     async def _request(
         self, method: str, params: Any, timeout: float | None, result_type: Any, *, cancel: bool
@@ -331,7 +341,7 @@ class LanguageServer:
         """Several requests (method, params, result type) sent at once, in one write, and
         awaited together: each result, or the ToolError it failed with, in order (as
         `request` fails). Methods the server runs one at a time go one by one, in turn."""
-        if len(calls) == 1 or any(method in self._lanes for method, _, _ in calls):
+        if len(calls) == 1 or any(method in self._turns for method, _, _ in calls):
             results: list[Any] = []
             for method, params, result_type in calls:
                 try:
@@ -402,9 +412,8 @@ class LanguageServer:
 
         A server that stops meanwhile fails the call, saying whether edits were applied.
         """
-        exclusive = EXECUTE_COMMAND in self.config.exclusive_methods
-        run = partial(self._command, command, arguments, on_edit, grace, cancel=not exclusive)
-        return await self._lanes[EXECUTE_COMMAND].call(run, detached=exclusive)
+        run = partial(self._command, command, arguments, on_edit, grace)
+        return await self._in_turn(EXECUTE_COMMAND, run)
 
     async def _command(
         self,
@@ -520,8 +529,8 @@ class LanguageServer:
         """Pull workspace diagnostics, one pull at a time: (uri -> diagnostics, complete),
         within `timeout` seconds, the wait for an earlier pull included."""
         deadline = trio.current_time() + timeout
-        pull = partial(self._freshness.workspace_diagnostics, deadline, expected)
-        return await self._pulls.call(pull)
+        async with self._pulls:  # an earlier pull ends by its own deadline
+            return await self._freshness.workspace_diagnostics(deadline, expected)
 
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
         return await self._freshness.wait_ready(doc, timeout)

@@ -9,7 +9,7 @@ import msgspec
 import trio
 from lsprotocol import types as lsp
 
-from codeward.daemon.edits import Basis, EditResult, apply_workspace_edit, run_command
+from codeward.daemon.edits import Basis, EditResult, ServerEdits, apply_workspace_edit
 from codeward.daemon.edits.actions import Action, collect, in_lines, matches
 from codeward.daemon.edits.aftermath import Aftermath
 from codeward.daemon.edits.batch import Replacement, combine
@@ -410,7 +410,8 @@ async def _apply_action(
     command = item if isinstance(item, lsp.Command) else item.command
     if command is not None:
         # the edits the server asks for while it runs the command go through the edit layer
-        taken = await run_command(manager, server, shapes.unstructure(command), session.writer)
+        taken = ServerEdits(session.writer)
+        await manager.execute_command(server, shapes.unstructure(command), taken.on_edit)
         done.merge(taken.result)
         if taken.refused and not taken.result.applied:
             raise taken.refused[0]
