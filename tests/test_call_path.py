@@ -25,7 +25,9 @@ import trio
 from codeward.daemon.outbox import Outbox
 from codeward.daemon.server import Daemon
 from codeward.protocol.framing import ContentLengthDecoder
+from tests.conftest import OpenClient
 from tests.intel_support import pos, write
+from tests.langs_support import open_project
 from tests.lsp_support import needs
 from tests.rpc import RpcClient
 from tests.test_mcp import raw_mcp
@@ -52,6 +54,15 @@ def line(tool: str) -> list[str]:
 
 INTEL = line("codeward.daemon.tools.intel")
 EDITS = line("codeward.daemon.tools.edits")
+# the service hands a diagnostics call to its part that gathers them from every server
+DIAGNOSTICS = [
+    "codeward.daemon.connection",
+    "codeward.daemon.handlers",
+    "codeward.daemon.tools.diagnostics",
+    "codeward.daemon.lsp.diagnostics",
+    "codeward.daemon.lsp.server",
+    "codeward.daemon.lsp.connection",
+]
 
 LIB = """class Box:
     def __init__(self, size: int) -> None:
@@ -179,6 +190,10 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
             {"textDocument/prepareRename": EDITS, "textDocument/rename": EDITS},
         ),
         ("get_code_actions", {"path": "main.py", "line": 1}, {"textDocument/codeAction": EDITS}),
+        # a file's diagnostics, pulled from basedpyright and ruff
+        ("get_diagnostics", {"path": "lib.py"}, {"textDocument/diagnostic": DIAGNOSTICS}),
+        # the folder's: basedpyright's workspace pull
+        ("get_diagnostics", {}, {"workspace/diagnostic": DIAGNOSTICS}),
     ]
     for tool, arguments, expected in calls:
         written.clear()
@@ -191,6 +206,12 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
                 assert len(modules) == len(set(modules)), (tool, method, stack)  # no call back up
                 assert len(modules) <= MAX_MODULES, (tool, method, modules)
                 assert modules == path, (tool, method, modules)
+        # every other request the call wrote (readiness pulls, barriers) is as straight
+        for method, stacks in written.items():
+            for stack in stacks:
+                modules = runs(stack)
+                assert len(modules) == len(set(modules)), (tool, method, stack)
+                assert len(modules) <= MAX_MODULES, (tool, method, modules)
 
     # the same line through MCP on the same socket: its dialect instead of the handlers
     mcp = await raw_mcp(nursery, daemon, project)
@@ -200,6 +221,49 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
     assert not reply["result"].get("isError"), reply
     (stack,) = written["textDocument/hover"]
     assert runs(stack) == ["codeward.daemon.mcp", *INTEL[2:]], stack
+
+
+TS_FILES = {
+    "tsconfig.json": '{"compilerOptions": {"strict": true, "noEmit": true}, "include": ["src"]}\n',
+    "src/a.ts": (
+        'export function twice(x: number): number {\n  return x * 2;\n}\nconst n: number = "no";\n'
+    ),
+}
+
+
+@needs("typescript-language-server")
+async def test_commands_reach_their_server_in_the_same_line(
+    open_client: OpenClient, project: Path, written: dict[str, list[list[str]]]
+) -> None:
+    """`workspace/executeCommand` runs one command at a time, each in its caller's own task:
+    a code action backed by a command (typescript-language-server's refactorings, whose
+    edits come back as `workspace/applyEdit`), and the tsserver requests that answer a
+    TypeScript file's diagnostics."""
+    client = await open_project(open_client, project, TS_FILES)
+    with trio.fail_after(60):
+        found = await client.tool("get_diagnostics", path="src/a.ts")
+    assert [d["line"] for d in found["diagnostics"] if d["severity"] == "error"] == [4]
+    asked = written.pop("workspace/executeCommand")
+    assert len(asked) == 3  # syntax, semantic and suggestion diagnostics, one after another
+    assert all(runs(stack) == DIAGNOSTICS for stack in asked), asked
+
+    title = "Convert named export to default export"
+    with trio.fail_after(60):
+        done = await client.tool("get_code_actions", path="src/a.ts", line=1, apply=title)
+    assert done["files_changed"] == ["src/a.ts"]
+    assert (project / "src/a.ts").read_text().startswith("export default function twice(")
+    # the command itself; the others are the tsserver diagnostics the tool asks for
+    # before the edit (the code action's context) and, through edits/aftermath.py, before
+    # and after it (what the edit changed): one module more, the edit tools' own step
+    commands = [runs(stack) for stack in written["workspace/executeCommand"]]
+    assert commands.count(EDITS) == 1, commands
+    after = "codeward.daemon.edits.aftermath"
+    for method, stacks in written.items():
+        for modules in map(runs, stacks):
+            assert len(modules) == len(set(modules)), (method, modules)  # no call back up
+            assert len(modules) <= MAX_MODULES + (after in modules), (method, modules)
+            if modules != EDITS:
+                assert modules[-3:] == DIAGNOSTICS[-3:], (method, modules)
 
 
 def test_runs_and_the_call_back_check() -> None:

@@ -23,23 +23,22 @@ OLD = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), m
 NEW = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), message="new")]
 
 
-async def never(*args: Any, **kwargs: Any) -> Any:
-    raise AssertionError("no request is expected")
-
-
 def freshness() -> Freshness:
     return Freshness(
         "clangd",
         Changes(),
-        request=never,
-        connection=lambda: None,
         pulls=lambda: False,
         on_progress=lambda value: None,
-        request_timeout=SETTLE,
-        ready_timeout=SETTLE,
         documents=lambda: 1,
-        current=lambda uri: None,
     )
+
+
+async def diagnostics(fresh: Freshness, doc: Any) -> Any:
+    """What the actor answers for a server that only pushes: its push for `doc`, or None
+    when none came within the settle time."""
+    with trio.move_on_after(SETTLE):
+        return await fresh.pushed(doc)
+    return None
 
 
 def publish(fresh: Freshness, version: int, items: list[lsp.Diagnostic]) -> None:
@@ -79,13 +78,13 @@ async def test_idle_and_quiet_after_the_resend_keeps_what_was_published(
     doc = resent(store)
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(fresh.document_diagnostics, doc, SETTLE)
+        nursery.start_soon(diagnostics, fresh, doc)
         await trio.sleep(1)
         assert nursery.child_tasks  # a status from before the resend is not taken for it
         status(fresh, "file is queued")
         status(fresh, "idle")
     assert trio.current_time() - start < 1 + 2 * QUIET
-    result = await fresh.document_diagnostics(doc, SETTLE)  # asked again: idle, quiet
+    result = await diagnostics(fresh, doc)  # asked again: idle, quiet
     assert [d.message for d in result or []] == ["old"]
 
 
@@ -97,7 +96,7 @@ async def test_a_rebuild_after_idle_is_waited_for(autojump_clock: trio.testing.M
     answers: list[Any] = []
 
     async def ask() -> None:
-        answers.append(await fresh.document_diagnostics(doc, SETTLE))
+        answers.append(await diagnostics(fresh, doc))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ask)
@@ -118,7 +117,7 @@ async def test_without_file_status_the_publish_is_awaited(
     publish(fresh, 1, OLD)
     doc = resent(store)
     start = trio.current_time()
-    assert await fresh.document_diagnostics(doc, SETTLE) is None  # partial, as before
+    assert await diagnostics(fresh, doc) is None  # partial, as before
     assert trio.current_time() - start >= SETTLE
 
 
@@ -130,7 +129,7 @@ async def test_another_documents_status_does_not_count(
     doc = resent(store)
     other = Path("/project/two.c").as_uri()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(fresh.document_diagnostics, doc, SETTLE)
+        nursery.start_soon(diagnostics, fresh, doc)
         await trio.sleep(0)
         status(fresh, "idle", uri=other)
         await trio.sleep(3)
@@ -147,7 +146,7 @@ async def test_no_publish_for_the_text_means_no_shortcut(
     status(fresh, "idle")
     doc = resent(store)  # version 1 was never published
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(fresh.document_diagnostics, doc, SETTLE)
+        nursery.start_soon(diagnostics, fresh, doc)
         await trio.sleep(0)
         status(fresh, "idle")
         await trio.sleep(3)

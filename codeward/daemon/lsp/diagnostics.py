@@ -23,6 +23,7 @@ from codeward.daemon.lsp.documents import decode_text
 from codeward.daemon.lsp.file_events import FileEvents
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.project import project_files
 from codeward.daemon.lsp.routing import Languages, in_routing_order
 from codeward.daemon.lsp.server import LanguageServer
@@ -98,8 +99,10 @@ class Diagnostics:
         texts: Texts,
         events: FileEvents,
         previews: Mapping[Path, bytes],
+        gate: Gate,
     ) -> None:
         self.previews = previews  # files shown a text that is not on disk
+        self.gate = gate  # each call runs inside `gate.shared()`, as every request does
         self.root = root
         self.lsp = lsp
         self.pool = pool
@@ -110,6 +113,10 @@ class Diagnostics:
     async def file(self, path: Path) -> FileDiagnostics:
         """Diagnostics of every diagnostic server for the file's current content (fresh);
         inside a preview of the file, for the preview's text."""
+        async with self.gate.shared():
+            return await self._file(path)
+
+    async def _file(self, path: Path) -> FileDiagnostics:
         language = self.languages.require(path)
         names = self.languages.servers(language)
         await self.events.flush()
@@ -153,6 +160,10 @@ class Diagnostics:
         """Each diagnostic server's own diagnostics (with their `data`) for the file's
         content now, by server: the context a code action request needs (ruff's quick
         fixes). A server that fails or does not answer in time is left out."""
+        async with self.gate.shared():
+            return await self._by_server(path)
+
+    async def _by_server(self, path: Path) -> ServerDiagnostics:
         language = self.languages.require(path)
         await self.events.flush()
         try:
@@ -191,6 +202,12 @@ class Diagnostics:
         only open files is asked about each file (opened as needed), at most
         `lsp.folder_diagnostics_files` files, concurrently; the rest leave it `partial`.
         """
+        async with self.gate.shared():
+            return await self._folder(languages, folder)
+
+    async def _folder(
+        self, languages: Sequence[str] | None, folder: Path | None
+    ) -> FolderDiagnostics:
         await self.events.flush()
         files, whole = await trio.to_thread.run_sync(
             project_files, self.root, self.languages.configs, folder or self.root

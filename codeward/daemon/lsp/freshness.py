@@ -1,22 +1,22 @@
 """Diagnostics freshness of one server: what it published for which version, what it
-answered to pulls, its work-done progress, and the waits built on them (a document's
-diagnostics for its content now, a workspace pull, readiness).
+answered to pulls, its work-done progress, and the waits built on them (what it pushed
+for a document's content now, the state of a workspace pull, readiness). It sends
+nothing: the actor asks it what stands or what to ask, sends the pull itself, and hands
+the answer back (`pulled`, `WorkspacePull.answered`).
 
 Whether a server's answers can be trusted beyond its progress (rust-analyzer quiescent, a
 project loaded, an index built) is its `readiness.Readiness`, made anew for each process:
 it sees the notifications it `listens` to, says whether a publish `counts`, and
-`ready(progress, documents)` gates `wait_ready` (and, when `strict`, a document's
-diagnostics). A server configured with `diagnostics_from = "tsserver"` has a document's
-diagnostics asked of tsserver (`tsserver.diagnostics`) before its pushes are waited for.
+`ready(progress, documents)` gates the actor's `wait_ready` (and, when `strict`, a
+document's diagnostics).
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import math
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,20 +24,12 @@ from typing import Any
 import trio
 from lsprotocol import types as lsp
 
-from codeward.daemon.lsp import tsserver
 from codeward.daemon.lsp.changes import Changes
-from codeward.daemon.lsp.connection import (
-    ConnectionClosed,
-    LspConnection,
-    RequestTimeout,
-    ResponseError,
-)
 from codeward.daemon.lsp.documents import Document
 from codeward.daemon.lsp.readiness import Readiness
 from codeward.daemon.lsp.shapes import (
     OffSpec,
     answer,
-    document_params,
     lenient,
     off_spec,
     result_type,
@@ -45,11 +37,12 @@ from codeward.daemon.lsp.shapes import (
     unstructure,
 )
 from codeward.daemon.lsp.uris import uri_to_path
-from codeward.protocol.errors import ErrorKind, ToolError
 
 log = logging.getLogger("codeward.lsp")
 
 QUIET = 0.3  # seconds without news before a streamed workspace pull may be over
+PULL = "textDocument/diagnostic"
+WORKSPACE_PULL = "workspace/diagnostic"
 BARRIER = "$/codeward/barrier"  # a request every server must refuse: its answer orders output
 # clangd's own per-file status (asked for with `clangdFileStatus`): "idle" once it has taken
 # every update of the file. A text sent again unchanged ends idle without a publish when
@@ -58,7 +51,6 @@ FILE_STATUS = "textDocument/clangd.fileStatus"
 _TOKENS = itertools.count(1)
 
 ProgressSink = Callable[[dict[str, Any]], None]
-Request = Callable[..., Awaitable[Any]]
 
 
 @dataclass
@@ -87,30 +79,18 @@ class Freshness:
         name: str,
         changes: Changes,
         *,
-        request: Request,
-        connection: Callable[[], LspConnection | None],
         pulls: Callable[[], bool],
         on_progress: ProgressSink,
-        request_timeout: float,
-        ready_timeout: float,
         documents: Callable[[], int],
-        current: Callable[[str], Document | None],
         readiness: Callable[[], Readiness] = Readiness,
-        from_tsserver: Callable[[], bool] = lambda: False,
     ) -> None:
         self.name = name
         self.changes = changes
         self._make_readiness = readiness
         self.readiness = Readiness()  # idle until its first process: see `reset`
         self._documents = documents  # how many documents the server has open
-        self._current = current  # the version of a document the server has open now
-        self._ready_timeout = ready_timeout
-        self._from_tsserver = from_tsserver  # its diagnostics asked of tsserver (see tsserver)
-        self._request = request
-        self._connection = connection
         self._pulls = pulls  # whether the server offers pull diagnostics now
         self._on_progress = on_progress
-        self._request_timeout = request_timeout
         self.published: dict[str, Published] = {}
         self.analysed: dict[str, int] = {}  # uri -> version answered by a diagnostic pull
         self.statuses = 0  # file statuses seen so far (each one's number orders them)
@@ -201,59 +181,50 @@ class Freshness:
 
     # -- waits ------------------------------------------------------------------------
 
-    async def document_diagnostics(
-        self, doc: Document, settle: float
-    ) -> Sequence[lsp.Diagnostic] | None:
-        """Diagnostics for this content of `doc`: pulled, or the push for its version.
-
-        None when no answer came within `settle` seconds.
-        """
+    async def pushed(self, doc: Document) -> Sequence[lsp.Diagnostic] | None:
+        """What a server that pushes its diagnostics published for this content of `doc`,
+        waited for as long as it takes (the caller bounds the wait); None at once, or as
+        soon as it registers pull diagnostics: pull them (`pulled`)."""
 
         def answered() -> bool:
             published = self.published.get(doc.uri)
             return published is not None and (published.version or 0) >= doc.version
 
-        if self.readiness.strict and not await self.until_ready(self._ready_timeout):
+        if self._pulls():
             return None
-        if self._from_tsserver():
-            with trio.move_on_after(settle):
-                pulled = await tsserver.diagnostics(self._request, str(doc.path), settle)
-                if pulled is not None and self._current(doc.uri) is doc:  # not changed since
-                    self.analysed[doc.uri] = doc.version
-                    self.changes.touch()
-                    return pulled
-        with trio.move_on_after(settle):
-            if not self._pulls():
-                # A server may register pull diagnostics only after `initialized`.
-                if self.push_silent and doc.uri not in self.published:
-                    return []
-                if await self._unchanged(doc, answered):
-                    return self.published[doc.uri].diagnostics
-                await self.changes.wait_for(lambda: answered() or self._pulls(), math.inf)
-                if answered():
-                    return self.published[doc.uri].diagnostics
-            try:
-                method = "textDocument/diagnostic"
-                result = await self._request(
-                    method, document_params(method, doc.uri), timeout=settle
-                )
-            except ToolError as exc:
-                if exc.kind is ErrorKind.TIMEOUT:
-                    return None
-                raise
-            try:
-                report, wrong = lenient(result, result_type(method), "items", lsp.Diagnostic)
-            except OffSpec as exc:
-                raise off_spec(self.name, method, exc.detail) from None
-            left_out(self.name, method, wrong)
-            self.analysed[doc.uri] = doc.version
-            self.changes.touch()
-            if isinstance(report, lsp.RelatedFullDocumentDiagnosticReport):
-                return report.items
-            return []  # "unchanged": codeward sends no previous result id to go by
+        # A server may register pull diagnostics only after `initialized`.
+        if self.push_silent and doc.uri not in self.published:
+            return []
+        if await self._unchanged(doc, answered):
+            return self.published[doc.uri].diagnostics
+        await self.changes.wait_for(lambda: answered() or self._pulls(), math.inf)
+        if answered():
+            return self.published[doc.uri].diagnostics
+        return None
+
+    def pulled(self, doc: Document, result: Any) -> Sequence[lsp.Diagnostic]:
+        """The diagnostics of a pull's `result` for this content of `doc` (off-spec items
+        left out, logged), which the server has now analysed."""
+        try:
+            report, wrong = lenient(result, result_type(PULL), "items", lsp.Diagnostic)
+        except OffSpec as exc:
+            raise off_spec(self.name, PULL, exc.detail) from None
+        left_out(self.name, PULL, wrong)
+        self.analysed_now(doc)
+        if isinstance(report, lsp.RelatedFullDocumentDiagnosticReport):
+            return report.items
+        return []  # "unchanged": codeward sends no previous result id to go by
+
+    def analysed_now(self, doc: Document) -> None:
+        """The server answered for this content of `doc`."""
+        self.analysed[doc.uri] = doc.version
+        self.changes.touch()
+
+    def unanswered(self) -> None:
+        """No diagnostics came within a settle time: a server that pushes and never did is
+        taken to push none (its next waits answer `[]` at once)."""
         if not self.published and not self._pulls():
             self.push_silent = True
-        return None
 
     async def _unchanged(self, doc: Document, answered: Callable[[], bool]) -> bool:
         """For a text sent again unchanged (`doc.same_since`) to a server with file statuses:
@@ -291,97 +262,14 @@ class Freshness:
             if last()[0] == mark:
                 return True  # idle and quiet: nothing it includes changed
 
-    async def workspace_diagnostics(
-        self, deadline: float, expected: Collection[Path] | None = None
-    ) -> tuple[dict[str, Sequence[lsp.Diagnostic]], bool]:
-        """Pull workspace diagnostics until `deadline` (trio time): (uri -> diagnostics,
-        complete). One pull at a time: the actor gives each its turn.
+    def workspace_pull(self, expected: Collection[Path] | None = None) -> WorkspacePull:
+        """A new workspace pull (`with` it while it runs: its partial results come in)."""
+        return WorkspacePull(self, expected)
 
-        Results may stream as partial results on a request the server never answers
-        (basedpyright). Such a pull is over once every file of `expected` (the files of the
-        server's languages under the root) has had a report and no work-done progress is
-        active or announced: basedpyright creates its progress token before the first
-        reports of a pass that takes several rounds, reports files it has not checked yet
-        as clean in that first round, and ends the progress after the last. Files it never
-        reports (excluded by its own settings) end the pull after a quiet moment, once the
-        answer to a later request shows that everything it sent before has been read.
-        """
-        results: dict[str, Sequence[lsp.Diagnostic]] = {}
-        missing = set(expected) if expected is not None else None
-        news = 0  # partial results received
-        done = False
-
-        def take(
-            report: lsp.WorkspaceDiagnosticReport | lsp.WorkspaceDiagnosticReportPartialResult,
-        ) -> None:
-            nonlocal news
-            news += 1
-            for item in report.items:
-                path = uri_to_path(item.uri) if missing else None
-                if missing and path is not None:
-                    missing.discard(path)
-                if isinstance(item, lsp.WorkspaceFullDocumentDiagnosticReport):
-                    results[item.uri] = item.items
-
-        def sink(value: Any) -> None:
-            try:
-                take(structure(value, lsp.WorkspaceDiagnosticReportPartialResult))
-            except OffSpec as exc:
-                log.warning("%s: workspace diagnostics off the LSP spec: %s", self.name, exc.detail)
-            self.changes.touch()
-
-        async def ask(token: str) -> None:
-            nonlocal done
-            try:
-                params = lsp.WorkspaceDiagnosticParams(
-                    previous_result_ids=[], partial_result_token=token
-                )
-                method = "workspace/diagnostic"
-                timeout = max(deadline - trio.current_time(), 0)
-                result = await self._request(method, unstructure(params), timeout=timeout)
-                take(answer(result, self.name, method))
-            except ToolError as exc:
-                if exc.kind is not ErrorKind.TIMEOUT:
-                    raise
-            else:
-                done = True
-            self.changes.touch()
-
-        with trio.move_on_at(deadline):
-            token = f"codeward-{next(_TOKENS)}"
-            self.partial[token] = sink
-            try:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(ask, token)
-                    while not done:
-                        if missing is not None and not missing and not self._busy():
-                            done = True
-                            break
-                        seen = news
-                        with trio.move_on_after(QUIET) as quiet:
-                            await self.changes.wait()
-                        if quiet.cancelled_caught and results and not self.progress:
-                            await self._barrier()
-                            done = news == seen and not self._busy()
-                    nursery.cancel_scope.cancel()
-            finally:
-                del self.partial[token]
-        return results, done
-
-    def _busy(self) -> bool:
+    @property
+    def busy(self) -> bool:
+        """Whether work-done progress is active or announced."""
         return bool(self.progress or self.announced)
-
-    async def _barrier(self) -> None:
-        """Send a request the server must refuse and wait for its answer: every message it
-        wrote before has then been read. Progress tokens it created before and still has
-        not begun are forgotten (it answered a later message without using them)."""
-        conn = self._connection()
-        if conn is None:
-            return
-        announced = set(self.announced)
-        with contextlib.suppress(ConnectionClosed, RequestTimeout, ResponseError):
-            await conn.request(BARRIER, None, timeout=self._request_timeout)
-        self.announced -= announced
 
     @property
     def ready(self) -> bool:
@@ -401,20 +289,81 @@ class Freshness:
         published = self.published.get(doc.uri)
         return published is not None and (published.version or 0) >= doc.version
 
-    async def wait_ready(self, doc: Document, timeout: float) -> bool:
-        """Wait until the server is ready and has analysed `doc`."""
-
-        def ready() -> bool:
-            return self.ready_for(doc)
-
-        if ready():
-            return True
-        with trio.move_on_after(timeout):
-            if not ready():
-                await self.document_diagnostics(doc, timeout)
-            return await self.changes.wait_for(ready, timeout)
-        return False
-
     async def wait_idle(self, timeout: float) -> bool:
         """Wait until no work-done progress is active."""
         return await self.changes.wait_for(lambda: not self.progress, timeout)
+
+
+class WorkspacePull:
+    """One workspace diagnostics pull: the reports it got, as partial results or in its
+    answer, and whether it is over. The actor sends it (`params`) and decides when it ends.
+
+    Results may stream as partial results on a request the server never answers
+    (basedpyright). Such a pull is over once every file of `expected` (the files of the
+    server's languages under the root) has had a report and no work-done progress is
+    active or announced (`covered`): basedpyright creates its progress token before the
+    first reports of a pass that takes several rounds, reports files it has not checked
+    yet as clean in that first round, and ends the progress after the last. Files it never
+    reports (excluded by its own settings) end the pull after a `quiet` moment, once the
+    answer to a later request shows that everything it sent before has been read.
+    """
+
+    def __init__(self, freshness: Freshness, expected: Collection[Path] | None) -> None:
+        self._freshness = freshness
+        self._missing = set(expected) if expected is not None else None
+        self.token = f"codeward-{next(_TOKENS)}"
+        self.results: dict[str, Sequence[lsp.Diagnostic]] = {}
+        self.news = 0  # reports received
+        self.done = False
+
+    def __enter__(self) -> WorkspacePull:
+        self._freshness.partial[self.token] = self._sink
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        del self._freshness.partial[self.token]
+
+    @property
+    def params(self) -> Any:
+        pull = lsp.WorkspaceDiagnosticParams(
+            previous_result_ids=[], partial_result_token=self.token
+        )
+        return unstructure(pull)
+
+    def answered(self, result: Any) -> None:
+        """The pull's own answer: its reports, and the pull is over."""
+        self._take(answer(result, self._freshness.name, WORKSPACE_PULL))
+        self.done = True
+        self._freshness.changes.touch()
+
+    def covered(self) -> bool:
+        """Whether every expected file has had a report and no progress is under way."""
+        return self._missing is not None and not self._missing and not self._freshness.busy
+
+    async def quiet(self) -> bool:
+        """Wait for news, at most `QUIET` seconds: whether none came while some results are
+        in and no progress is active (then only a barrier tells whether it is over)."""
+        with trio.move_on_after(QUIET) as quiet:
+            await self._freshness.changes.wait()
+        return quiet.cancelled_caught and bool(self.results) and not self._freshness.progress
+
+    def _take(
+        self, report: lsp.WorkspaceDiagnosticReport | lsp.WorkspaceDiagnosticReportPartialResult
+    ) -> None:
+        self.news += 1
+        missing = self._missing
+        for item in report.items:
+            path = uri_to_path(item.uri) if missing else None
+            if missing and path is not None:
+                missing.discard(path)
+            if isinstance(item, lsp.WorkspaceFullDocumentDiagnosticReport):
+                self.results[item.uri] = item.items
+
+    def _sink(self, value: Any) -> None:
+        try:
+            self._take(structure(value, lsp.WorkspaceDiagnosticReportPartialResult))
+        except OffSpec as exc:
+            log.warning(
+                "%s: workspace diagnostics off the LSP spec: %s", self._freshness.name, exc.detail
+            )
+        self._freshness.changes.touch()

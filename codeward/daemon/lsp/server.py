@@ -27,6 +27,7 @@ its workspace pulls. Everything else goes straight to the connection: no task ho
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from functools import partial
 from pathlib import Path
@@ -36,6 +37,7 @@ import trio
 from lsprotocol import types as lsp
 
 from codeward.daemon.config import LspConfig, ServerConfig
+from codeward.daemon.lsp import tsserver
 from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.capture import COMMAND_EDIT_GRACE, EditCapture, EditHandler
 from codeward.daemon.lsp.changes import Changes
@@ -47,14 +49,18 @@ from codeward.daemon.lsp.connection import (
 )
 from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat
 from codeward.daemon.lsp.freshness import (
+    BARRIER,
+    PULL,
+    WORKSPACE_PULL,
     Freshness,
     ProgressSink,
     Published,
+    WorkspacePull,
 )
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.readiness import Readiness, readiness_for
 from codeward.daemon.lsp.server_requests import ServerRequests
-from codeward.daemon.lsp.shapes import unstructure
+from codeward.daemon.lsp.shapes import document_params, unstructure
 from codeward.daemon.lsp.supervisor import ServerState, Supervisor
 from codeward.daemon.lsp.sync import DocumentSync
 from codeward.daemon.paths import scrub
@@ -93,16 +99,10 @@ class LanguageServer:
         self._freshness = Freshness(
             name,
             self._changes,
-            request=self.request,
-            connection=lambda: self._life.conn,
             pulls=lambda: self.pulls_diagnostics,
             on_progress=on_progress,
-            request_timeout=lsp.request_timeout,
-            ready_timeout=lsp.ready_timeout,
             documents=lambda: len(self._docs),
-            current=lambda uri: self._docs.get(uri),
             readiness=lambda: readiness_for(self.config.ready_when),
-            from_tsserver=lambda: self.config.diagnostics_from == "tsserver",
         )
         self._docs = DocumentSync(lsp.max_open_documents, self.notify, self._freshness.forget)
         self._answers = ServerRequests(
@@ -515,25 +515,114 @@ class LanguageServer:
         """`data` as the content of `path`, and the server's diagnostics for exactly that
         content (None when none came within `settle` seconds: partial)."""
         doc = self.sync(path, language_id, data, stat, fresh_diagnostics=True)
-        return doc, await self._freshness.document_diagnostics(doc, settle)
+        return doc, await self.document_diagnostics(doc, settle)
 
     async def document_diagnostics(
         self, doc: Document, settle: float
     ) -> Sequence[lsp.Diagnostic] | None:
-        """Diagnostics for this content of `doc`; None when none came within `settle`."""
-        return await self._freshness.document_diagnostics(doc, settle)
+        """Diagnostics for this content of `doc`: asked of tsserver (`diagnostics_from`),
+        pulled, or the push for its version; None when none came within `settle` seconds.
+        A strict readiness policy is waited for first (within `lsp.ready_timeout`)."""
+        fresh = self._freshness
+        if fresh.readiness.strict and not await fresh.until_ready(self.lsp.ready_timeout):
+            return None
+        if self.config.diagnostics_from == "tsserver":
+            with trio.move_on_after(settle):
+                items = await self._tsserver_diagnostics(doc, settle)
+                if items is not None and self._docs.get(doc.uri) is doc:  # not changed since
+                    fresh.analysed_now(doc)
+                    return items
+        with trio.move_on_after(settle):
+            pushed = await fresh.pushed(doc)
+            if pushed is not None:
+                return pushed
+            try:
+                result = await self.request(PULL, document_params(PULL, doc.uri), timeout=settle)
+            except ToolError as exc:
+                if exc.kind is ErrorKind.TIMEOUT:
+                    return None
+                raise
+            return fresh.pulled(doc, result)
+        fresh.unanswered()
+        return None
+
+    async def _tsserver_diagnostics(
+        self, doc: Document, timeout: float
+    ) -> list[lsp.Diagnostic] | None:
+        """tsserver's own diagnostics of `doc` (see `tsserver`); None when it refused one
+        request or has no such command (its pushes are then the answer)."""
+        found: list[lsp.Diagnostic] = []
+        for params in tsserver.requests(str(doc.path)):
+            try:
+                reply = await self.request(
+                    EXECUTE_COMMAND, params, timeout=timeout, result_type=tsserver.Reply
+                )
+            except ToolError as exc:
+                if tsserver.not_its_command(exc):
+                    return None
+                raise
+            items = tsserver.diagnostics(reply)
+            if items is None:
+                return None
+            found.extend(items)
+        return found
 
     async def workspace_diagnostics(
         self, timeout: float, expected: Collection[Path] | None = None
     ) -> tuple[dict[str, Sequence[lsp.Diagnostic]], bool]:
         """Pull workspace diagnostics, one pull at a time: (uri -> diagnostics, complete),
-        within `timeout` seconds, the wait for an earlier pull included."""
+        within `timeout` seconds, the wait for an earlier pull included. When the pull is
+        over: see `freshness.WorkspacePull`."""
         deadline = trio.current_time() + timeout
         async with self._pulls:  # an earlier pull ends by its own deadline
-            return await self._freshness.workspace_diagnostics(deadline, expected)
+            with self._freshness.workspace_pull(expected) as pull, trio.move_on_at(deadline):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._pull_workspace, pull, deadline)
+                    while not pull.done:
+                        if pull.covered():
+                            pull.done = True
+                            break
+                        seen = pull.news
+                        if await pull.quiet():
+                            await self._barrier()
+                            pull.done = pull.news == seen and not self._freshness.busy
+                    nursery.cancel_scope.cancel()
+            return pull.results, pull.done
+
+    async def _pull_workspace(self, pull: WorkspacePull, deadline: float) -> None:
+        timeout = max(deadline - trio.current_time(), 0)
+        try:
+            result = await self.request(WORKSPACE_PULL, pull.params, timeout=timeout)
+        except ToolError as exc:
+            if exc.kind is not ErrorKind.TIMEOUT:
+                raise
+            self._changes.touch()
+        else:
+            pull.answered(result)
+
+    async def _barrier(self) -> None:
+        """Send a request the server must refuse and wait for its answer: every message it
+        wrote before has then been read. Progress tokens it created before and still has
+        not begun are forgotten (it answered a later message without using them)."""
+        conn = self._life.conn
+        if conn is None:
+            return
+        fresh = self._freshness
+        announced = set(fresh.announced)
+        with contextlib.suppress(ConnectionClosed, RequestTimeout, ResponseError):
+            await conn.request(BARRIER, None, timeout=self.lsp.request_timeout)
+        fresh.announced -= announced
 
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
-        return await self._freshness.wait_ready(doc, timeout)
+        """Wait until the server is ready and has analysed `doc`: its diagnostics are
+        asked for (pulled, when it pulls), and its readiness awaited."""
+        fresh = self._freshness
+        if fresh.ready_for(doc):
+            return True
+        with trio.move_on_after(timeout):
+            await self.document_diagnostics(doc, timeout)
+            return await self._changes.wait_for(lambda: fresh.ready_for(doc), timeout)
+        return False
 
     def ready_for(self, doc: Document) -> bool:
         """Whether it is ready and has analysed `doc` now (`wait_ready` without the wait)."""

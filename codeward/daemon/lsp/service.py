@@ -217,7 +217,14 @@ class LanguageService:
             root, servers, self.texts, self.languages, self.previews, self.gate
         )
         self.diagnostics_of = Diagnostics(
-            root, config.lsp, self.pool, self.languages, self.texts, self.events, self.previews
+            root,
+            config.lsp,
+            self.pool,
+            self.languages,
+            self.texts,
+            self.events,
+            self.previews,
+            self.gate,
         )
         self.last_used = 0.0  # trio time of its last request's end
         self._in_flight = 0  # requests through `_ask`
@@ -334,23 +341,23 @@ class LanguageService:
 
     # -- diagnostics ----------------------------------------------------------------------
 
-    async def diagnostics(self, path: Path) -> FileDiagnostics:
+    # The diagnostics part gathers them (inside the gate) and calls the servers itself:
+    # these hand over its coroutines, so the service is not a step of their line.
+
+    def diagnostics(self, path: Path) -> Awaitable[FileDiagnostics]:
         """Diagnostics of every diagnostic server for the file's current content (fresh);
         inside a preview of the file, for the preview's text."""
-        async with self.gate.shared():
-            return await self.diagnostics_of.file(path)
+        return self.diagnostics_of.file(path)
 
-    async def workspace_diagnostics(
+    def workspace_diagnostics(
         self, languages: Sequence[str] | None = None, folder: Path | None = None
-    ) -> FolderDiagnostics:
+    ) -> Awaitable[FolderDiagnostics]:
         """Diagnostics of every file under `folder` (default: the root), fresh."""
-        async with self.gate.shared():
-            return await self.diagnostics_of.folder(languages, folder)
+        return self.diagnostics_of.folder(languages, folder)
 
-    async def server_diagnostics(self, path: Path) -> ServerDiagnostics:
+    def server_diagnostics(self, path: Path) -> Awaitable[ServerDiagnostics]:
         """Each diagnostic server's own diagnostics of the file now, for code actions."""
-        async with self.gate.shared():
-            return await self.diagnostics_of.by_server(path)
+        return self.diagnostics_of.by_server(path)
 
     def open_files(self, languages: Sequence[str], limit: int) -> list[Path]:
         """Up to `limit` files the servers of `languages` have open, most recently used

@@ -10,7 +10,6 @@ tsserver counts lines and offsets from 1, offsets in UTF-16 code units.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -73,27 +72,27 @@ def to_lsp(item: TsDiagnostic) -> lsp.Diagnostic:
     )
 
 
-async def diagnostics(
-    request: Callable[..., Awaitable[Any]], path: str, timeout: float
-) -> list[lsp.Diagnostic] | None:
-    """tsserver's syntax, semantic and suggestion diagnostics of the open file `path`, in
-    that order (as typescript-language-server would publish them); None when tsserver
-    refused one of the requests, or the server has no such command (its pushes are then
-    the answer)."""
-    found: list[lsp.Diagnostic] = []
-    for kind in KINDS:
-        try:
-            response = await request(
-                "workspace/executeCommand",
-                unstructure(lsp.ExecuteCommandParams(COMMAND, arguments=[kind, {"file": path}])),
-                timeout=timeout,
-                result_type=Response | None,
-            )
-        except ToolError as exc:
-            if exc.kind is ErrorKind.LSP_ERROR and "code" in exc.details:
-                return None  # an error answer: not this server's command after all
-            raise
-        if response is None or not response.success:
-            return None
-        found.extend(to_lsp(item) for item in response.body or ())
-    return found
+Reply = Response | None  # the result type of one request
+
+
+def requests(path: str) -> list[Any]:
+    """The `workspace/executeCommand` params asking tsserver for the syntax, semantic and
+    suggestion diagnostics of the open file `path`, in that order (as
+    typescript-language-server would publish them): the actor sends each in turn."""
+    return [
+        unstructure(lsp.ExecuteCommandParams(COMMAND, arguments=[kind, {"file": path}]))
+        for kind in KINDS
+    ]
+
+
+def not_its_command(error: ToolError) -> bool:
+    """Whether a request failed with an error answer: not this server's command after all."""
+    return error.kind is ErrorKind.LSP_ERROR and "code" in error.details
+
+
+def diagnostics(reply: Reply) -> list[lsp.Diagnostic] | None:
+    """The diagnostics of one reply; None when tsserver refused the request (the server's
+    pushes are then the answer)."""
+    if reply is None or not reply.success:
+        return None
+    return [to_lsp(item) for item in reply.body or ()]
