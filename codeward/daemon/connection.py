@@ -93,7 +93,8 @@ class Turn:
 
     async def wait(self) -> None:
         for event in self.after:
-            await event.wait()
+            if not event.is_set():  # (a set event's wait is still a trip through the scheduler)
+                await event.wait()
 
     def release(self) -> None:
         """Let later requests go (when started; a stateful one when done or failed)."""
@@ -600,9 +601,10 @@ class Connection:
             with scope:
                 if turn.after:  # (nothing to wait for: no coroutine)
                     await turn.wait()
-                if turn.started is not None:  # the handler reads its state before it yields
-                    turn.started.set()
-                return CODEC.result(msg_id, await handler(self, item))
+                if not scope.cancel_called:  # ($/cancelRequest before it started)
+                    if turn.started is not None:  # the handler reads its state before it yields
+                        turn.started.set()
+                    return CODEC.result(msg_id, await handler(self, item))
             return _cancelled(msg_id, _STOPPING if self.stopping else "Request cancelled.")
         except ToolError as exc:
             return CODEC.error(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
