@@ -212,7 +212,8 @@ class LspConnection:
         self._send(b"".join(frames))
         try:
             for _, _, pending in asked:
-                await pending.event.wait()
+                if not pending.event.is_set():  # (one answered with the last: no wait)
+                    await pending.event.wait()
         finally:
             for request_id, method, pending in asked:
                 self._give_up(request_id, method, pending)

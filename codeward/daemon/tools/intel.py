@@ -354,17 +354,22 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
                 )
             )
 
-    with _tool_errors():
-        async with trio.open_nursery() as nursery:
-            if not args.include_declaration:
+    references = _references_params(args.line, args.character, include_declaration=True)
+    if args.include_declaration:  # nothing beside it: no nursery (its exit is a checkpoint)
+        answer = await manager.request(
+            source.path, "textDocument/references", references, result_type=list[LspLocation] | None
+        )
+    else:
+        with _tool_errors():
+            async with trio.open_nursery() as nursery:
                 nursery.start_soon(declared, "textDocument/definition")
                 nursery.start_soon(declared, "textDocument/declaration")
-            answer = await manager.request(
-                source.path,
-                "textDocument/references",
-                _references_params(args.line, args.character, include_declaration=True),
-                result_type=list[LspLocation] | None,
-            )
+                answer = await manager.request(
+                    source.path,
+                    "textDocument/references",
+                    references,
+                    result_type=list[LspLocation] | None,
+                )
     if not args.include_declaration and not declarations:
         # No definitions to leave out: fall back on the server's own reading of the flag.
         answer = await manager.request(
