@@ -350,7 +350,7 @@ def test_bulk_locations_agree_with_one_by_one(tree: tuple[Path, Path]) -> None:
     ]
     for encoding in ENCODINGS:
         one_by_one = finish(Locator(manager).location(i.uri, i.range, encoding) for i in items)
-        assert Locator(manager).locations(items, encoding) == one_by_one
+        assert msgspec.to_builtins(Locator(manager).locations(items, encoding)) == one_by_one
     assert Locator(manager).locations([], "utf-16") == []
 
 

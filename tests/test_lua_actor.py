@@ -10,6 +10,7 @@ import trio
 import trio.testing
 
 from codeward.daemon.config import LuaConfig
+from codeward.daemon.intel.locations import Shown
 from codeward.daemon.lua import LuaActor
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -270,6 +271,22 @@ async def test_call_any_tool(actor: LuaActor) -> None:
         {"tool": "x", "arguments": {}},
     ]
     assert host.tool_calls == [("get_symbols", {"path": "a.py", "limit": 3}), ("x", {})]
+
+
+async def test_call_result_rows_as_structs(actor: LuaActor) -> None:
+    """A bulk result's rows (find_references' `Shown` Structs) reach the script as tables."""
+    row = Shown("lib.py", 14, 5, 14, 12, "def compute(value: int) -> int:")
+
+    async def references(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"status": "found", "references": [row], "count": 1}
+
+    result = await run(
+        actor,
+        "local r = codeward.call('find_references', {}).references[1] "
+        "return {r.path, r.line, r.end_character, r.preview}",
+        host=RecordingHost(call=references),
+    )
+    assert result == ["lib.py", 14, 12, "def compute(value: int) -> int:"]
 
 
 async def test_log_and_print(actor: LuaActor) -> None:

@@ -254,7 +254,8 @@ class McpDialect:
         told, restricted = self._told_restricted, bool(result.get("restricted"))
         if tool.servers:
             self._told_restricted = restricted
-        text = render.tool_text(event.name, result, told_restricted=told)
+        # (the text is rendered from plain data: a bulk result's rows are Structs)
+        text = render.tool_text(event.name, msgspec.to_builtins(result), told_restricted=told)
         return self.machine.result_message(event.id, text, result)
 
     def _error_result(self, msg_id: Id, exc: ToolError) -> bytes:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import msgspec
 import trio
 
 from codeward.daemon.intel.indicators import go_env, indicator, typeshed_module
@@ -24,6 +25,19 @@ from codeward.daemon.paths import scrub
 
 Location = dict[str, Any]
 _MISSING = object()
+
+
+class Shown(msgspec.Struct, gc=False):
+    """One location of a bulk answer (thousands of references), as a `Location` dict shows
+    it: a Struct, built and encoded without a dict per row. `msgspec.to_builtins` makes it
+    the dict for callers that read results as data (MCP's text, Lua)."""
+
+    path: str
+    line: int
+    character: int
+    end_line: int
+    end_character: int
+    preview: str
 
 
 def point(position: PositionLike | dict[str, Any]) -> tuple[int, int]:
@@ -156,11 +170,11 @@ class Locator:
             "preview": preview,
         }
 
-    def locations(self, items: Iterable[LspLocation], encoding: Encoding) -> list[Location]:
+    def locations(self, items: Iterable[LspLocation], encoding: Encoding) -> list[Shown]:
         """`finish` of each item's `location`, in one pass for answers of thousands: the
         place and text of a URI looked up once per run of it, duplicates dropped, rows kept
         per shown file (sorted by file, then as plain tuples of numbers within each) and the
-        output dicts built last."""
+        output Structs built last."""
         files: dict[str, set[tuple[int, int, int, int, str]]] = {}
         add = None
         last_uri: str | None = None
@@ -181,12 +195,16 @@ class Locator:
                 add = files.setdefault(shown, set()).add if shown else None
             if add is None:
                 continue
-            start, end = item.range.start, item.range.end
+            rng = item.range
+            start, end = rng.start, rng.end
             line, char, end_line, end_char = start.line, start.character, end.line, end.character
             if count < 0:  # no text to read: 0-based units, shown 1-based
                 add((line + 1, char + 1, end_line + 1, end_char + 1, ""))
                 continue
             text = lines[line] if 0 <= line < count else ""
+            if end_line == line and units and 0 <= char <= end_char <= len(text):
+                add((line + 1, char + 1, line + 1, end_char + 1, text.strip()))  # the usual one
+                continue
             if end_line == line:
                 end_text = text
             else:
@@ -200,16 +218,9 @@ class Locator:
                 last = to_code_points(end_text, end_char, encoding)
             add((line + 1, first + 1, end_line + 1, last + 1, text.strip()))
         return [
-            {
-                "path": path,
-                "line": line,
-                "character": char,
-                "end_line": end_line,
-                "end_character": end_char,
-                "preview": preview,
-            }
+            Shown(path, *row)
             for path in sorted(files, key=lambda path: (_external(path), path))
-            for line, char, end_line, end_char, preview in sorted(files[path])
+            for row in sorted(files[path])
         ]
 
     def scrub(self, text: str) -> str:

@@ -49,6 +49,8 @@ class LuaBuilder:
             return self._object(value, depth)
         if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
             return self._array(value, depth)
+        if isinstance(value, msgspec.Struct):  # a bulk result's rows: their fields, as a dict
+            return self._object(msgspec.structs.asdict(value), depth)
         raise TypeError(f"a {type(value).__name__} cannot be passed to Lua")
 
     def _object(self, value: Mapping[Any, Any], depth: int) -> Any:
