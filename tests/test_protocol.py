@@ -184,6 +184,18 @@ def test_content_length_limits_and_errors() -> None:
         ContentLengthDecoder().feed(b"Content-Length 4\r\n\r\n")
 
 
+def test_content_length_body_over_many_reads() -> None:
+    """A body that spans reads is kept in parts (counted as pending) and joined once."""
+    body = b"[" + b"1," * 50_000 + b"2]"
+    decoder = ContentLengthDecoder()
+    wire = b"Content-Length: %d\r\n\r\n" % len(body) + body + b"Content-Length: 2\r\n\r\n{}"
+    assert decoder.feed(wire[:30_000]) == []
+    assert decoder.pending == 30_000 - wire.index(b"[")
+    assert decoder.feed(wire[30_000:60_000]) == []
+    assert decoder.feed(wire[60_000:]) == [body, b"{}"]
+    assert decoder.pending == 0
+
+
 def test_content_length_ignores_other_headers() -> None:
     decoder = ContentLengthDecoder()
     frame = b"Content-Type: application/json\r\ncontent-length: 2\r\n\r\n{}"

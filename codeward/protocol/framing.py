@@ -65,34 +65,57 @@ class NdjsonDecoder:
 
 
 class ContentLengthDecoder:
-    """LSP base protocol: `Content-Length: N` (other headers ignored), a blank line, N bytes."""
+    """LSP base protocol: `Content-Length: N` (other headers ignored), a blank line, N bytes.
+
+    A body longer than what one read brings is kept as the parts that came and joined once
+    whole: one copy of a large reply, not one per read (each a new buffer the size of
+    everything so far)."""
 
     def __init__(
         self, max_message: int = DEFAULT_MAX_MESSAGE, max_header: int = DEFAULT_MAX_HEADER
     ) -> None:
         self.max_message = max_message
         self.max_header = max_header
-        self._buffer = bytearray()
-        self._length: int | None = None
+        self._buffer = bytearray()  # headers, and what follows them until a body is split off
+        self._length: int | None = None  # the length of the body being read, once known
+        self._parts: list[bytes | bytearray] = []  # the body so far, when it spans reads
+        self._have = 0  # bytes in `_parts`
 
     def feed(self, data: bytes | bytearray) -> list[bytes]:
-        self._buffer += data
         messages: list[bytes] = []
+        if self._parts:  # a body that spans reads
+            assert self._length is not None
+            need = self._length - self._have
+            if len(data) < need:
+                self._parts.append(bytes(data))
+                self._have += len(data)
+                return messages
+            self._parts.append(data[:need])
+            messages.append(b"".join(self._parts))
+            self._parts, self._have, self._length = [], 0, None
+            data = data[need:]
+        buffer = self._buffer
+        buffer += data
         while True:
             if self._length is None:
-                end = self._buffer.find(b"\r\n\r\n")
+                end = buffer.find(b"\r\n\r\n")
                 if end < 0:
-                    if len(self._buffer) > self.max_header:
+                    if len(buffer) > self.max_header:
                         raise FrameError(f"Header block over the {self.max_header}-byte limit.")
                     break
                 if end > self.max_header:
                     raise FrameError(f"Header block over the {self.max_header}-byte limit.")
-                self._length = self._parse_headers(bytes(self._buffer[:end]))
-                del self._buffer[: end + 4]
-            if len(self._buffer) < self._length:
+                self._length = self._parse_headers(bytes(buffer[:end]))
+                del buffer[: end + 4]
+            if len(buffer) < self._length:
+                if buffer:  # the body's first part: later reads add to it
+                    self._parts.append(bytes(buffer))
+                    self._have = len(buffer)
+                    buffer.clear()
                 break
-            messages.append(bytes(self._buffer[: self._length]))
-            del self._buffer[: self._length]
+            with memoryview(buffer) as view:
+                messages.append(bytes(view[: self._length]))
+            del buffer[: self._length]
             self._length = None
         return messages
 
@@ -115,7 +138,7 @@ class ContentLengthDecoder:
 
     @property
     def pending(self) -> int:
-        return len(self._buffer)
+        return len(self._buffer) + self._have
 
 
 FrameDecoder = NdjsonDecoder | ContentLengthDecoder

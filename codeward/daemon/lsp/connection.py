@@ -83,6 +83,18 @@ def _nothing() -> None:
     pass
 
 
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(result_type: Any) -> msgspec.json.Decoder[Any]:
+    """The decoder of `result_type`, made once (a type such as `list[Location] | None` is
+    built anew by each call that names it; equal ones share a decoder)."""
+    decoder = _decoders.get(result_type)
+    if decoder is None:
+        decoder = _decoders[result_type] = msgspec.json.Decoder(result_type)
+    return decoder
+
+
 def _failure(method: str, pending: _Pending, timeout: float) -> Exception | None:
     """What an answered (or timed-out) request failed with; None for a result."""
     if pending.timed_out:
@@ -322,10 +334,8 @@ class LspConnection:
             error = message.error
             pending.error = ResponseError(error.code, error.message, error.data or None)
         else:
-            try:
-                pending.result = msgspec.json.decode(
-                    bytes(message.payload) or b"null", type=pending.result_type
-                )
+            try:  # straight from the frame's bytes (a Raw is a view: no copy)
+                pending.result = _decoder(pending.result_type).decode(message.payload or b"null")
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 pending.error = ResponseError(
                     int(ErrorCode.INTERNAL_ERROR), f"the result does not have the LSP shape: {exc}"
