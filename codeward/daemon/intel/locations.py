@@ -100,7 +100,8 @@ class Locator:
                 found = (".", True)
             elif real.startswith(self._root_prefix):
                 shown = real[len(self._root_prefix) :]
-                stub = typeshed_module(PurePosixPath(shown))  # typeshed in a project .venv
+                # typeshed in a project .venv (a stub: no Path made for any other file)
+                stub = typeshed_module(PurePosixPath(shown)) if shown.endswith(".pyi") else None
                 found = (f"python:{stub}", False) if stub else (shown, True)
             elif go or os.path.splitext(real)[1] != ".go":
                 shown = indicator(Path(real))

@@ -31,7 +31,7 @@ from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import Answer, DocumentContext, LanguageService
 from codeward.daemon.lsp.types import Location as LspLocation
-from codeward.daemon.lsp.uris import real_path, uri_to_path
+from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
 from codeward.daemon.tools.registry import ToolContext, tool
 from codeward.protocol.errors import ErrorKind, ToolError, find_tool_error
 
@@ -234,7 +234,9 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
     rng = hovered.range if hovered is not None else None
     span = None
     if rng is not None:
-        line, char, end_line, end_char = locator.span(source.path.as_uri(), rng, answer.encoding)
+        line, char, end_line, end_char = locator.span(
+            path_to_uri(source.path), rng, answer.encoding
+        )
         span = {"line": line, "character": char, "end_line": end_line, "end_character": end_char}
     return {
         "status": "found",
@@ -258,23 +260,24 @@ def module_of(shown: str, language: str, root: Path | None = None) -> str | None
     head, sep, rest = shown.partition(":")
     if sep and head in ("python", "go", "elixir", "erlang", "c", "cpp"):
         return rest
-    path = PurePosixPath(shown)
-    if language == "python" and path.suffix in (".py", ".pyi"):
-        parts = [*path.parent.parts, path.stem]
-        for marker in ("site-packages", "dist-packages"):
-            if marker in parts:
-                parts = parts[len(parts) - parts[::-1].index(marker) :]
+    if language == "python" and shown.endswith((".py", ".pyi")):
+        # A shown path is plain (relative, no `.` or empty parts): split as a string.
+        *folders, name = shown.split("/")
+        stem = name.rsplit(".", 1)[0]
+        if stem and all(folders):
+            parts = [*folders, stem]
+            for marker in ("site-packages", "dist-packages"):
+                if marker in parts:
+                    parts = parts[len(parts) - parts[::-1].index(marker) :]
+                    return ".".join(p for p in parts if p != "__init__") or None
+            if root is None:
                 return ".".join(p for p in parts if p != "__init__") or None
-        if root is None:
-            return ".".join(p for p in parts if p != "__init__") or None
-        names = [] if path.stem == "__init__" else [path.stem]
-        folder = path.parent
-        while folder.parts and _is_package(root / folder):
-            names.insert(0, folder.name)
-            folder = folder.parent
-        return ".".join(names) or None
+            names = [] if stem == "__init__" else [stem]
+            while folders and _is_package(root.joinpath(*folders)):
+                names.insert(0, folders.pop())
+            return ".".join(names) or None
     if language == "go":
-        return path.parent.as_posix()
+        return PurePosixPath(shown).parent.as_posix()
     return shown
 
 
@@ -482,7 +485,7 @@ async def _document_symbols(
     locator = Locator(manager)
     budget = Budget(limit)
     symbols = document_symbols(
-        outline.select(tree), source.path.as_uri(), locator, answer.encoding, budget
+        outline.select(tree), path_to_uri(source.path), locator, answer.encoding, budget
     )
     count = limit - budget.left
     return {
