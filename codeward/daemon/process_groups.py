@@ -49,6 +49,9 @@ async def stop_group(process: Leader, grace: float, *, name: str) -> None:
     which under load can be after the leader was reaped). Call it shielded.
     """
     pgid = process.pid
+    if process.returncode is not None and not _group_exists(pgid):
+        guardian.unregister(pgid)  # reaped, and nothing of its group left: the common case
+        return
     if process.returncode is None:
         signal_group(pgid, signal.SIGTERM)
         with trio.move_on_after(grace):

@@ -70,6 +70,13 @@ async def receive_some(
             raise trio.BrokenResourceError(exc) from exc
 
 
+def read_available(fd: int) -> bytes:
+    """One read of the non-blocking descriptor `fd` (b"" at end of file), at most READ_SIZE
+    bytes, through the thread's buffer; BlockingIOError when nothing is there yet."""
+    view = _buffer.view
+    return bytes(view[: os.readv(fd, [view])])
+
+
 async def receive_with_fds(
     sock: trio.socket.SocketType, max_fds: int
 ) -> tuple[bytes, list[int], bool]:

@@ -5,13 +5,17 @@ The process is started on the event loop itself, not from a worker thread as
 `trio.lowlevel.open_process` does: CPython's `subprocess.Popen` forks with vfork(), so the
 loop is held only until the child has called exec (tens of microseconds, not a copy of the
 daemon), and the hop to a thread and back, which cost more than the start itself, is gone.
-The child is awaited through a pidfd, as trio does.
+
+One task runs the process: its pipes and a pidfd (readable once it has exited) go into an
+epoll set of their own, and trio's loop waits on that one descriptor. No nursery, no task
+per pipe, one registration with the loop per wait.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -23,7 +27,8 @@ import trio
 
 from codeward.daemon import guardian
 from codeward.daemon.process_groups import signal_group, stop_group
-from codeward.daemon.reads import receive_some
+from codeward.daemon.reads import read_available
+from codeward.daemon.reaper import Started
 from codeward.protocol.errors import ErrorKind, ToolError
 
 # Later `-c` wins over the repository's config, and reaches child git processes too.
@@ -57,6 +62,7 @@ FIXED_ENV = {
 STDERR_BYTES = 64 * 1024
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 EOF_GRACE = 1.0  # seconds a straggler may hold git's pipes after git exits
+PIPE_CHUNK = 65536  # bytes written to the child's stdin at a time
 
 
 @dataclass(frozen=True)
@@ -130,39 +136,21 @@ class _Capped:
         return b"".join(self.chunks)
 
 
-async def _drain(stream: trio.abc.ReceiveStream | None, sink: _Capped) -> None:
-    if stream is None:
-        return
-    while chunk := await receive_some(stream):
-        sink.add(chunk)
-
-
-async def _feed(stream: trio.abc.SendStream | None, data: bytes) -> None:
-    """Write `data` and close; a process that exits without reading it all is its business."""
-    if stream is None:
-        return
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        async with stream:
-            await stream.send_all(data)
-
-
 class Child:
-    """A process started by `spawn`: its pipes as trio streams, its exit awaited on a pidfd.
+    """A process started by `spawn`: our ends of its pipes (non-blocking descriptors, -1 for
+    none), its exit awaited on a pidfd, and the clock ticks its start lies between.
 
     It has what `process_groups.stop_group` needs of a `trio.Process`: `pid`, `returncode`
     and `wait()`."""
 
     def __init__(
-        self,
-        popen: subprocess.Popen[bytes],
-        stdin: trio.lowlevel.FdStream | None,
-        stdout: trio.lowlevel.FdStream,
-        stderr: trio.lowlevel.FdStream,
+        self, popen: subprocess.Popen[bytes], pipes: tuple[int, int, int], started: Started
     ) -> None:
         self._popen = popen
         self.pid = popen.pid
-        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
-        self._pidfd = os.pidfd_open(popen.pid)  # before any wait, so never a reused pid
+        self.stdin, self.stdout, self.stderr = pipes
+        self.started = started
+        self.pidfd = os.pidfd_open(popen.pid)  # before any wait, so never a reused pid
 
     @property
     def returncode(self) -> int | None:
@@ -171,18 +159,25 @@ class Child:
     async def wait(self) -> int:
         """The exit status, once the process has exited (it is reaped then)."""
         if self._popen.returncode is None:
-            await trio.lowlevel.wait_readable(self._pidfd)  # readable once it has exited
-            self._popen.wait()  # reaps at once
-        return self._popen.wait()
+            await trio.lowlevel.wait_readable(self.pidfd)  # readable once it has exited
+        return self.reap()
+
+    def reap(self) -> int:
+        """The exit status of the process, which has exited (its pidfd is readable)."""
+        return self._popen.wait()  # at once: it has exited
+
+    def close_stdin(self) -> None:
+        if self.stdin >= 0:
+            os.close(self.stdin)
+            self.stdin = -1
 
     def close(self) -> None:
         """Close the pipes and the pidfd (the process must have been reaped); no checkpoint."""
-        for stream in (self.stdin, self.stdout, self.stderr):
-            if stream is not None:
-                stream.close()
-        if self._pidfd >= 0:
-            os.close(self._pidfd)
-            self._pidfd = -1
+        self.close_stdin()
+        for fd in (self.stdout, self.stderr, self.pidfd):
+            if fd >= 0:
+                os.close(fd)
+        self.stdout = self.stderr = self.pidfd = -1
 
 
 def spawn(argv: Sequence[str], *, cwd: Path, env: dict[str, str], stdin: bool) -> Child:
@@ -192,31 +187,92 @@ def spawn(argv: Sequence[str], *, cwd: Path, env: dict[str, str], stdin: bool) -
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     in_r, in_w = os.pipe() if stdin else (subprocess.DEVNULL, -1)
-    # our ends, owned by their streams from here on
-    stdout, stderr = trio.lowlevel.FdStream(out_r), trio.lowlevel.FdStream(err_r)
-    writer = trio.lowlevel.FdStream(in_w) if stdin else None
-    ours = [stdout, stderr] if writer is None else [stdout, stderr, writer]
+    ours = (in_w, out_r, err_r)
     try:
+        for fd in ours:
+            if fd >= 0:
+                os.set_blocking(fd, False)
+        first = guardian.ticks()
         popen = subprocess.Popen(
             list(argv), cwd=str(cwd), env=env, stdin=in_r, stdout=out_w, stderr=err_w,
             start_new_session=True,
         )  # fmt: skip
+        started = (first, guardian.ticks())
     except BaseException:
-        for stream in ours:
-            stream.close()
+        for fd in ours:
+            if fd >= 0:
+                os.close(fd)
         raise
     finally:
         for fd in (out_w, err_w, in_r):
             if fd >= 0:
                 os.close(fd)
     try:
-        return Child(popen, writer, stdout, stderr)
+        return Child(popen, ours, started)
     except BaseException:  # no pidfd (out of descriptors): nothing of it may stay behind
         signal_group(popen.pid, signal.SIGKILL)
         popen.wait()
-        for stream in ours:
-            stream.close()
+        for fd in ours:
+            if fd >= 0:
+                os.close(fd)
         raise
+
+
+async def _communicate(child: Child, out: _Capped, err: _Capped, data: bytes) -> None:
+    """Give `data` to the child's stdin (if it has one), read its stdout and stderr into
+    `out` and `err` until both end, and reap it. Should the pipes stay open `EOF_GRACE`
+    seconds after the child exited (a straggler of its group holds them), the group is
+    killed, and the pipes read to their end."""
+    sinks = {child.stdout: out, child.stderr: err}
+    written = 0
+    with select.epoll() as ready:
+        for fd in sinks:
+            ready.register(fd, select.EPOLLIN)
+        ready.register(child.pidfd, select.EPOLLIN)
+        if child.stdin >= 0:
+            ready.register(child.stdin, select.EPOLLOUT)
+        with trio.CancelScope() as grace:  # its deadline is set once the child has exited
+            while sinks or child.returncode is None:
+                await trio.lowlevel.wait_readable(ready.fileno())
+                for fd, _ in ready.poll(0):
+                    if fd == child.pidfd:
+                        ready.unregister(fd)
+                        child.reap()
+                        grace.deadline = trio.current_time() + EOF_GRACE
+                    elif fd == child.stdin:
+                        try:
+                            written += os.write(fd, data[written : written + PIPE_CHUNK])
+                        except BlockingIOError:
+                            continue
+                        except OSError:  # it exits without reading it all: its business
+                            written = len(data)
+                        if written >= len(data):
+                            ready.unregister(fd)
+                            child.close_stdin()
+                    else:
+                        try:
+                            chunk = read_available(fd)
+                        except BlockingIOError:
+                            continue
+                        if chunk:
+                            sinks[fd].add(chunk)
+                        else:
+                            ready.unregister(fd)
+                            del sinks[fd]
+        if grace.cancelled_caught:
+            signal_group(child.pid, signal.SIGKILL)  # a straggler holds the pipes
+            if child.stdin >= 0:
+                ready.unregister(child.stdin)
+                child.close_stdin()
+            while sinks:
+                await trio.lowlevel.wait_readable(ready.fileno())
+                for fd, _ in ready.poll(0):
+                    with contextlib.suppress(BlockingIOError):
+                        if chunk := read_available(fd):
+                            sinks[fd].add(chunk)
+                        else:
+                            ready.unregister(fd)
+                            del sinks[fd]
 
 
 async def run_process(
@@ -231,29 +287,11 @@ async def run_process(
     """Run `argv` to completion (or its timeout), given `stdin` (else nothing) on its
     standard input; cancellation kills its process group."""
     child = spawn(argv, cwd=cwd, env=env, stdin=stdin is not None)
-    guardian.register(child.pid)  # killed with the daemon, however it dies
+    guardian.register(child.pid, child.started)  # killed with the daemon, however it dies
     out, err = _Capped(output_bytes), _Capped(STDERR_BYTES)
     try:
         with trio.move_on_after(timeout) as deadline:
-            async with trio.open_nursery() as nursery:
-                readers_done = trio.Event()
-                open_pipes = [2]
-
-                async def read(stream: trio.lowlevel.FdStream, sink: _Capped) -> None:
-                    await _drain(stream, sink)
-                    open_pipes[0] -= 1
-                    if not open_pipes[0]:
-                        readers_done.set()
-
-                nursery.start_soon(read, child.stdout, out)
-                nursery.start_soon(read, child.stderr, err)
-                if stdin is not None:
-                    nursery.start_soon(_feed, child.stdin, stdin)
-                await child.wait()
-                with trio.move_on_after(EOF_GRACE):
-                    await readers_done.wait()
-                if not readers_done.is_set():
-                    signal_group(child.pid, signal.SIGKILL)  # a straggler holds the pipes
+            await _communicate(child, out, err, stdin or b"")
     finally:
         with trio.CancelScope(shield=True):
             # Also after a clean exit: what the leader left running in its group goes.
