@@ -1,9 +1,15 @@
 """`diagnostics_after`: what an edit did to the diagnostics of the files it changed and of
 the files it broke (the other files the same servers have open).
 
-    before = await Aftermath.before(session, paths)   # now, for the files about to change
+It asks nothing itself: it says which files to ask about and reads the answers, which the
+tool asks of the service (`service.files_diagnostics`, every file at once), so the tool's
+line to the servers has no step here:
+
+    check = Aftermath.plan(session, paths)              # the files about to change, others
+    check.took(await service.files_diagnostics(check.asked))          # now: "before"
     ...write, or preview...
-    report = await before.after(changed, fetch)       # the delta of each file, as JSON
+    asked = check.to_ask(changed, deleted)
+    report = check.report(changed, deleted, await service.files_diagnostics(asked))
 
 "Before" is asked for now (what was reported earlier for the same content may predate
 changes of other files). The new content of each changed file is kept in the session's
@@ -13,16 +19,14 @@ preview's (not the disk's content).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import trio
-
 from codeward.daemon.edits.delta import PositionMap, delta, entry, severity_counts
 from codeward.daemon.edits.history import DiagnosticsHistory, Snapshot
-from codeward.daemon.lsp.service import FileDiagnostics, LanguageService
+from codeward.daemon.lsp.service import FileDiagnostics
 from codeward.daemon.lsp.types import SEVERITY_RANKS
 from codeward.daemon.paths import relative
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -31,7 +35,6 @@ if TYPE_CHECKING:
     from codeward.daemon.session import Session
 
 OTHER_FILES = 8  # open files of the same languages checked for breaks, most recent first
-Fetch = Callable[[Path], Awaitable[FileDiagnostics]]
 
 
 @dataclass
@@ -107,93 +110,91 @@ def remember(history: DiagnosticsHistory, file: str, answer: FileDiagnostics) ->
     )
 
 
+Answers = Mapping[Path, "FileDiagnostics | ToolError"]  # a file's answer, or its failure
+
+
 @dataclass
 class Aftermath:
-    manager: LanguageService
     history: DiagnosticsHistory
     root: Path
-    before_changed: dict[Path, Snapshot]
-    before_others: dict[Path, Snapshot]
+    language: Callable[[Path], str | None]  # a path's language (None: no server asked)
+    changing: list[Path]  # the files about to change that have a language
+    others: list[Path]  # the other open files of their languages
+    before_changed: dict[Path, Snapshot] = field(default_factory=dict)
+    before_others: dict[Path, Snapshot] = field(default_factory=dict)
     failed: dict[Path, ToolError] = field(default_factory=dict)  # no "before" for these
 
     @classmethod
-    async def before(cls, session: Session, paths: Sequence[Path]) -> Aftermath:
-        """The diagnostics now of `paths` (about to change) and of the other open files of
-        their languages."""
+    def plan(cls, session: Session, paths: Sequence[Path]) -> Aftermath:
+        """The check of an edit of `paths`: those files and the other open files of their
+        languages are `asked` about now."""
         manager = session.lsp
-        languages = sorted(
-            {lang for p in paths if (lang := manager.language_or_none(p)) is not None}
-        )
+        language = manager.language_or_none
+        languages = sorted({lang for p in paths if (lang := language(p)) is not None})
         wanted = set(paths)
         others = [p for p in manager.open_files(languages, OTHER_FILES + len(paths))]
         others = [p for p in others if p not in wanted][:OTHER_FILES]
-        self = cls(manager, session.diagnostics_history, session.root, {}, {})
+        changing = [p for p in paths if language(p) is not None]
+        return cls(session.diagnostics_history, session.root, language, changing, others)
 
-        async def one(path: Path, into: dict[Path, Snapshot]) -> None:
-            try:
-                snapshot = await self._now(path)
-            except ToolError as exc:  # the edit goes on; its delta says what is missing
-                if exc.kind is ErrorKind.CANCELLED:
-                    raise
-                self.failed[path] = exc
-                return
-            if snapshot is not None:
-                into[path] = snapshot
+    @property
+    def asked(self) -> list[Path]:
+        """The files whose diagnostics now are the "before" (`took`)."""
+        return self.changing + self.others
 
-        async with trio.open_nursery() as nursery:
-            for path in paths:
-                if manager.language_or_none(path) is not None:
-                    nursery.start_soon(one, path, self.before_changed)
-            for path in others:
-                nursery.start_soon(one, path, self.before_others)
-        return self
+    def took(self, answers: Answers) -> None:
+        """The diagnostics now of the `asked` files. A file whose servers failed has no
+        "before" (its delta says so); the edit goes on."""
+        for path, answer in answers.items():
+            if isinstance(answer, ToolError):
+                if answer.kind is ErrorKind.CANCELLED:
+                    raise answer
+                if answer.kind not in (ErrorKind.FILE_NOT_FOUND, ErrorKind.UNSUPPORTED_FILE_TYPE):
+                    self.failed[path] = answer
+                continue
+            into = self.before_changed if path in self.changing else self.before_others
+            into[path] = snapshot_of(answer)
 
-    async def _now(self, path: Path) -> Snapshot | None:
-        """The diagnostics of the file's content now (asked now: what was reported earlier
-        for the same content may predate changes of other files); None for a file that is
-        not there or that no server answers for."""
-        try:
-            answer = await self.manager.diagnostics(path)
-        except ToolError as exc:
-            if exc.kind in (ErrorKind.FILE_NOT_FOUND, ErrorKind.UNSUPPORTED_FILE_TYPE):
-                return None
-            raise
-        return snapshot_of(answer)
+    def to_ask(self, changed: Sequence[Path], deleted: Collection[Path] = ()) -> list[Path]:
+        """The files whose diagnostics after the edit make its `report`."""
+        candidates = list(changed) + [p for p in self.before_others if p not in changed]
+        return [p for p in candidates if p not in deleted and self.language(p) is not None]
 
-    async def after(
+    def report(
         self,
         changed: Sequence[Path],
-        deleted: Collection[Path] = (),
-        fetch: Fetch | None = None,
+        deleted: Collection[Path],
+        answers: Answers,
+        *,
+        preview: bool = False,
     ) -> Report:
         """The delta of every changed file (those `deleted` included) and of every other
-        file whose diagnostics changed. `fetch` asks for a file's diagnostics (a preview's
-        answer); by default the disk's, which are then kept in the history."""
+        file whose diagnostics changed, from the `answers` about the files `to_ask`. A
+        preview's answers are not the disk's: an error fails it, and nothing is kept in
+        the history."""
         reports: dict[Path, FileReport] = {}
-        fetcher = fetch or self.manager.diagnostics
-
-        async def one(path: Path, is_changed: bool) -> None:
+        for path in list(changed) + [p for p in self.before_others if p not in changed]:
+            is_changed = path in changed
             file = relative(path, self.root)
             old = self.before_changed.get(path) or self.before_others.get(path)
             failed = self.failed.get(path)
             if path in deleted:  # whatever it had is gone with it
                 if old is not None and old.diagnostics:
                     reports[path] = FileReport(file, True, [], list(old.diagnostics), [])
-                return
-            if self.manager.language_or_none(path) is None:
-                return
-            try:
-                answer = await fetcher(path)
-            except ToolError as exc:
-                if exc.kind is ErrorKind.FILE_NOT_FOUND:
-                    return
-                if fetch is not None or exc.kind is ErrorKind.CANCELLED:
-                    raise  # a preview without an answer has nothing to show
+                continue
+            answer = answers.get(path)
+            if answer is None:  # no language: nobody to ask
+                continue
+            if isinstance(answer, ToolError):
+                if answer.kind is ErrorKind.FILE_NOT_FOUND:
+                    continue
+                if preview or answer.kind is ErrorKind.CANCELLED:
+                    raise answer  # a preview without an answer has nothing to show
                 if is_changed:  # written all the same: say why there is no delta
                     reports[path] = FileReport(
-                        file, True, [], [], [], _server_of(exc), [exc.message]
+                        file, True, [], [], [], _server_of(answer), [answer.message]
                     )
-                return
+                continue
             if failed is not None:  # no "before": nothing can be called introduced
                 reports[path] = FileReport(
                     file,
@@ -204,8 +205,8 @@ class Aftermath:
                     list(dict.fromkeys(partial_servers(answer) + _server_of(failed))),
                     [f"before the edit: {failed.message}"],
                 )
-                return
-            if is_changed and fetch is None:  # its new content_hash may be given as `since`
+                continue
+            if is_changed and not preview:  # its new content_hash may be given as `since`
                 remember(self.history, file, answer)
             previous = list(old.diagnostics) if old is not None else []
             mapping = PositionMap.between(old.text, answer.text) if old is not None else None
@@ -221,12 +222,5 @@ class Aftermath:
             )
             if is_changed or report.introduced or report.resolved:
                 reports[path] = report
-
-        async with trio.open_nursery() as nursery:
-            for path in changed:
-                nursery.start_soon(one, path, True)
-            for path in self.before_others:
-                if path not in changed:
-                    nursery.start_soon(one, path, False)
         order = list(changed) + sorted(self.before_others)
         return Report([reports[p] for p in order if p in reports])

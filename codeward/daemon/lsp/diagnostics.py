@@ -116,6 +116,22 @@ class Diagnostics:
         async with self.gate.shared():
             return await self._file(path)
 
+    async def files(self, paths: Sequence[Path]) -> dict[Path, FileDiagnostics | ToolError]:
+        """Each file's diagnostics (as `file` answers them), asked at once: its answer, or
+        the error it failed with."""
+        answers: dict[Path, FileDiagnostics | ToolError] = {}
+
+        async def one(path: Path) -> None:
+            try:
+                answers[path] = await self._file(path)
+            except ToolError as exc:
+                answers[path] = exc
+
+        async with self.gate.shared(), trio.open_nursery() as nursery:
+            for path in paths:
+                nursery.start_soon(one, path)
+        return answers
+
     async def _file(self, path: Path) -> FileDiagnostics:
         language = self.languages.require(path)
         names = self.languages.servers(language)

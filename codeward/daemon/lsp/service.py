@@ -54,6 +54,7 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   the project's files by language (kept while the watcher sees no file come or go).
 
 Diagnostics: `await service.diagnostics(path) -> FileDiagnostics`,
+`await service.files_diagnostics(paths)` (each file's, or its error, asked at once),
 `await service.workspace_diagnostics(folder=...) -> FolderDiagnostics` (fresh, as
 get_diagnostics shows them: a folder asks every diagnostic server of each of its
 languages; a server that pulls workspace diagnostics is pulled, one that reports only
@@ -348,6 +349,13 @@ class LanguageService:
         """Diagnostics of every diagnostic server for the file's current content (fresh);
         inside a preview of the file, for the preview's text."""
         return self.diagnostics_of.file(path)
+
+    def files_diagnostics(
+        self, paths: Sequence[Path]
+    ) -> Awaitable[dict[Path, FileDiagnostics | ToolError]]:
+        """Each file's diagnostics (as `diagnostics`), asked at once: by path, its answer
+        or the error it failed with."""
+        return self.diagnostics_of.files(paths)
 
     def workspace_diagnostics(
         self, languages: Sequence[str] | None = None, folder: Path | None = None

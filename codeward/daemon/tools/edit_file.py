@@ -216,11 +216,15 @@ async def _write(
         edit = whole_text_edit(uri, old, new)
         assert target.hash is not None
         basis = Basis({target.path: (0, target.hash)})
-    before = await Aftermath.before(session, [target.path]) if checked else None
-    done = await apply_workspace_edit(session.writer, edit, "utf-32", basis, apply=True)
-    if before is None:
+    if not checked:
+        await apply_workspace_edit(session.writer, edit, "utf-32", basis, apply=True)
         return Report([])
-    return await before.after(done.paths, done.deleted)
+    manager = session.lsp
+    check = Aftermath.plan(session, [target.path])
+    check.took(await manager.files_diagnostics(check.asked))
+    done = await apply_workspace_edit(session.writer, edit, "utf-32", basis, apply=True)
+    after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted))
+    return check.report(done.paths, done.deleted, after)
 
 
 def _insert_all(text: str) -> dict[str, Any]:
@@ -235,18 +239,18 @@ async def preview(session: Session, path: Path, data: bytes) -> Report:
     if manager.language_or_none(path) is None:
         return Report([])
     async with manager.previewing() as previewer:
-        before = await Aftermath.before(session, [path])
-
-        async def fetch(file: Path) -> FileDiagnostics:
-            answer = await manager.diagnostics(file)
+        check = Aftermath.plan(session, [path])
+        check.took(await manager.files_diagnostics(check.asked))
+        async with previewer.show(path, data):
+            answers = await manager.files_diagnostics(check.to_ask([path]))
+        for file, answer in answers.items():
+            if isinstance(answer, ToolError):
+                continue  # the report fails with it
             shown = relative(file, session.root)
             _crashed(answer, shown)
             if file == path:  # this content's diagnostics: its hash may be given as `since`
                 remember(session.diagnostics_history, shown, answer)
-            return answer
-
-        async with previewer.show(path, data):
-            return await before.after([path], fetch=fetch)
+        return check.report([path], (), answers, preview=True)
 
 
 def _crashed(answer: FileDiagnostics, shown: str) -> None:

@@ -110,9 +110,12 @@ async def write_checked(
     planned = await apply_workspace_edit(writer, edit, encoding, basis, apply=False)
     if not apply or not planned.paths:
         return planned, {}
-    before = await Aftermath.before(ctx.session, planned.paths)
+    manager = ctx.session.lsp
+    check = Aftermath.plan(ctx.session, planned.paths)
+    check.took(await manager.files_diagnostics(check.asked))
     done = await apply_workspace_edit(writer, edit, encoding, basis, apply=True)
-    report = await before.after(done.paths, done.deleted)
+    after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted))
+    report = check.report(done.paths, done.deleted, after)
     return done, {"diagnostics_after": report.public()}
 
 
@@ -253,9 +256,11 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         return {**result, **await _apply_preferred(ctx, source, actions, answers, args.kinds)}
     action = _choose(actions, args.apply)
     basis = next((_basis(a) for a in answers if a.server == action.server), Basis())
-    before = await Aftermath.before(ctx.session, [source.path])
+    check = Aftermath.plan(ctx.session, [source.path])
+    check.took(await manager.files_diagnostics(check.asked))
     done = await _apply_action(ctx, manager, action, basis)
-    report = await before.after(done.paths, done.deleted)
+    after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted))
+    report = check.report(done.paths, done.deleted, after)
     return {
         **result,
         "action": {"index": action.index, "title": action.title},
