@@ -34,15 +34,25 @@ def insert(line: int, text: str) -> list[dict[str, Any]]:
 async def test_gopls_introduce_move_resolve_and_break_another_file(
     shared_client: RpcClient, shared_daemon: SharedDaemon
 ) -> None:
+    """Every answer is whole: gopls's progress around its diagnosis of each change says
+    when what it published stands, for the changed file (published in two passes) and for
+    the other open files (sent again unchanged, not always published again), so none of
+    them waits out the settle time or comes back partial."""
     root = shared_daemon.root
-    write(root, {"go.mod": GO_MOD, "lib/lib.go": LIB_GO, "main.go": MAIN_GO})
+    apart = "package apart\n\n// Twice doubles.\nfunc Twice(x int) int {\n\treturn 2 * x\n}\n"
+    write(
+        root, {"go.mod": GO_MOD, "lib/lib.go": LIB_GO, "main.go": MAIN_GO, "apart/apart.go": apart}
+    )
     client = shared_client
-    assert (await client.tool("get_diagnostics", path="main.go"))["diagnostics"] == []
+    for path in ("main.go", "apart/apart.go"):
+        answer = await client.tool("get_diagnostics", path=path)
+        assert answer["diagnostics"] == [] and not answer.get("partial"), answer
     broken = LIB_GO.replace("return a + b", 'return "no"')
     result = await client.tool("edit_file", path="lib/lib.go", content=broken)
     lib = by_file(result)["lib/lib.go"]
     assert [d["line"] for d in lib["introduced"]] == [5], result
     assert lib["introduced"][0]["source"] and lib["remaining"]["error"] == 1
+    assert list(by_file(result)) == ["lib/lib.go"] and not result.get("partial"), result
     # only moved: a comment inserted above
     result = await client.tool(
         "edit_file", path="lib/lib.go", edits=insert(3, "// more\n// lines\n")
@@ -67,6 +77,9 @@ async def test_gopls_introduce_move_resolve_and_break_another_file(
     assert not main["changed"] and main["introduced"][0]["line"] == 10
     result = await client.tool("edit_file", path="lib/lib.go", content=narrowed)
     assert by_file(result)["main.go"]["introduced"], result
+    assert "apart/apart.go" not in by_file(result) and not result.get("partial"), result
+    again = await client.tool("get_diagnostics", path="apart/apart.go")
+    assert again["diagnostics"] == [] and not again.get("partial"), again
 
 
 @needs("clangd")

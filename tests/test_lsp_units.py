@@ -250,6 +250,8 @@ def test_defaults_and_languages(tmp_path: Path) -> None:
     capped = ServerConfig(command=["ruff", "server"], max_rss_mb=64, install_hint="get it")
     ours = effective_servers(Config(servers={"ruff": capped}))["ruff"]
     assert (ours.max_rss_mb, ours.install_hint) == (64, "get it")
+    mine = ServerConfig(command=["my-gopls"])
+    assert effective_servers(Config(servers={"gopls": mine}))["gopls"].diagnosis_progress
     assert effective_languages(config)["python"].servers == ["ruff"]
     languages = effective_languages(Config())
     assert language_of(tmp_path / "a.py", tmp_path, languages) == "python"

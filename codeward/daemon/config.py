@@ -113,6 +113,12 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # "tsserver" (asked of tsserver through typescript-language-server: its pushes come in
     # stages, the first often without the type errors)
     diagnostics_from: Literal["server", "tsserver"] = "server"
+    # The title (its start) of the work-done progress the server reports around its
+    # diagnosis of each change, if it has one (gopls: "diagnosing", with its
+    # `verboseWorkDoneProgress`). Once it was seen, a file's pushed diagnostics are final
+    # when every progress begun for the changes sent before has ended: what the server
+    # published last then stands, a new version of that file or not.
+    diagnosis_progress: str = ""
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

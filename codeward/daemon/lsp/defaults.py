@@ -153,7 +153,14 @@ def default_servers() -> dict[str, ServerConfig]:
         ),
         "jedi-language-server": ServerConfig(command=_command(c["jedi-language-server"])),
         "gopls": ServerConfig(
-            command=_command(c["gopls"]), env={"GOPROXY": "off"}, max_rss_mb=4096
+            command=_command(c["gopls"]),
+            env={"GOPROXY": "off"},
+            # a progress around its diagnosis of each change: it publishes in two passes
+            # (the first without its analyzers), and a file whose diagnostics did not change
+            # is not always published again (see lsp/freshness.py)
+            init_options={"verboseWorkDoneProgress": True, "diagnosticsDelay": "0s"},
+            diagnosis_progress="diagnosing",
+            max_rss_mb=4096,
         ),
         "clangd": ServerConfig(
             command=_command(c["clangd"], "--background-index=false", "--log=error"),
@@ -324,6 +331,7 @@ def effective_servers(config: Config) -> dict[str, ServerConfig]:
                     if entry.diagnostics_from != "server"
                     else default.diagnostics_from
                 ),
+                diagnosis_progress=entry.diagnosis_progress or default.diagnosis_progress,
             )
         servers[name] = entry
     return servers

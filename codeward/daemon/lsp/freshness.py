@@ -8,7 +8,9 @@ Whether a server's answers can be trusted beyond its progress (rust-analyzer qui
 project loaded, an index built) is its `readiness.Readiness`, made anew for each process:
 it sees the notifications it `listens` to, says whether a publish `counts`, and
 `ready(progress, documents)` gates the actor's `wait_ready` (and, when `strict`, a
-document's diagnostics).
+document's diagnostics). A server with a `diagnosis_progress` title (gopls) has what it
+pushed for a document taken once the progress of its diagnosis of every change sent before
+has ended (the actor sends a barrier first: `needs_barrier`).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class Freshness:
         on_progress: ProgressSink,
         documents: Callable[[], int],
         readiness: Callable[[], Readiness] = Readiness,
+        diagnosis: Callable[[], str] = lambda: "",
     ) -> None:
         self.name = name
         self.changes = changes
@@ -91,6 +94,7 @@ class Freshness:
         self._documents = documents  # how many documents the server has open
         self._pulls = pulls  # whether the server offers pull diagnostics now
         self._on_progress = on_progress
+        self._diagnosis = diagnosis  # the title of its progress around a change's diagnosis
         self.published: dict[str, Published] = {}
         self.analysed: dict[str, int] = {}  # uri -> version answered by a diagnostic pull
         self.statuses = 0  # file statuses seen so far (each one's number orders them)
@@ -99,6 +103,7 @@ class Freshness:
         self.progress: dict[int | str, str] = {}  # active work-done progress: token -> title
         self.announced: set[int | str] = set()  # tokens it created and has not begun yet
         self.push_silent = False  # it never pushed diagnostics and let a settle time out
+        self.diagnoses = False  # it began a `diagnosis` progress: it reports each diagnosis
         self.partial: dict[int | str, Callable[[Any], None]] = {}  # token -> partial results
 
     def reset(self) -> None:
@@ -109,6 +114,7 @@ class Freshness:
         self._resent.clear()
         self.progress.clear()
         self.announced.clear()
+        self.diagnoses = False
         self.readiness = self._make_readiness()
 
     # -- what the server sends --------------------------------------------------------
@@ -140,6 +146,9 @@ class Freshness:
         title = value.get("title") or self.progress.get(params.token, "")
         if kind == "begin":
             self.progress[params.token] = str(title)
+            diagnosis = self._diagnosis()
+            if diagnosis and str(title).startswith(diagnosis):
+                self.diagnoses = True
         elif kind == "end":
             self.progress.pop(params.token, None)
         self.changes.touch()
@@ -195,12 +204,49 @@ class Freshness:
         # A server may register pull diagnostics only after `initialized`.
         if self.push_silent and doc.uri not in self.published:
             return []
+        if await self._diagnosed(doc):
+            return self.published[doc.uri].diagnostics
         if await self._unchanged(doc, answered):
             return self.published[doc.uri].diagnostics
         await self.changes.wait_for(lambda: answered() or self._pulls(), math.inf)
         if answered():
             return self.published[doc.uri].diagnostics
         return None
+
+    def needs_barrier(self, doc: Document) -> bool:
+        """Whether a barrier must be answered before `pushed(doc)`: for a server with a
+        `diagnosis` progress, each change's progress is begun while the server takes the
+        change, so once a request sent after `doc` is answered, every change sent before
+        has its progress begun. Not when this version was found done already."""
+        return bool(self._diagnosis()) and not self._pulls() and not self._done(doc)
+
+    def _done(self, doc: Document) -> bool:
+        return self.analysed.get(doc.uri) == doc.version and doc.uri in self.published
+
+    async def _diagnosed(self, doc: Document) -> bool:
+        """For a server that reports its diagnosis of each change as a work-done progress
+        titled `diagnosis` (seen begun), asked after a barrier (`needs_barrier`): whether
+        it is done with every change sent before (no such progress active or announced)
+        and published for `doc`, whose version is then marked `analysed`. What it published
+        last stands, whatever version it names: gopls cuts the pass of a change short when
+        a later change comes (whose pass covers every file), may publish a file under the
+        version of an older pass, and does not always publish again a file whose
+        diagnostics stay the same. False at once for any other server."""
+        title = self._diagnosis()
+        if not title or not self.diagnoses:
+            return False  # it does not say when it is done (gopls without its option)
+        if self._done(doc):
+            return True
+
+        def diagnosing() -> bool:
+            return bool(self.announced) or any(t.startswith(title) for t in self.progress.values())
+
+        await self.changes.wait_for(lambda: not diagnosing(), math.inf)
+        if doc.uri not in self.published:
+            return False
+        if self.analysed.get(doc.uri, 0) < doc.version:
+            self.analysed_now(doc)
+        return True
 
     def pulled(self, doc: Document, result: Any) -> Sequence[lsp.Diagnostic]:
         """The diagnostics of a pull's `result` for this content of `doc` (off-spec items

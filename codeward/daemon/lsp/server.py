@@ -103,6 +103,7 @@ class LanguageServer:
             on_progress=on_progress,
             documents=lambda: len(self._docs),
             readiness=lambda: readiness_for(self.config.ready_when),
+            diagnosis=lambda: self.config.diagnosis_progress,
         )
         self._docs = DocumentSync(lsp.max_open_documents, self.notify, self._freshness.forget)
         self._answers = ServerRequests(
@@ -533,6 +534,8 @@ class LanguageServer:
                     fresh.analysed_now(doc)
                     return items
         with trio.move_on_after(settle):
+            if fresh.needs_barrier(doc):
+                await self._barrier()  # every change sent before has its progress begun
             pushed = await fresh.pushed(doc)
             if pushed is not None:
                 return pushed

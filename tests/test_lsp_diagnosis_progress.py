@@ -1,0 +1,235 @@
+"""A server that reports its diagnosis of each change as a work-done progress (gopls with
+`verboseWorkDoneProgress`): a document's pushed diagnostics are what it published last once
+every progress of the changes sent before has ended, a new version of it published or not.
+A server that never began such a progress is waited for as before. Driven on the freshness
+part with a mock clock, as the actor drives it once its barrier is answered (every change
+sent before then has its progress begun: the real gopls test holds that order)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+from lsprotocol import types as lsp
+
+from codeward.daemon.lsp.changes import Changes
+from codeward.daemon.lsp.documents import Document, DocumentStore
+from codeward.daemon.lsp.freshness import Freshness
+
+SETTLE = 10.0
+PATH = Path("/project/main.go")
+URI = PATH.as_uri()
+TEXT = b"package main\n\nfunc main() {}\n"
+OLD = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), message="old")]
+NEW = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), message="new")]
+
+
+def freshness(title: str = "diagnosing") -> Freshness:
+    return Freshness(
+        "gopls",
+        Changes(),
+        pulls=lambda: False,
+        on_progress=lambda value: None,
+        documents=lambda: 1,
+        diagnosis=lambda: title,
+    )
+
+
+async def diagnostics(fresh: Freshness, doc: Document) -> Any:
+    """What the actor answers for a server that only pushes, once its barrier (sent after
+    `doc`) is answered: its push for `doc`, or None when none came within the settle time."""
+    with trio.move_on_after(SETTLE):
+        return await fresh.pushed(doc)
+    return None
+
+
+def publish(fresh: Freshness, version: int | None, items: list[lsp.Diagnostic]) -> None:
+    fresh.on_publish(lsp.PublishDiagnosticsParams(uri=URI, diagnostics=items), version)
+
+
+def begin(fresh: Freshness, token: str, title: str = "diagnosing changed files") -> None:
+    fresh.on_created(token)
+    fresh.on_progress(lsp.ProgressParams(token=token, value={"kind": "begin", "title": title}))
+
+
+def end(fresh: Freshness, token: str) -> None:
+    fresh.on_progress(lsp.ProgressParams(token=token, value={"kind": "end"}))
+
+
+def versions() -> tuple[Document, Document]:
+    """Version 1 opened, then the same text sent again as version 2."""
+    store = DocumentStore(10)
+    first, _ = store.sync(PATH, URI, "go", TEXT, 0)
+    again, _ = store.sync(PATH, URI, "go", TEXT, 1, force=True)
+    return first, again
+
+
+async def test_the_last_publish_stands_once_every_diagnosis_ended(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A resend gopls does not publish again: its own progress ends, what it published for
+    version 1 is the answer for version 2, at once, not after the settle time."""
+    first, again = versions()
+    fresh = freshness()
+    publish(fresh, first.version, OLD)
+    assert fresh.needs_barrier(again)
+    begin(fresh, "resend")  # begun while it took the change: before the barrier's answer
+    answers: list[Any] = []
+
+    async def ask() -> None:
+        answers.append(await diagnostics(fresh, again))
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.sleep(1)
+        assert not answers  # its diagnosis is still going on
+        end(fresh, "resend")
+    assert [d.message for d in answers[0]] == ["old"]
+    assert trio.current_time() - start < SETTLE
+    assert fresh.analysed[URI] == again.version and fresh.ready_for(again)
+    # asked again: found done, no barrier needed, answered at once
+    assert not fresh.needs_barrier(again)
+    begin(fresh, "another file")
+    assert [d.message for d in await diagnostics(fresh, again) or []] == ["old"]
+
+
+async def test_a_later_change_carries_the_diagnosis_of_an_earlier_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The progress of the change asked about ends early (a later change took over, its
+    progress begun first): the answer is the later pass's publish, not the earlier one."""
+    first, again = versions()
+    fresh = freshness()
+    publish(fresh, first.version, OLD)
+    begin(fresh, "mine")
+    answers: list[Any] = []
+
+    async def ask() -> None:
+        answers.append(await diagnostics(fresh, again))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.sleep(0.5)
+        begin(fresh, "later")  # another file's change, sent after the barrier
+        end(fresh, "mine")  # cut short by it
+        await trio.sleep(0.5)
+        assert not answers
+        publish(fresh, None, NEW)  # its last pass: every open file, any version
+        end(fresh, "later")
+    assert [d.message for d in answers[0]] == ["new"]
+
+
+async def test_an_announced_progress_is_waited_for(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A progress created and not begun yet may be a diagnosis: it is waited for."""
+    first, again = versions()
+    fresh = freshness()
+    begin(fresh, "open", title="diagnosing opened files")
+    end(fresh, "open")
+    publish(fresh, first.version, OLD)
+    fresh.on_created("next")
+    answers: list[Any] = []
+
+    async def ask() -> None:
+        answers.append(await diagnostics(fresh, again))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.sleep(1)
+        assert not answers
+        begin(fresh, "next")
+        publish(fresh, again.version, NEW)
+        end(fresh, "next")
+    assert [d.message for d in answers[0]] == ["new"]
+
+
+async def test_a_server_that_never_began_a_diagnosis_is_waited_for(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """No progress of that title (gopls without its option): the publish of the version is
+    awaited, and none coming means no answer (partial), as for any server."""
+    first, again = versions()
+    fresh = freshness()
+    begin(fresh, "load", title="Setting up workspace")
+    end(fresh, "load")
+    publish(fresh, first.version, OLD)
+    start = trio.current_time()
+    assert await diagnostics(fresh, again) is None
+    assert trio.current_time() - start >= SETTLE
+    assert not fresh.diagnoses and URI not in fresh.analysed
+
+
+async def test_a_server_without_the_title_needs_no_barrier(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fresh = freshness(title="")
+    first, again = versions()
+    begin(fresh, "any", title="diagnosing changed files")
+    end(fresh, "any")
+    publish(fresh, first.version, OLD)
+    assert not fresh.diagnoses and not fresh.needs_barrier(again)
+    assert [d.message for d in await diagnostics(fresh, first) or []] == ["old"]
+    assert await diagnostics(fresh, again) is None  # its own publish is awaited
+
+
+async def test_a_file_it_never_published_waits_for_its_publish(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    first, _ = versions()
+    fresh = freshness()
+    begin(fresh, "open", title="diagnosing opened files")
+    answers: list[Any] = []
+
+    async def ask() -> None:
+        answers.append(await diagnostics(fresh, first))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.sleep(1)
+        end(fresh, "open")
+        await trio.sleep(2)
+        assert not answers  # done, yet nothing for this file: its publish is awaited
+        publish(fresh, first.version, NEW)
+    assert [d.message for d in answers[0]] == ["new"]
+
+
+async def test_an_older_version_found_done_does_not_undo_a_newer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    first, again = versions()
+    fresh = freshness()
+    begin(fresh, "open")
+    end(fresh, "open")
+    publish(fresh, again.version, NEW)
+    assert [d.message for d in await diagnostics(fresh, again) or []] == ["new"]
+    assert [d.message for d in await diagnostics(fresh, first) or []] == ["new"]
+    assert fresh.analysed[URI] == again.version
+
+
+async def test_a_progress_of_another_kind_is_not_waited_for(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """gopls keeps a progress open while its workspace fails to load: not its diagnosis."""
+    first, again = versions()
+    fresh = freshness()
+    begin(fresh, "failure", title="Error loading workspace")
+    publish(fresh, first.version, OLD)
+    begin(fresh, "resend")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(diagnostics, fresh, again)
+        await trio.sleep(1)
+        assert nursery.child_tasks
+        end(fresh, "resend")
+    assert fresh.analysed[URI] == again.version and "failure" in fresh.progress
+
+
+def test_a_new_process_must_show_its_diagnosis_again() -> None:
+    fresh = freshness()
+    begin(fresh, "open", title="diagnosing opened files")
+    assert fresh.diagnoses
+    fresh.reset()
+    assert not fresh.diagnoses
