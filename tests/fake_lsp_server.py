@@ -33,7 +33,8 @@ Every mode runs the commands of `command` (edits asked for around the answer, a 
 command never answered). Fault modes for supervision: `grow` takes 64 MiB more memory at
 each hover before it answers (`grow-silent` never answers); `silent-hover` never answers
 hovers and ignores `$/cancelRequest`; `unready-silent` does that and never publishes
-diagnostics either.
+diagnostics either. `silent-definition` offers definitions and never answers them; its
+hover on the first line names a module (`(module) pkg.sub`).
 """
 
 from __future__ import annotations
@@ -291,6 +292,8 @@ def main() -> None:
             }
             if MODE == "empty-rename":  # renames answered with an edit that changes nothing
                 capabilities["renameProvider"] = True
+            if MODE == "silent-definition":  # offers definitions, never answers them
+                capabilities["definitionProvider"] = True
             if loading is not None:
                 capabilities["workspaceSymbolProvider"] = True
                 workspace.root = params["rootPath"]
@@ -508,6 +511,10 @@ def main() -> None:
                 send({"id": msg_id, "result": odd})
                 continue
             position = params["position"]
+            if MODE == "silent-definition" and position["line"] == 0:  # names its module
+                named = {"kind": "markdown", "value": "```python\n(module) pkg.sub\n```"}
+                send({"id": msg_id, "result": {"contents": named}})
+                continue
             send(
                 {
                     "id": msg_id,
@@ -517,6 +524,8 @@ def main() -> None:
                     },
                 }
             )
+        elif method == "textDocument/definition" and MODE == "silent-definition":
+            continue
         elif method == "workspace/executeCommand":
             command(msg_id, params, texts)
         elif method == "shutdown":

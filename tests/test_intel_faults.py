@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import trio
 
 from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, ServerConfig
 from tests.conftest import OpenClient
 from tests.intel_support import write
-from tests.lsp_support import fake_config, fake_server, needs
+from tests.lsp_support import fake_config, fake_server, logged, needs
 from tests.rpc import RpcFailure
 
 
@@ -82,6 +83,44 @@ class TestFakeServer:
         with pytest.raises(RpcFailure) as info:
             await client.tool("get_hover_info", path="a.fake", line=1, character=1)
         assert info.value.kind == "timeout"
+
+
+class TestSilentDefinition:
+    """The hover tool sends the definition that names the module with the hover; it does
+    not wait for it when the hover shows nothing or names the module itself."""
+
+    @pytest.fixture
+    def log(self, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return tmp_path_factory.mktemp("fake") / "log"
+
+    @pytest.fixture
+    def daemon_config(self, log: Path) -> Config:
+        config = fake_config(
+            {"fake": fake_server("silent-definition", log)},
+            request_timeout=600,
+            method_timeouts={"textDocument/definition": 600},
+        )
+        return Config(
+            daemon=DaemonConfig(idle_timeout=600.0),
+            lsp=config.lsp,
+            servers=config.servers,
+            languages=config.languages,
+        )
+
+    async def test_hover_naming_its_module(
+        self, open_client: OpenClient, project: Path, log: Path
+    ) -> None:
+        write(project, {"a.fake": "pkg\nhello\n"})
+        client = await open_client(project)
+        with trio.fail_after(60):  # far less than the definition's 600 s timeout
+            for _ in range(2):  # the second: the fake logged what came before it, in order
+                named = await client.tool("get_hover_info", path="a.fake", line=1, character=1)
+                assert named["status"] == "found" and named["module"] == "pkg.sub"
+                assert named["kind"] == "module" and named["signature"] == "pkg.sub"
+        messages = logged(log)
+        definitions = [m["id"] for m in messages if m.get("method") == "textDocument/definition"]
+        cancels = [m["params"]["id"] for m in messages if m.get("method") == "$/cancelRequest"]
+        assert len(definitions) == 2 and cancels[:1] == definitions[:1]
 
 
 class TestMissingServers:

@@ -67,6 +67,11 @@ class RequestTimeout(Exception):
     """No answer within the request's timeout; `$/cancelRequest` was sent."""
 
 
+class Unawaited(Exception):
+    """Not awaited: the answer before it was enough (`requests(..., enough=...)`), so the
+    request was given up on (`$/cancelRequest`)."""
+
+
 class _Pending:
     __slots__ = ("deadline", "error", "event", "result", "result_type", "timed_out")
 
@@ -207,11 +212,19 @@ class LspConnection:
             raise failure
         return pending.result
 
-    async def requests(self, calls: Sequence[tuple[str, Any, Any]], *, timeout: float) -> list[Any]:
+    async def requests(
+        self,
+        calls: Sequence[tuple[str, Any, Any]],
+        *,
+        timeout: float,
+        enough: Callable[[Any], bool] | None = None,
+    ) -> list[Any]:
         """Several requests (method, params, result type) sent at once, in one write, and
         their results awaited together: each result, or the exception it failed with
         (ConnectionClosed, ResponseError, RequestTimeout), in order. A timeout or the
-        caller's cancellation sends `$/cancelRequest` for each one still unanswered."""
+        caller's cancellation sends `$/cancelRequest` for each one still unanswered. When
+        `enough(result)` of the first request's result is true, the others still unanswered
+        are not awaited: they are given up on the same way and fail with `Unawaited`."""
         if self.closed.is_set():
             raise ConnectionClosed(self.close_reason)
         asked: list[tuple[Id, str, _Pending]] = []
@@ -223,9 +236,15 @@ class LspConnection:
             frames.append(frame)
         self._send(b"".join(frames))
         try:
-            for _, _, pending in asked:
+            for index, (_, _, pending) in enumerate(asked):
                 if not pending.event.is_set():  # (one answered with the last: no wait)
                     await pending.event.wait()
+                answered = not pending.timed_out and pending.error is None
+                if index == 0 and answered and enough is not None and enough(pending.result):
+                    for _, method, later in asked[1:]:
+                        if not later.event.is_set():
+                            later.error = Unawaited(f"{method} was not awaited")
+                    break
         finally:
             for request_id, method, pending in asked:
                 self._give_up(request_id, method, pending)
@@ -245,7 +264,7 @@ class LspConnection:
         """For a request that timed out or whose caller left: `$/cancelRequest` (unless
         `cancel` is false) and, with `track`, its late answer expected in `abandoned`."""
         if pending.event.is_set() and not pending.timed_out:
-            return  # answered
+            return  # answered (a request given up on unawaited has no event set)
         closed = self.closed.is_set()
         note = (method, trio.current_time())
         frame = self.peer.abandon(request_id, note, cancel=cancel, track=track and not closed)

@@ -46,6 +46,7 @@ from codeward.daemon.lsp.connection import (
     LspConnection,
     RequestTimeout,
     ResponseError,
+    Unawaited,
 )
 from codeward.daemon.lsp.documents import UNTRUSTED, Document, Stat
 from codeward.daemon.lsp.freshness import (
@@ -337,14 +338,24 @@ class LanguageServer:
             raise self._failure(method, exc, timeout) from None
 
     async def requests(
-        self, calls: Sequence[tuple[str, Any, Any]], *, timeout: float | None = None
+        self,
+        calls: Sequence[tuple[str, Any, Any]],
+        *,
+        timeout: float | None = None,
+        enough: Callable[[Any], bool] | None = None,
     ) -> list[Any]:
         """Several requests (method, params, result type) sent at once, in one write, and
         awaited together: each result, or the ToolError it failed with, in order (as
-        `request` fails). Methods the server runs one at a time go one by one, in turn."""
+        `request` fails). Methods the server runs one at a time go one by one, in turn.
+        When `enough(result)` of the first one's result is true, the others are not awaited
+        (given up on: a `cancelled` ToolError in their place)."""
         if len(calls) == 1 or any(method in self._turns for method, _, _ in calls):
             results: list[Any] = []
             for method, params, result_type in calls:
+                first = results[0] if results else None
+                if results and enough and not isinstance(first, ToolError) and enough(first):
+                    results += [self._failure(m, Unawaited(), 0) for m, _, _ in calls[1:]]
+                    break
                 try:
                     results.append(
                         await self.request(method, params, timeout=timeout, result_type=result_type)
@@ -356,7 +367,7 @@ class LanguageServer:
         if timeout is None:
             timeout = max(self.timeout_for(method) for method, _, _ in calls)
         try:
-            results = await conn.requests(calls, timeout=timeout)
+            results = await conn.requests(calls, timeout=timeout, enough=enough)
         except ConnectionClosed as exc:
             raise self._failure(calls[0][0], exc, timeout) from None
         return [
@@ -367,6 +378,12 @@ class LanguageServer:
     def _failure(self, method: str, exc: Exception, timeout: float) -> ToolError:
         """The ToolError for a request that failed with `exc` (a server broken by it is
         restarted: `restarting=True`, callers retry once)."""
+        if isinstance(exc, Unawaited):
+            return ToolError(
+                ErrorKind.CANCELLED,
+                f"{method} was not awaited: the answer sent with it was enough.",
+                server=self.name,
+            )
         if isinstance(exc, ConnectionClosed):
             return ToolError(
                 ErrorKind.LSP_ERROR,

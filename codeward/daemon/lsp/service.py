@@ -494,6 +494,7 @@ class LanguageService:
         *,
         wait_ready: bool = True,
         timeout: float | None = None,
+        enough: Callable[[Any], bool] | None = None,
     ) -> list[Answer | ToolError]:
         """Requests about `path` (method, params, result type), each as `request` sends it;
         those the first one's server offers now are sent with it at once, in one write,
@@ -501,7 +502,9 @@ class LanguageService:
         them one after the other, without a round trip between), when that server is the
         first of the file's language. Each answer, or the error its request failed with, in
         order; the first one's error is raised. The others are asked at the same time,
-        each routed as `request` routes it."""
+        each routed as `request` routes it. When `enough(result)` of the first one's result
+        is true, the others are not awaited (`$/cancelRequest`; a `cancelled` ToolError in
+        their place)."""
         language = self.languages.require(path)
         async with self.gate.shared():
             server = await self._route(language, asks[0][0])
@@ -509,7 +512,9 @@ class LanguageService:
             offered = server.capabilities.supports
             apart = [i for i, (m, _, _) in enumerate(asks) if i and not (leads and offered(m))]
             if not apart:
-                return await self._ask_together(server, path, language, asks, wait_ready, timeout)
+                return await self._ask_together(
+                    server, path, language, asks, wait_ready, timeout, enough=enough
+                )
             answers: dict[int, Answer | ToolError] = {}
 
             async def alone(i: int) -> None:
@@ -529,16 +534,22 @@ class LanguageService:
                     nursery.start_soon(alone, i)
                 try:
                     found = await self._ask_together(
-                        server, path, language, [asks[i] for i in together], wait_ready, timeout
-                    )
+                        server, path, language, [asks[i] for i in together], wait_ready, timeout,
+                        enough=enough,
+                    )  # fmt: skip
                 except ToolError as exc:  # the first one's: the others are not needed
                     failure = exc
                     nursery.cancel_scope.cancel()
                 else:
                     answers.update(zip(together, found, strict=True))
+                    first = found[0]
+                    if enough is not None and isinstance(first, Answer) and enough(first.result):
+                        nursery.cancel_scope.cancel()
             if failure is not None:
                 raise failure
-            return [answers[i] for i in range(len(asks))]
+            return [
+                answers[i] if i in answers else _unawaited(asks[i][0]) for i in range(len(asks))
+            ]
 
     async def request_all(
         self,
@@ -675,11 +686,14 @@ class LanguageService:
         wait_ready: bool,
         timeout: float | None,
         snapshot: bool = False,
+        *,
+        enough: Callable[[Any], bool] | None = None,
     ) -> list[Answer | ToolError]:
         """Requests about one document to one server, sent at once after one sync and one
-        readiness wait: each answer, or the error its request failed with. The first one's
-        error is raised; all are asked again, once, when one failed in a way worth it
-        (`_retried`) or when the document changed while the server answered."""
+        readiness wait: each answer, or the error its request failed with (the others than
+        the first not awaited once `enough` of its result). The first one's error is
+        raised; all are asked again, once, when one failed in a way worth it (`_retried`)
+        or when the document changed while the server answered."""
         started = trio.current_time()
         self._in_flight += 1
         try:
@@ -696,7 +710,7 @@ class LanguageService:
                 )
                 calls = [(method, params(ctx), result_type) for method, params, result_type in asks]
                 versions = self.snapshot(server.name) if snapshot else None
-                results = await server.requests(calls, timeout=timeout)
+                results = await server.requests(calls, timeout=timeout, enough=enough)
                 if attempt == 1 and any(map(_retried, results)):
                     continue
                 failed = results[0]
@@ -804,6 +818,11 @@ class LanguageService:
 def _versions(documents: Sequence[Document]) -> Versions:
     """Documents by canonical path: (version, content hash)."""
     return {Path(real_path(d.path)): (d.version, d.hash) for d in documents}
+
+
+def _unawaited(method: str) -> ToolError:
+    """The place of a request not awaited (its answer not needed)."""
+    return ToolError(ErrorKind.CANCELLED, f"{method} was not awaited: an answer was enough.")
 
 
 def _retried(result: Any) -> bool:

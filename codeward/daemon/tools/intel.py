@@ -207,8 +207,22 @@ def _one_or_many(locations: list[Location], partial: bool, one: str, many: str) 
 )
 async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
+    locator = Locator(manager)
+    read: list[tuple[Any, lsp.Hover | None, hover.HoverText | None]] = []
+
+    def enough(result: Any) -> bool:
+        """Whether the hover shows nothing or names its module: no definition is needed."""
+        try:
+            hovered = shapes.answer(result, "", "textDocument/hover")
+        except ToolError:
+            return False  # off the spec: raised below, naming the server
+        parsed = _hover_text(hovered, locator)
+        read.append((result, hovered, parsed))
+        return parsed is None or parsed.module is not None
+
     # The definition names the module when the hover does not: both are sent at once (the
-    # server answers the second right after the first), so it costs no round trip.
+    # server answers the second right after the first), so it costs no round trip; it is
+    # not awaited (`$/cancelRequest`) when the hover shows nothing or names its module.
     at = (args.line, args.character)
     answer, definition = await manager.request_together(
         source.path,
@@ -216,12 +230,14 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
             ("textDocument/hover", _position_params("textDocument/hover", *at), Any),
             ("textDocument/definition", _position_params("textDocument/definition", *at), Any),
         ],
+        enough=enough,
     )
     assert isinstance(answer, Answer)  # the first request's error is raised
-    hovered: lsp.Hover | None = shapes.answer(answer.result, answer.server, "textDocument/hover")
-    locator = Locator(manager)
-    markdown = hover.markdown_of(hovered.contents) if hovered is not None else ""
-    parsed = hover.parse(locator.scrub(markdown))
+    if read and read[-1][0] is answer.result:  # (read by `enough` already)
+        _, hovered, parsed = read[-1]
+    else:
+        hovered = shapes.answer(answer.result, answer.server, "textDocument/hover")
+        parsed = _hover_text(hovered, locator)
     if parsed is None:
         return {"status": "not_found", "partial": answer.partial}
     module = parsed.module
@@ -249,6 +265,12 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
         "range": span,
         "partial": answer.partial,
     }
+
+
+def _hover_text(hovered: lsp.Hover | None, locator: Locator) -> hover.HoverText | None:
+    """The parts of a hover (its paths shown as the tools show them), None when empty."""
+    markdown = hover.markdown_of(hovered.contents) if hovered is not None else ""
+    return hover.parse(locator.scrub(markdown))
 
 
 def module_of(shown: str, language: str, root: Path | None = None) -> str | None:
