@@ -6,6 +6,7 @@ import fcntl
 import functools
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -16,7 +17,7 @@ from codeward.daemon.lsp import server as server_module
 from codeward.daemon.lsp import supervisor
 from codeward.daemon.lsp.defaults import command_available
 from codeward.daemon.lsp.process import STDOUT_PIPE_BYTES, ServerProcess
-from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.lsp.service import Answer, LanguageService
 from codeward.daemon.process_groups import group_members, wait_group_gone
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.lsp_support import fake_config, fake_server, logged, methods, running
@@ -566,3 +567,62 @@ async def test_a_servers_stdout_pipe_holds_a_big_reply(tmp_path: Path) -> None:
     finally:
         with trio.fail_after(10):
             await process.terminate(1)
+
+
+def definition_params(ctx):  # type: ignore[no-untyped-def]
+    return {"textDocument": ctx.text_document, "position": ctx.position(1, 1)}
+
+
+HOVER_AND_DEFINITION = [
+    ("textDocument/hover", hover_params, Any),
+    ("textDocument/definition", definition_params, Any),
+]
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+async def test_requests_together_not_awaited_once_the_first_is_enough(
+    tmp_path: Path, doc: Path, exclusive: bool
+) -> None:
+    """`request_together(..., enough=)`: once the first answer is enough, the definition sent
+    with it is given up on (`$/cancelRequest`); one the server runs one at a time is not
+    even sent. Its place holds a `cancelled` error; without `enough`, it is awaited."""
+    log = tmp_path / "log"
+    server = fake_server("silent-definition", log)
+    if exclusive:
+        server = msgspec.structs.replace(server, exclusive_methods=["textDocument/definition"])
+    config = fake_config({"fake": server}, request_timeout=0.3)
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(5):
+            hovered, definition = await manager.request_together(
+                doc, HOVER_AND_DEFINITION, wait_ready=False, enough=lambda result: True
+            )
+            assert isinstance(hovered, Answer) and "pkg.sub" in hovered.result["contents"]["value"]
+            assert isinstance(definition, ToolError) and definition.kind is ErrorKind.CANCELLED
+            _, waited = await manager.request_together(
+                doc, HOVER_AND_DEFINITION, wait_ready=False, enough=lambda result: False
+            )
+            assert isinstance(waited, ToolError) and waited.kind is ErrorKind.TIMEOUT
+    definitions = [m["id"] for m in logged(log) if m.get("method") == "textDocument/definition"]
+    cancels = [m["params"]["id"] for m in logged(log) if m.get("method") == "$/cancelRequest"]
+    if exclusive:  # one at a time: the first never sent, the second not cancelled (shielded)
+        assert len(definitions) == 1
+    else:
+        assert len(definitions) == 2 and cancels == definitions
+
+
+async def test_requests_together_to_two_servers_not_awaited(tmp_path: Path, doc: Path) -> None:
+    """The definition routed to another server than the hover's is asked beside it; once the
+    hover is enough, that request is cancelled and its place holds a `cancelled` error."""
+    log = tmp_path / "log"
+    servers = {"hover": fake_server("ok"), "definition": fake_server("silent-definition", log)}
+    async with running(tmp_path, fake_config(servers)) as (manager, _):
+        with trio.fail_after(5):
+            hovered, definition = await manager.request_together(
+                doc, HOVER_AND_DEFINITION, wait_ready=False, enough=lambda result: True
+            )
+        assert isinstance(hovered, Answer) and hovered.server == "hover"
+        assert isinstance(definition, ToolError) and definition.kind is ErrorKind.CANCELLED
+    # (read once the servers stopped: each logged everything before its shutdown)
+    definitions = [m["id"] for m in logged(log) if m.get("method") == "textDocument/definition"]
+    cancels = [m["params"]["id"] for m in logged(log) if m.get("method") == "$/cancelRequest"]
+    assert len(definitions) <= 1 and cancels == definitions
