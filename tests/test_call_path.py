@@ -194,6 +194,26 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
         ("get_diagnostics", {"path": "lib.py"}, {"textDocument/diagnostic": DIAGNOSTICS}),
         # the folder's: basedpyright's workspace pull
         ("get_diagnostics", {}, {"workspace/diagnostic": DIAGNOSTICS}),
+        # a preview's diagnostics before and after, asked by the tool
+        (
+            "edit_file",
+            {"path": "lib.py", "content": LIB + "\nBAD: int = 'x'\n", "mode": "preview"},
+            {
+                "textDocument/diagnostic": [
+                    *line("codeward.daemon.tools.edit_file")[:3],
+                    *DIAGNOSTICS[3:],
+                ]
+            },
+        ),
+        # an edit applied: its diagnostics before and after, asked by the tool
+        (
+            "format_code",
+            {"path": "main.py"},
+            {
+                "textDocument/formatting": EDITS,
+                "textDocument/diagnostic": [*EDITS[:3], *DIAGNOSTICS[3:]],
+            },
+        ),
     ]
     for tool, arguments, expected in calls:
         written.clear()
