@@ -29,6 +29,10 @@ the first line) and calls, pushed and pulled diagnostics with fields missing or 
 wrong type; `by-spec` answers symbols, code actions, formatting and the call hierarchy as
 the spec says.
 
+`diagnosing` (gopls with `verboseWorkDoneProgress`) diagnoses each didOpen and didChange
+inside a work-done progress titled "diagnosing changed files", all of it written before it
+reads the next message, and publishes a file again only when its diagnostics changed.
+
 Every mode runs the commands of `command` (edits asked for around the answer, a crash, a
 command never answered). Fault modes for supervision: `grow` takes 64 MiB more memory at
 each hover before it answers (`grow-silent` never answers); `silent-hover` never answers
@@ -121,6 +125,21 @@ def publish(uri: str, version: int, text: str) -> None:
             "params": {"uri": uri, "version": version, "diagnostics": diagnostics},
         }
     )
+
+
+_shown: dict[str, list[dict[str, Any]]] = {}  # `diagnosing`: what each file last showed
+
+
+def diagnose(uri: str, version: int, text: str) -> None:
+    """`diagnosing`: one change's diagnosis, inside its progress."""
+    token = f"diagnosis-{_next_id}"
+    ask("window/workDoneProgress/create", {"token": token})
+    progress(token, "begin", "diagnosing changed files")
+    found = diagnostics_of(text)
+    if _shown.get(uri) != found:
+        _shown[uri] = found
+        publish(uri, version, text)
+    progress(token, "end")
 
 
 def ask(method: str, params: Any) -> None:
@@ -386,6 +405,8 @@ def main() -> None:
             texts[doc["uri"]] = doc["text"]
             if loading is not None:
                 loading.opened(doc["uri"], doc["version"], doc["text"])
+            elif MODE == "diagnosing":
+                diagnose(doc["uri"], doc["version"], doc["text"])
             elif MODE not in ("unready-silent", "failing-pull"):
                 publish(doc["uri"], doc["version"], doc["text"])
         elif method == "textDocument/didChange":
@@ -393,6 +414,8 @@ def main() -> None:
             texts[doc["uri"]] = params["contentChanges"][-1]["text"]
             if loading is not None:
                 loading.changed(doc["uri"], doc["version"], texts[doc["uri"]])
+            elif MODE == "diagnosing":
+                diagnose(doc["uri"], doc["version"], texts[doc["uri"]])
             elif MODE not in ("unready-silent", "failing-pull"):
                 publish(doc["uri"], doc["version"], texts[doc["uri"]])
         elif method == "textDocument/diagnostic" and MODE == "off-spec":

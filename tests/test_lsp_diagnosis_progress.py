@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 import trio.testing
 from lsprotocol import types as lsp
@@ -17,6 +18,7 @@ from lsprotocol import types as lsp
 from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.documents import Document, DocumentStore
 from codeward.daemon.lsp.freshness import Freshness
+from tests.lsp_support import fake_config, fake_server, running
 
 SETTLE = 10.0
 PATH = Path("/project/main.go")
@@ -233,3 +235,28 @@ def test_a_new_process_must_show_its_diagnosis_again() -> None:
     assert fresh.diagnoses
     fresh.reset()
     assert not fresh.diagnoses
+
+
+async def test_through_the_actor_a_change_and_a_resend_are_answered_whole(
+    tmp_path: Path,
+) -> None:
+    """The scripted server writes a change's whole diagnosis before it reads the next
+    message: the actor's barrier, sent after the change, is what makes it wait for that
+    diagnosis (it would take the file's earlier publish at once), and the other file, sent
+    again unchanged and not published again, is answered well within the settle time."""
+    server = msgspec.structs.replace(fake_server("diagnosing"), diagnosis_progress="diagnosing")
+    config = fake_config({"fake": server}, settle_timeout=60.0)
+    edited, other = tmp_path / "a.fake", tmp_path / "b.fake"
+    edited.write_text("good\n")
+    other.write_text("good\nbad\n")
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(20):
+            assert (await manager.diagnostics(edited)).diagnostics == []
+            assert len((await manager.diagnostics(other)).diagnostics) == 1
+            fake = manager.pool.servers["fake"]
+            # the change sent, then its diagnostics asked at once (a preview's text)
+            doc, items = await fake.fresh_diagnostics(edited, "fake", b"good\nbad\n", 60.0)
+            again = await manager.diagnostics(other)
+        assert doc.version == 2 and [d.message for d in items or []] == ["bad line 2"]
+        assert [d.message for d in again.diagnostics] == ["bad line 2"] and not again.partial
+        assert fake.document(other.as_uri()).same_since  # it was sent again unchanged
