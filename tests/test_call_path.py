@@ -242,6 +242,23 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
     (stack,) = written["textDocument/hover"]
     assert runs(stack) == ["codeward.daemon.mcp", *INTEL[2:]], stack
 
+    # a tool a Lua script calls (`codeward.call`): the eval runs in the request's own task,
+    # and its host call goes down the tool's line (the sandbox and its host: two more steps)
+    script = "return codeward.call('get_hover_info', {path = 'main.py', line = %d, character = %d})"
+    written.clear()
+    with trio.fail_after(60):
+        evaluated = await client.call(
+            "lua/eval", {"source": script % (at["line"], at["character"])}
+        )
+    assert "compute" in evaluated["result"]["signature"], evaluated
+    lua = ["codeward.daemon.lua.actor", "codeward.daemon.tools.host"]
+    (stack,) = written["textDocument/hover"]
+    assert runs(stack) == [*INTEL[:2], *lua, *INTEL[2:]], stack
+    for method, stacks in written.items():
+        for modules in map(runs, stacks):
+            assert len(modules) == len(set(modules)), (method, modules)  # no call back up
+            assert len(modules) <= MAX_MODULES + len(lua), (method, modules)
+
 
 TS_FILES = {
     "tsconfig.json": '{"compilerOptions": {"strict": true, "noEmit": true}, "include": ["src"]}\n',
