@@ -515,6 +515,26 @@ async def test_a_finished_run_leaves_nothing_of_its_group(tmp_path: Path) -> Non
     assert group_members(leader) == [] and dead(member)
 
 
+async def test_stderr_is_kept_up_to_its_cap_and_the_process_runs_on(tmp_path: Path) -> None:
+    # Past the cap its writes fail as on a full disk; what it does next is its business.
+    script = f"head -c {runner.STDERR_BYTES + 5000} /dev/zero | tr '\\0' x >&2; echo ok $?"
+    done = await runner.run_process(
+        ["sh", "-c", script], cwd=tmp_path, env=dict(os.environ), timeout=10.0,
+        output_bytes=1000,
+    )  # fmt: skip
+    assert done.exit_code == 0 and done.stdout.startswith(b"ok ") and done.stdout != b"ok 0\n"
+    assert done.stderr == b"x" * runner.STDERR_BYTES
+
+
+async def test_stdin_is_given_and_stdout_and_stderr_kept_apart(tmp_path: Path) -> None:
+    text = b"line\n" * 50_000  # more than a pipe holds: written as the process reads
+    done = await runner.run_process(
+        ["sh", "-c", "wc -l; echo said >&2"], cwd=tmp_path, env=dict(os.environ),
+        timeout=10.0, output_bytes=1000, stdin=text,
+    )  # fmt: skip
+    assert (done.exit_code, done.stdout.strip(), done.stderr) == (0, b"50000", b"said\n")
+
+
 def open_fds() -> list[str]:
     return sorted(os.listdir("/proc/self/fd"))
 

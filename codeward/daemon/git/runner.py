@@ -6,14 +6,15 @@ The process is started on the event loop itself, not from a worker thread as
 loop is held only until the child has called exec (tens of microseconds, not a copy of the
 daemon), and the hop to a thread and back, which cost more than the start itself, is gone.
 
-One task runs the process: its pipes and a pidfd (readable once it has exited) go into an
-epoll set of their own, and trio's loop waits on that one descriptor. No nursery, no task
-per pipe, one registration with the loop per wait.
+One task runs the process: its stdout and stdin pipes and a pidfd (readable once it has
+exited) go into an epoll set of their own, and trio's loop waits on that one descriptor. Its
+stderr goes to a file in memory, sealed at the stderr cap, read once it has exited. No
+nursery, no task per pipe, one registration with the loop per wait.
 """
 
 from __future__ import annotations
 
-import contextlib
+import fcntl
 import os
 import select
 import shutil
@@ -137,18 +138,19 @@ class _Capped:
 
 
 class Child:
-    """A process started by `spawn`: our ends of its pipes (non-blocking descriptors, -1 for
-    none), its exit awaited on a pidfd, and the clock ticks its start lies between.
+    """A process started by `spawn`: our ends of its stdin and stdout pipes (non-blocking
+    descriptors, -1 for none), the file its stderr goes to, its exit awaited on a pidfd, and
+    the clock ticks its start lies between.
 
     It has what `process_groups.stop_group` needs of a `trio.Process`: `pid`, `returncode`
     and `wait()`."""
 
     def __init__(
-        self, popen: subprocess.Popen[bytes], pipes: tuple[int, int, int], started: Started
+        self, popen: subprocess.Popen[bytes], fds: tuple[int, int, int], started: Started
     ) -> None:
         self._popen = popen
         self.pid = popen.pid
-        self.stdin, self.stdout, self.stderr = pipes
+        self.stdin, self.stdout, self.stderr = fds
         self.started = started
         self.pidfd = os.pidfd_open(popen.pid)  # before any wait, so never a reused pid
 
@@ -162,9 +164,17 @@ class Child:
             await trio.lowlevel.wait_readable(self.pidfd)  # readable once it has exited
         return self.reap()
 
+    def poll(self) -> int | None:
+        """The exit status if the process has exited (it is reaped then), else None."""
+        return self._popen.poll()
+
     def reap(self) -> int:
         """The exit status of the process, which has exited (its pidfd is readable)."""
         return self._popen.wait()  # at once: it has exited
+
+    def stderr_bytes(self) -> bytes:
+        """What it wrote to stderr so far, up to `STDERR_BYTES`."""
+        return os.pread(self.stderr, os.lseek(self.stderr, 0, os.SEEK_CUR), 0)
 
     def close_stdin(self) -> None:
         if self.stdin >= 0:
@@ -172,7 +182,8 @@ class Child:
             self.stdin = -1
 
     def close(self) -> None:
-        """Close the pipes and the pidfd (the process must have been reaped); no checkpoint."""
+        """Close the pipes, the stderr file and the pidfd (the process must have been
+        reaped); no checkpoint."""
         self.close_stdin()
         for fd in (self.stdout, self.stderr, self.pidfd):
             if fd >= 0:
@@ -180,59 +191,78 @@ class Child:
         self.stdout = self.stderr = self.pidfd = -1
 
 
-def spawn(argv: Sequence[str], *, cwd: Path, env: dict[str, str], stdin: bool) -> Child:
-    """Start `argv` as the leader of a new session (so of its own process group), with
-    pipes for stdout and stderr, and for stdin when `stdin` (else /dev/null); all other
-    descriptors closed in the child."""
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    in_r, in_w = os.pipe() if stdin else (subprocess.DEVNULL, -1)
-    ours = (in_w, out_r, err_r)
+def _stderr_file() -> int:
+    """A file in memory for a child's stderr: `STDERR_BYTES` long and sealed at that size,
+    so what the child writes past it fails (as on a full disk) and never takes memory; the
+    descriptor's offset, shared with the child's, is how much it wrote. Read once the child
+    has exited: no reader runs while it does."""
+    fd = os.memfd_create("stderr", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
-        for fd in ours:
+        os.ftruncate(fd, STDERR_BYTES)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def spawn(argv: Sequence[str], *, cwd: Path, env: dict[str, str], stdin: bool) -> Child:
+    """Start `argv` as the leader of a new session (so of its own process group), with a
+    pipe for stdout, a file in memory for stderr, and a pipe for stdin when `stdin` (else
+    /dev/null); all other descriptors closed in the child."""
+    ours: list[int] = []
+    theirs: list[int] = []
+    try:
+        out_r, out_w = os.pipe()
+        ours.append(out_r)
+        theirs.append(out_w)
+        in_r, in_w = subprocess.DEVNULL, -1
+        if stdin:
+            in_r, in_w = os.pipe()
+            ours.append(in_w)
+            theirs.append(in_r)
+        err = _stderr_file()
+        ours.append(err)
+        for fd in (out_r, in_w):
             if fd >= 0:
                 os.set_blocking(fd, False)
         first = guardian.ticks()
         popen = subprocess.Popen(
-            list(argv), cwd=str(cwd), env=env, stdin=in_r, stdout=out_w, stderr=err_w,
+            list(argv), cwd=str(cwd), env=env, stdin=in_r, stdout=out_w, stderr=err,
             start_new_session=True,
         )  # fmt: skip
         started = (first, guardian.ticks())
     except BaseException:
         for fd in ours:
-            if fd >= 0:
-                os.close(fd)
+            os.close(fd)
         raise
     finally:
-        for fd in (out_w, err_w, in_r):
-            if fd >= 0:
-                os.close(fd)
+        for fd in theirs:
+            os.close(fd)
     try:
-        return Child(popen, ours, started)
+        return Child(popen, (in_w, out_r, err), started)
     except BaseException:  # no pidfd (out of descriptors): nothing of it may stay behind
         signal_group(popen.pid, signal.SIGKILL)
         popen.wait()
         for fd in ours:
-            if fd >= 0:
-                os.close(fd)
+            os.close(fd)
         raise
 
 
-async def _communicate(child: Child, out: _Capped, err: _Capped, data: bytes) -> None:
-    """Give `data` to the child's stdin (if it has one), read its stdout and stderr into
-    `out` and `err` until both end, and reap it. Should the pipes stay open `EOF_GRACE`
-    seconds after the child exited (a straggler of its group holds them), the group is
-    killed, and the pipes read to their end."""
-    sinks = {child.stdout: out, child.stderr: err}
+async def _communicate(child: Child, out: _Capped, data: bytes) -> None:
+    """Give `data` to the child's stdin (if it has one), read its stdout into `out` until it
+    ends, and reap the child. Should stdout stay open `EOF_GRACE` seconds after the child
+    exited (a straggler of its group holds it), the group is killed, and stdout read to its
+    end."""
+    reading = True
     written = 0
     with select.epoll() as ready:
-        for fd in sinks:
-            ready.register(fd, select.EPOLLIN)
+        ready.register(child.stdout, select.EPOLLIN)
         ready.register(child.pidfd, select.EPOLLIN)
         if child.stdin >= 0:
             ready.register(child.stdin, select.EPOLLOUT)
         with trio.CancelScope() as grace:  # its deadline is set once the child has exited
-            while sinks or child.returncode is None:
+            while reading or child.returncode is None:
                 await trio.lowlevel.wait_readable(ready.fileno())
                 for fd, _ in ready.poll(0):
                     if fd == child.pidfd:
@@ -249,30 +279,26 @@ async def _communicate(child: Child, out: _Capped, err: _Capped, data: bytes) ->
                         if written >= len(data):
                             ready.unregister(fd)
                             child.close_stdin()
-                    else:
-                        try:
-                            chunk = read_available(fd)
-                        except BlockingIOError:
-                            continue
-                        if chunk:
-                            sinks[fd].add(chunk)
-                        else:
-                            ready.unregister(fd)
-                            del sinks[fd]
+                    elif not _read(fd, out):
+                        ready.unregister(fd)
+                        reading = False
+                if not reading and child.returncode is None:
+                    child.poll()  # it closed stdout as it exited: reaped now, no other wait
         if grace.cancelled_caught:
-            signal_group(child.pid, signal.SIGKILL)  # a straggler holds the pipes
-            if child.stdin >= 0:
-                ready.unregister(child.stdin)
-                child.close_stdin()
-            while sinks:
-                await trio.lowlevel.wait_readable(ready.fileno())
-                for fd, _ in ready.poll(0):
-                    with contextlib.suppress(BlockingIOError):
-                        if chunk := read_available(fd):
-                            sinks[fd].add(chunk)
-                        else:
-                            ready.unregister(fd)
-                            del sinks[fd]
+            signal_group(child.pid, signal.SIGKILL)  # a straggler holds stdout
+            ready.unregister(child.stdout)
+            while _read(child.stdout, out):
+                await trio.lowlevel.wait_readable(child.stdout)
+
+
+def _read(fd: int, sink: _Capped) -> bool:
+    """Read what `fd` has into `sink`; False at its end."""
+    try:
+        chunk = read_available(fd)
+    except BlockingIOError:
+        return True
+    sink.add(chunk)
+    return bool(chunk)
 
 
 async def run_process(
@@ -288,15 +314,19 @@ async def run_process(
     standard input; cancellation kills its process group."""
     child = spawn(argv, cwd=cwd, env=env, stdin=stdin is not None)
     guardian.register(child.pid, child.started)  # killed with the daemon, however it dies
-    out, err = _Capped(output_bytes), _Capped(STDERR_BYTES)
+    out = _Capped(output_bytes)
+    err = b""
     try:
         with trio.move_on_after(timeout) as deadline:
-            await _communicate(child, out, err, stdin or b"")
+            await _communicate(child, out, stdin or b"")
     finally:
         with trio.CancelScope(shield=True):
-            # Also after a clean exit: what the leader left running in its group goes.
-            await stop_group(child, KILL_GRACE, name="git")
-            child.close()
+            try:
+                # Also after a clean exit: what the leader left running in its group goes.
+                await stop_group(child, KILL_GRACE, name="git")
+                err = child.stderr_bytes()
+            finally:
+                child.close()
     timed_out = deadline.cancelled_caught
     code = child.returncode if child.returncode is not None else -1
-    return Completed(code, out.value(), err.value(), out.truncated, timed_out)
+    return Completed(code, out.value(), err, out.truncated, timed_out)
