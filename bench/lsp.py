@@ -534,7 +534,7 @@ def first_symbols(tmp: Path, sock: Path, runs: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=48)  # side by side: 2 x 24 orders
     parser.add_argument("--cold-runs", type=int, default=3)
     parser.add_argument("--only", choices=["symbols"], help="run one part alone")
     parser.add_argument("--before", type=Path, help="a source tree to compare with, side by side")
@@ -673,16 +673,17 @@ def side_by_side(sides: list[Side], direct: DirectClient, batch: list[Case], rou
     """Each case through every daemon and the direct client, in a new order each round: every
     order in turn, so that each way follows each other way as often (a call right after the
     direct client's meets its server's work after answering, on a machine of 2 cores), and
-    the cases rotated, so that each case follows each other case as often (the first case
-    after the 1,200+ references meets the three servers' and daemons' work after that one:
-    a hover first in every round took 0.4-0.6 ms more than the same hover second)."""
+    the cases in every order in turn too, so that each case follows each other case as
+    often (a call right after the 1,200+ references meets the three servers' and daemons'
+    work after that one: a hover always first took 0.4-0.6 ms more than the same hover
+    second)."""
     ways = [*(side.label for side in sides), "direct"]
     by_label = {side.label: side for side in sides}
     times: dict[tuple[str, str], list[float]] = defaultdict(list)
     orders = list(itertools.permutations(ways))
+    sequences = list(itertools.permutations(batch))
     for round_ in range(rounds):
-        turn = round_ % len(batch)
-        for case in batch[turn:] + batch[:turn]:
+        for case in sequences[round_ % len(sequences)]:
             for way in orders[round_ % len(orders)]:
                 begin = time.perf_counter()
                 if way == "direct":
