@@ -15,12 +15,12 @@ from codeward.daemon.edits.delta import (
     changes_between,
     delta,
     entry,
-    line_starts,
     severity_counts,
     to_offset,
     to_position,
 )
 from codeward.daemon.edits.history import DiagnosticsHistory
+from codeward.daemon.lsp.positions import line_starts
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from codeward.daemon.lsp.ignored import is_ignored
 from codeward.daemon.lsp.initialize import initialize_params, server_capabilities
 from codeward.daemon.lsp.positions import (
     LineIndex,
+    line_starts,
     negotiated,
     split_lines,
     to_code_points,
@@ -52,6 +53,17 @@ def test_round_trip(text: str, encoding: str) -> None:
     line = split_lines(text)[0]
     for n in range(len(line) + 1):
         assert to_code_points(line, to_units(line, n, encoding), encoding) == n  # type: ignore[arg-type]
+
+
+@given(st.text(alphabet="ab\r\n\u2028é"))
+def test_line_starts_and_split_lines_count_the_same_lines(text: str) -> None:
+    """The one line splitter and the one line-offset table: the same lines, only `\\n`,
+    `\\r\\n` and `\\r` ending one (not U+2028, as str.splitlines would)."""
+    starts = line_starts(text)
+    ends = [*starts[1:], len(text)]
+    assert [text[a:b].rstrip("\r\n") for a, b in zip(starts, ends, strict=True)] == split_lines(
+        text
+    )
 
 
 def test_line_index() -> None:

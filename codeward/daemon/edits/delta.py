@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import re
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from codeward.daemon.lsp.positions import line_starts
 from codeward.daemon.lsp.types import SEVERITY_NAMES
 
-_EOL = re.compile(r"\r\n|\r|\n")
 CHAR_DIFF_LIMIT = 20_000  # code points of a changed block diffed character by character
 
 
@@ -58,11 +57,6 @@ class Change:
     start: int
     end: int
     length: int
-
-
-def line_starts(text: str) -> list[int]:
-    """The offset of each line's first code point, lines ended as LSP ends them."""
-    return [0] + [m.end() for m in _EOL.finditer(text)]
 
 
 def to_offset(starts: Sequence[int], text_length: int, line: int, column: int) -> int:

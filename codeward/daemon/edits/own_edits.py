@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from codeward.daemon.edits.delta import line_starts
+from codeward.daemon.lsp.positions import line_starts
 from codeward.protocol.errors import ErrorKind, ToolError
 
 

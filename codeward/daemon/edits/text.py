@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from codeward.daemon.edits.workspace import TextEdit
-from codeward.daemon.lsp.positions import Encoding, to_code_points
+from codeward.daemon.lsp.positions import Encoding, line_starts, to_code_points
 from codeward.daemon.lsp.types import PositionLike
 from codeward.protocol.errors import ErrorKind, ToolError
-
-_EOL = re.compile(r"\r\n|\r|\n")
 
 
 class Lines:
@@ -18,7 +15,7 @@ class Lines:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts = [0] + [m.end() for m in _EOL.finditer(text)]
+        self.starts = line_starts(text)
 
     def offset(self, position: PositionLike, encoding: Encoding) -> int:
         """The index in the text of an LSP position; a position past a line's end or past

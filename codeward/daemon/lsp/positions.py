@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 Encoding = Literal["utf-8", "utf-16", "utf-32"]
 ENCODINGS: tuple[Encoding, ...] = ("utf-8", "utf-16", "utf-32")
+_EOL = re.compile(r"\r\n|\r|\n")  # what ends a line, as LSP counts lines
 
 
 def split_lines(text: str) -> list[str]:
     """The lines of `text` as LSP counts them (`\\n`, `\\r\\n` and `\\r` end a line)."""
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset of each line's first code point, lines ended as LSP ends them."""
+    return [0] + [m.end() for m in _EOL.finditer(text)]
 
 
 def _width(char: str, encoding: Encoding) -> int:
