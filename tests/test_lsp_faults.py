@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -154,8 +155,11 @@ async def test_timeout_and_cancellation_send_cancel_request(tmp_path: Path, doc:
     assert cancels == hovers and len(cancels) == 2
 
 
-async def test_server_requests_are_answered(tmp_path: Path, doc: Path) -> None:
+async def test_server_requests_are_answered(
+    tmp_path: Path, doc: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     log = tmp_path / "log"
+    caplog.set_level(logging.DEBUG, logger="codeward.lsp")
     async with running(tmp_path, fake_config({"fake": fake_server("server-requests", log)})) as (
         manager,
         progress,
@@ -180,7 +184,7 @@ async def test_server_requests_are_answered(tmp_path: Path, doc: Path) -> None:
         ("begin", "Indexing"),
         ("end", "Indexing"),
     ]
-    assert "hello" in server._answers.messages
+    assert "fake: hello" in caplog.messages  # a message request: logged, nothing chosen
 
 
 async def test_stop_kills_the_whole_process_group(tmp_path: Path, doc: Path) -> None:

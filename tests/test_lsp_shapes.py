@@ -3,6 +3,7 @@ clear `lsp_error` naming the server and the method; the server and the others go
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -35,8 +36,11 @@ def doc(tmp_path: Path) -> Path:
     return path
 
 
-async def test_capabilities_and_registrations_off_the_spec(tmp_path: Path, doc: Path) -> None:
+async def test_capabilities_and_registrations_off_the_spec(
+    tmp_path: Path, doc: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     log = tmp_path / "log"
+    caplog.set_level(logging.DEBUG, logger="codeward.lsp")
     async with running(tmp_path, fake_config({"fake": fake_server("off-spec", log)})) as (
         manager,
         _,
@@ -64,7 +68,9 @@ async def test_capabilities_and_registrations_off_the_spec(tmp_path: Path, doc: 
     assert refused["code"] == -32602 and "client/registerCapability" in refused["message"]
     assert answers[1002]["result"] is None
     assert answers[1003]["error"]["code"] == -32602  # configuration items not a list
-    assert server._freshness.progress == {} and "m" not in server._answers.messages  # left out
+    assert server._freshness.progress == {}  # left out
+    assert "fake: m" not in caplog.messages  # left out (a log message of type "loud")
+    assert any("window/logMessage off the LSP spec" in m for m in caplog.messages)
 
 
 class TestTools:

@@ -4,7 +4,6 @@ part of the actor each concerns."""
 
 from __future__ import annotations
 
-import collections
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +42,6 @@ class ServerRequests:
     ) -> None:
         self.name = name
         self.root = root
-        self.messages: collections.deque[str] = collections.deque(maxlen=50)
         self._settings = settings
         self._capabilities = capabilities
         self._changes = changes
@@ -87,7 +85,7 @@ class ServerRequests:
             return REFUSED if capture is None else capture.receive(message.decode())
         if method == "window/showMessageRequest":
             shown = self._params(message, lsp.ShowMessageRequestParams)
-            self.messages.append(shown.message)
+            log.debug("%s: %s", self.name, shown.message)  # no one to choose: no action
             return None
         if method == "window/showDocument":
             return unstructure(lsp.ShowDocumentResult(success=False))
@@ -140,7 +138,6 @@ class ServerRequests:
         elif method in ("window/logMessage", "window/showMessage"):
             logged = self._notice(message, lsp.LogMessageParams)
             if logged is not None:
-                self.messages.append(logged.message)
                 log.debug("%s: %s", self.name, logged.message)
 
     def _notice(self, message: Incoming, type_: type[T]) -> T | None:
