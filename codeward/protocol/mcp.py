@@ -195,7 +195,6 @@ class McpMachine:
     def __init__(self) -> None:
         self.initialized = False  # `initialize` answered
         self.version = LATEST_VERSION
-        self.client = Implementation()
         self.lines = 0  # received so far
 
     def receive(self, frame: bytes) -> Event | None:
@@ -227,7 +226,6 @@ class McpMachine:
         if method == "initialize":
             params = item.params(InitializeParams)
             self.version = negotiate(params.protocol_version)
-            self.client = params.client_info
             self.initialized = True
             return Initialize(msg_id, params)
         if method == "ping":

@@ -89,10 +89,3 @@ SERVERS: tuple[Server, ...] = (
 )  # fmt: skip
 
 BY_NAME: dict[str, Server] = {server.name: server for server in SERVERS}
-
-# Programs servers run, from Debian: bash-language-server's linter and formatter, the cargo
-# rust-analyzer loads projects with (Debian 12: `cargo-web` when no cargo is installed).
-HELPERS: dict[str, tuple[str, ...]] = {
-    "bash-language-server": ("shellcheck", "shfmt"),
-    "rust-analyzer": ("cargo",),
-}
