@@ -1,0 +1,82 @@
+"""Rules read from the package's source: the JSON-RPC protocol (`codeward/protocol/`) is
+sans IO, and no lock is kept where actors would share it (a module's or a class's own
+level): each actor's order comes from the state it owns."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from tests.test_import_rules import PACKAGE, _imports, _sources
+
+# What does I/O or schedules it: none of it below the connections.
+IO_MODULES = ("trio", "anyio", "asyncio", "socket", "select", "selectors", "subprocess")
+# What makes a lock or a limit that callers wait on.
+LOCKS = frozenset(
+    {"Lock", "RLock", "StrictFIFOLock", "Semaphore", "BoundedSemaphore", "CapacityLimiter"}
+    | {"Condition", "ParkingLot"}
+)
+
+
+def _io_imports(source: str, package: str) -> list[str]:
+    return [
+        f"{line}: {module}"
+        for line, module, _ in _imports(source, package)
+        if module.split(".")[0] in IO_MODULES
+    ]
+
+
+def test_the_protocol_does_no_io() -> None:
+    found: list[str] = []
+    checked = 0
+    for _, package, path in _sources():
+        if path.is_relative_to(PACKAGE / "protocol"):
+            checked += 1
+            shown = path.relative_to(PACKAGE.parent)
+            found += [f"{shown}:{v}" for v in _io_imports(path.read_text(), package)]
+    assert checked >= 8  # peer, framing, messages, mcp...
+    assert found == []
+
+
+def _shared_locks(source: str) -> Iterator[str]:
+    """`line: name` of each lock made at a module's or a class's level (not per instance)."""
+    tree = ast.parse(source)
+    bodies = [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    for body in bodies:
+        for statement in body:
+            if not isinstance(statement, ast.Assign | ast.AnnAssign) or statement.value is None:
+                continue
+            for node in ast.walk(statement.value):
+                if isinstance(node, ast.Call):
+                    name = ast.unparse(node.func).rpartition(".")[2]
+                    if name in LOCKS:
+                        yield f"{statement.lineno}: {ast.unparse(statement)}"
+
+
+def test_no_lock_is_shared_across_actors() -> None:
+    found: list[str] = []
+    for _, _, path in _sources():
+        shown = path.relative_to(PACKAGE.parent)
+        found += [f"{shown}:{lock}" for lock in _shared_locks(path.read_text())]
+    assert found == []
+
+
+def test_the_checks_see_what_they_look_for() -> None:
+    io = "import trio\nfrom socket import socket\nimport json\nfrom . import framing\n"
+    assert _io_imports(io, "codeward.protocol") == ["1: trio", "2: socket"]
+    locks = (
+        "import trio\n"
+        "GLOBAL = trio.Lock()\n"
+        "class Actor:\n"
+        "    shared: trio.CapacityLimiter = trio.CapacityLimiter(1)\n"
+        "    def __init__(self) -> None:\n"
+        "        self.own = trio.Lock()\n"
+        "def work() -> None:\n"
+        "    local = trio.Semaphore(2)\n"
+        "pairs = {m: trio.StrictFIFOLock() for m in 'ab'}\n"
+    )
+    assert list(_shared_locks(locks)) == [
+        "2: GLOBAL = trio.Lock()",
+        "9: pairs = {m: trio.StrictFIFOLock() for m in 'ab'}",
+        "4: shared: trio.CapacityLimiter = trio.CapacityLimiter(1)",
+    ]
