@@ -89,6 +89,22 @@ def test_paths_outside_the_root_are_hidden(text: str, expected: str) -> None:
     assert scrub(text, ROOT) == expected
 
 
+@pytest.mark.parametrize(
+    ("path", "root", "shown"),
+    [
+        ("/home/u/proj", ROOT, "."),
+        ("/home/u/proj/src/a.py", ROOT, "src/a.py"),
+        ("/home/u/projects/a.py", ROOT, None),  # a sibling that starts with the root's name
+        ("/home/u/other.py", ROOT, None),
+        ("/etc/passwd", Path("/"), "etc/passwd"),
+        ("/", Path("/"), "."),
+    ],
+)
+def test_shown_path_is_root_relative_or_none(path: str, root: Path, shown: str | None) -> None:
+    """The one root-relative view of a resolved path, for messages, reads and scrubbing."""
+    assert shown_path(path, root) == shown
+
+
 def test_a_caller_may_show_paths_its_own_way() -> None:
     def show(path: str) -> str | None:
         return "python:os" if path.startswith("/usr/lib/python3") else shown_path(path, ROOT)

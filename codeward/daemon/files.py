@@ -26,7 +26,7 @@ import stat
 import time
 from pathlib import Path
 
-from codeward.daemon.paths import real_path
+from codeward.daemon.paths import real_path, shown_path
 from codeward.protocol.errors import ErrorKind, ToolError
 
 DEFAULT_LIMIT = 8 * 1024 * 1024
@@ -69,7 +69,7 @@ def read_file(
     relative to the root, never an absolute path outside it.
     """
     expected = real_path(path)
-    shown = _shown(expected, root)
+    shown = shown_path(expected, root)
     if not outside and shown is None:
         raise _outside()
     name = shown or "The file"
@@ -173,15 +173,6 @@ def _mib(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MiB" if size >= 1024 * 1024 else f"{size} bytes"
 
 
-def _shown(real: str, root: Path) -> str | None:
-    """`real` relative to `root`, or None when it is outside."""
-    base = str(root)
-    if real == base:
-        return "."
-    prefix = base.rstrip("/") + "/"
-    return real[len(prefix) :] if real.startswith(prefix) else None
-
-
 def _outside() -> ToolError:
     return ToolError(
         ErrorKind.PATH_OUTSIDE_PROJECT,
@@ -191,7 +182,7 @@ def _outside() -> ToolError:
 
 def _changed(path: Path | str, root: Path, name: str, outside: bool) -> ToolError:
     """The error for a file that changed between resolving and opening it."""
-    if not outside and _shown(real_path(path), root) is None:
+    if not outside and shown_path(real_path(path), root) is None:
         return ToolError(
             ErrorKind.PATH_OUTSIDE_PROJECT,
             f"{name!r} became a link out of the project while codeward opened it, so it was "

@@ -19,6 +19,7 @@ from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.types import PositionLike
 from codeward.daemon.lsp.uris import path_to_uri, real_path, uri_to_path
+from codeward.daemon.paths import shown_path
 from codeward.protocol.errors import ToolError
 
 RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than our read
@@ -134,8 +135,7 @@ class Texts:
 
     def _under_root(self, path: Path) -> bool:
         """Whether `path`, as written, lies under the root (it must then resolve inside it)."""
-        text, base = str(path), str(self.root)
-        return text == base or text.startswith(base.rstrip("/") + "/")
+        return shown_path(str(path), self.root) is not None
 
 
 def stat_of(path: Path) -> Stat:
