@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -71,7 +72,8 @@ async def test_the_guardian_kills_a_registered_git_group_when_the_daemon_goes(
     tmp_path: Path,
 ) -> None:
     """The pipe closing (as at the daemon's death) is all the guardian needs: it kills what
-    the record names, with the start ticks a git run registers, and removes the record."""
+    the record names, with the start ticks a git run registers, even once the record's
+    name is gone."""
     record = tmp_path / "codeward.sock.procs"
     guard = guardian.Guardian(record)
     await guard.start()
@@ -79,15 +81,32 @@ async def test_the_guardian_kills_a_registered_git_group_when_the_daemon_goes(
     try:
         guardian.register(child.pid, child.started)
         assert read_record(record) == {child.pid: child.started}
+        assert guard.pid is not None
+        with trio.fail_after(10):
+            while not holds(guard.pid, record):
+                await trio.sleep(0.01)  # another process's state: polled, with a deadline
+        record.unlink()  # a cleaner of old files: the guardian holds the record open
         guard._close()  # what the kernel does when the daemon dies
         with trio.fail_after(10):
             assert await child.wait() == -signal.SIGKILL
             assert guard._process is not None
             await guard._process.wait()
-        assert not record.exists()
     finally:
         await guard.stop()
+        if child.returncode is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            await child.wait()
         child.close()
+
+
+def holds(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open."""
+    fds = Path(f"/proc/{pid}/fd")
+    for fd in os.listdir(fds):
+        with contextlib.suppress(OSError):  # one it closed meanwhile
+            if os.readlink(fds / fd) == str(path):
+                return True
+    return False
 
 
 async def test_a_finished_run_leaves_its_group_unregistered(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ its leader can have started at; a pgid of 0 is a free slot). Registering or unre
 group is a write to that memory: no system call, and nothing to wake.
 
 Run as a script (`python -I -S reaper.py RECORD`, standard library only, so it starts in
-milliseconds), the guardian waits for its stdin to close (the daemon exited, however), then
-SIGKILLs every group RECORD names, removes RECORD and exits. See `codeward.daemon.guardian`
+milliseconds), the guardian opens RECORD, waits for its stdin to close (the daemon exited,
+however), then SIGKILLs every group RECORD names, removes RECORD and exits. See `codeward.daemon.guardian`
 for the daemon's side.
 """
 
@@ -76,6 +76,11 @@ def read_record(record: Path) -> dict[int, Started]:
         data = record.read_bytes()
     except OSError:
         return {}
+    return parse_record(data)
+
+
+def parse_record(data: bytes) -> dict[int, Started]:
+    """pgid -> leader start ticks from a record's bytes; {} when from another boot."""
     if len(data) < HEADER_BYTES or data[:HEADER_BYTES] != _header():
         return {}
     groups: dict[int, Started] = {}
@@ -162,12 +167,28 @@ class Table:
 
 
 def main(record: Path) -> int:
-    """Wait for stdin to close; then kill every group the record names, and remove it."""
+    """Wait for stdin to close; then kill every group the record names, and remove it.
+
+    The record is opened first and read through that descriptor, so a record removed
+    meanwhile (by a cleaner of old files) still names the daemon's groups."""
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTSTP):
         signal.signal(signum, signal.SIG_IGN)
+    try:
+        fd = os.open(record, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        fd = -1
     while os.read(0, 65536):
         pass  # nothing is sent: the pipe is there to close when the daemon is gone
-    reap_record(record)
+    if fd < 0:
+        reap_record(record)
+        return 0
+    info = os.fstat(fd)
+    for pgid, started in parse_record(os.pread(fd, info.st_size, 0)).items():
+        kill_group(pgid, started)
+    with contextlib.suppress(OSError):
+        if os.stat(record).st_ino == info.st_ino:  # ours, not a next daemon's
+            record.unlink()
+    os.close(fd)
     return 0
 
 
