@@ -8,8 +8,8 @@ group is a write to that memory: no system call, and nothing to wake.
 
 Run as a script (`python -I -S reaper.py RECORD`, standard library only, so it starts in
 milliseconds), the guardian opens RECORD, waits for its stdin to close (the daemon exited,
-however), then SIGKILLs every group RECORD names, removes RECORD and exits. See `codeward.daemon.guardian`
-for the daemon's side.
+however), then SIGKILLs every group RECORD names, removes RECORD and exits. See
+`codeward.daemon.guardian` for the daemon's side.
 """
 
 from __future__ import annotations
