@@ -191,6 +191,51 @@ async def test_script_errors(actor: LuaActor, source: str, words: str) -> None:
     assert await run(actor, "return 3") == 3
 
 
+# --- the daemon's constant chunks ---------------------------------------------------
+
+
+async def test_constant_chunk_sees_only_codeward_and_is_kept_per_runtime(
+    nursery: trio.Nursery,
+) -> None:
+    actor = await start_actor(nursery, runtimes=1)
+    host = RecordingHost()
+    source = "local a = ... return {codeward.git(a[1], a[2], a[3]).output, string, print, args}"
+    for _ in range(2):  # compiled on the first run, taken from the runtime's cache after
+        with trio.fail_after(20):
+            result = await actor.eval(source, ["log", ["-1"], {}], host, constant=True)
+        assert result == ["log -1"]
+    assert host.git_calls == [("log", ["-1"], {})] * 2
+    assert actor.built == 1
+
+
+async def test_scripts_cannot_reach_a_constant_chunks_environment(nursery: trio.Nursery) -> None:
+    actor = await start_actor(nursery, runtimes=1)
+    host = RecordingHost()
+    source = "return codeward.git('status').output"
+    with trio.fail_after(20):
+        assert await actor.eval(source, None, host, constant=True) == "status"
+    # A script that rewrites its own codeward table and string library, and sets globals...
+    await run(
+        actor,
+        "codeward.git = function() return {output = 'hijacked'} end string.x = 1 leak = 1",
+        host=host,
+    )
+    # ...changes neither the constant chunk's environment nor the next script's.
+    with trio.fail_after(20):
+        assert await actor.eval(source, None, host, constant=True) == "status"
+    fresh = "return {string.x == nil, leak == nil, type(string.rep), codeward.git('diff').output}"
+    assert await run(actor, fresh, host=host) == [True, True, "function", "diff"]
+    assert [call[0] for call in host.git_calls] == ["status", "status", "diff"]
+
+
+async def test_constant_chunk_that_does_not_compile(actor: LuaActor) -> None:
+    for _ in range(2):  # a failed compile is not kept
+        with pytest.raises(ToolError) as info, trio.fail_after(20):
+            await actor.eval("return (", None, RecordingHost(), constant=True)
+        assert info.value.kind is ErrorKind.LUA_ERROR
+        assert "does not compile" in info.value.message
+
+
 # --- host calls ---------------------------------------------------------------------
 
 

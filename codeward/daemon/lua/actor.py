@@ -79,8 +79,10 @@ class LuaActor:
             with trio.move_on_at(self._retire_at):
                 await self._wake.wait()
 
-    async def eval(self, source: str, args: Any, host: LuaHost) -> Any:
-        """Run `source` with `args`; its result as JSON-able data, or raise ToolError."""
+    async def eval(self, source: str, args: Any, host: LuaHost, *, constant: bool = False) -> Any:
+        """Run `source` with `args`; its result as JSON-able data, or raise ToolError.
+
+        `constant`: `source` is one of the daemon's own fixed chunks (see `Sandbox.start`)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         sandbox = await self._acquire()
         # One scope: the eval's wall-time limit, and what the actor cancels when it stops.
@@ -89,7 +91,7 @@ class LuaActor:
         try:
             with scope:
                 try:
-                    return await self._drive(sandbox, source, args, host)
+                    return await self._drive(sandbox, source, args, host, constant)
                 finally:
                     if scope.cancel_called and not self._stopped:  # the wall-time limit
                         sandbox.broken = True
@@ -140,8 +142,10 @@ class LuaActor:
         self.built += 1
         return Sandbox(self._limits)
 
-    async def _drive(self, sandbox: Sandbox, source: str, args: Any, host: LuaHost) -> Any:
-        step = sandbox.start(source, args)
+    async def _drive(
+        self, sandbox: Sandbox, source: str, args: Any, host: LuaHost, constant: bool
+    ) -> Any:
+        step = sandbox.start(source, args, constant=constant)
         calls = 0
         while isinstance(step, HostRequest):
             calls += 1

@@ -379,11 +379,34 @@ function driver.reset()
 end
 function driver.memory_tripped() tripped = tripped or "memory" end
 
--- Called under the memory limit. Compile the prepared source; nil on success, or a message.
-function driver.compile()
-  local env = make_env()
-  env.args = args
-  local chunk, err = raw_load(source, "=eval", "t", env)
+-- The daemon's own constant chunks (never a script's): each compiled once per runtime, all
+-- run in one environment holding only the codeward functions, made once.
+local CONSTANT_ENV = {codeward = {git = cw_git, call = cw_call, log = cw_log, null = null}}
+local CONSTANTS_MAX = 16
+local constants, constants_n = {}, 0
+
+local function load_constant(src)
+  local chunk = constants[src]
+  if chunk then return chunk end
+  local err
+  chunk, err = raw_load(src, "=eval", "t", CONSTANT_ENV)
+  if not chunk then return nil, err end
+  if constants_n >= CONSTANTS_MAX then constants, constants_n = {}, 0 end
+  constants[src], constants_n = chunk, constants_n + 1
+  return chunk
+end
+
+-- Called under the memory limit. Compile the prepared source (a script into a fresh
+-- environment, or one of the daemon's constant chunks); nil on success, or a message.
+function driver.compile(constant)
+  local chunk, err
+  if constant then
+    chunk, err = load_constant(source)
+  else
+    local env = make_env()
+    env.args = args
+    chunk, err = raw_load(source, "=eval", "t", env)
+  end
   source = nil
   if not chunk then return message_of(err) end
   current = new_coroutine(function(...)

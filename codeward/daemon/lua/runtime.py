@@ -71,8 +71,11 @@ class Sandbox:
         """The tables `builder` made from lists, as a Lua list for the driver (or None)."""
         return self._runtime.table_from(builder.arrays) if builder.arrays else None
 
-    def start(self, source: str, args: Any) -> Step:
-        """Compile `source` into a fresh environment and run it until it first stops."""
+    def start(self, source: str, args: Any, *, constant: bool = False) -> Step:
+        """Compile `source` into a fresh environment and run it until it first stops.
+
+        `constant`: `source` is one of the daemon's own fixed chunks, never a script's: it
+        is compiled once per runtime and runs in one environment holding only `codeward`."""
         self._host_errors.clear()
         self._cpu_left = self._limits.cpu_seconds
         with self._lifted:
@@ -91,7 +94,7 @@ class Sandbox:
                 LOG_LIMIT,
                 self._arrays(builder),
             )
-        message = self._limited(self._driver["compile"])
+        message = self._limited(self._driver["compile"], constant)
         if message is not None:
             text = _text(message)
             raise ToolError(

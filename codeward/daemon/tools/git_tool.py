@@ -39,7 +39,7 @@ class ByReference:
 async def run_chunk(lua: LuaActor, host: LuaHost, arguments: list[Any]) -> dict[str, Any]:
     """Evaluate the git_command chunk in the sandbox; the git result it returned."""
     by_reference = ByReference(host)
-    ref = await lua.eval(SOURCE, arguments, by_reference)
+    ref = await lua.eval(SOURCE, arguments, by_reference, constant=True)
     if type(ref) is not int or not 1 <= ref <= len(by_reference.results):
         raise AssertionError(f"the git_command chunk returned {ref!r}")
     return by_reference.results[ref - 1]
