@@ -39,7 +39,8 @@ class Repository:
     watched: tuple[Path, ...] = ()  # nested `.git`s and config files seen by the scan
 
 
-_cache: dict[Path, tuple[tuple[Stat, ...], Repository]] = {}
+# root -> (the paths its signature stats, the signature, the repository)
+_cache: dict[Path, tuple[tuple[str, ...], tuple[Stat, ...], Repository]] = {}
 
 
 async def probe(git: str, root: Path, args: list[str]) -> Completed:
@@ -54,15 +55,16 @@ async def probe(git: str, root: Path, args: list[str]) -> Completed:
 async def inspect(git: str, root: Path) -> Repository:
     """Locate the repository and read its own config, refusing one that would run programs."""
     cached = _cache.get(root)
-    if cached is not None and cached[0] == _signature(root, cached[1]):
-        return cached[1]
+    if cached is not None and cached[1] == _signature(cached[0], cached[2]):
+        return cached[2]
     repo, places = await _inspect(git, root)
     unsafe = config_scan.find_unsafe(repo.entries, places)
     if unsafe:
         raise _unsafe_error(root, places, repo.entries, unsafe)
     if len(_cache) >= CACHE_SIZE:
         _cache.pop(next(iter(_cache)))
-    _cache[root] = (_signature(root, repo), repo)
+    paths = _signature_paths(root, repo)
+    _cache[root] = (paths, _signature(paths, repo), repo)
     return repo
 
 
@@ -241,24 +243,32 @@ def _stat(path: str) -> Stat:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
-def _signature(root: Path, repo: Repository) -> tuple[Stat, ...]:
-    """What `inspect` saw: each `.git` git would discover from root upward, and the configs."""
-    found: list[Stat] = []
+def _signature_paths(root: Path, repo: Repository) -> tuple[str, ...]:
+    """What `_signature` stats: each `.git` git would discover from root upward (up to the
+    first that exists: should that change, so does a stat), the repository's config files,
+    its `modules` directory (last), then the index and what the scan watched. Made once per
+    scan, so a check is only the stats."""
+    found: list[str] = []
     directory = str(root)
     while True:
-        found.append(_stat(os.path.join(directory, ".git")))
+        found.append(os.path.join(directory, ".git"))
         parent = os.path.dirname(directory)
-        if found[-1] is not None or parent == directory:
+        if os.path.lexists(found[-1]) or parent == directory:
             break
         directory = parent
     git_dir, common_dir = str(repo.git_dir), str(repo.common_dir)
-    modules = os.path.join(common_dir, "modules")
     found += [
-        _stat(os.path.join(git_dir, "config")), _stat(os.path.join(git_dir, "config.worktree")),
-        _stat(os.path.join(common_dir, "config")), _stat(modules),
-        _stat(os.path.join(git_dir, "index")),
+        os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree"),
+        os.path.join(common_dir, "config"), os.path.join(git_dir, "index"),
+        *(str(f) for f in repo.watched), os.path.join(common_dir, "modules"),
     ]  # fmt: skip
-    if found[-2] is not None:  # submodules: their configs, wherever they are below modules/
+    return tuple(found)
+
+
+def _signature(paths: tuple[str, ...], repo: Repository) -> tuple[Stat, ...]:
+    """What `inspect` saw: the stats of `paths` (`_signature_paths`), and of the submodules'
+    configs, wherever they are below `modules`, when it exists."""
+    found = [_stat(path) for path in paths]
+    if found[-1] is not None:
         found += [_stat(str(f)) for f in submodule_configs(repo.common_dir)]
-    found += [_stat(str(f)) for f in repo.watched]
     return tuple(found)
