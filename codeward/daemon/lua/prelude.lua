@@ -367,9 +367,11 @@ function driver.stash(value, arrays)
   stash = value
   mark_arrays(arrays)
 end
-function driver.prepare(src, a, limit, loglimit, arrays)
+-- A constant chunk is compiled here too (see driver.compile): nil, or a message.
+function driver.prepare(src, a, limit, loglimit, arrays, constant)
   source, args, result_limit, log_limit = src, a, limit, loglimit
   mark_arrays(arrays)
+  if constant then return driver.compile(true) end
 end
 function driver.host_error(id)
   HOST_ERRORS[stash] = id
@@ -396,8 +398,8 @@ local function load_constant(src)
   return chunk
 end
 
--- Called under the memory limit. Compile the prepared source (a script into a fresh
--- environment, or one of the daemon's constant chunks); nil on success, or a message.
+-- Compile the prepared source (a script into a fresh environment, under the memory limit;
+-- one of the daemon's constant chunks from `prepare`); nil on success, or a message.
 function driver.compile(constant)
   local chunk, err
   if constant then
@@ -435,12 +437,14 @@ local function report(co, ok, ...)
   return "yield"
 end
 
--- Resume the eval for at most `budget` CPU seconds, with the stashed value.
--- Its first result is the CPU time the resume took (what the budget is counted down by).
+-- Resume the eval for at most `budget` CPU seconds, with `value` (a number or a boolean),
+-- else the stashed value. Its first result is the CPU time the resume took (what the
+-- budget is counted down by).
 local function timed(since, ...) return clock() - since, ... end
 
-function driver.resume(budget, ok)
-  local co, value = current, stash
+function driver.resume(budget, ok, value)
+  local co = current
+  if value == nil then value = stash end
   stash = nil
   if tripped then return 0, "limit", tripped end
   local now = clock()

@@ -21,7 +21,8 @@ from codeward.protocol.errors import ErrorKind, ToolError
 
 LOG_LIMIT = 64 * 1024
 _MESSAGE_LIMIT = 2000
-_LuaRuntime: Any = lua54.LuaRuntime  # lupa's stubs do not list its keyword arguments
+_LuaRuntime: Any = lua54.LuaRuntime
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # lupa's stubs do not list its keyword arguments
 
 
 @dataclass(frozen=True)
@@ -87,14 +88,17 @@ class Sandbox:
                     ErrorKind.INVALID_ARGUMENTS,
                     f"args cannot be passed to Lua ({exc}); pass JSON data.",
                 ) from None
-            self._driver["prepare"](
+            # a constant chunk is compiled here, with the cap lifted: our own, of fixed size
+            message = self._driver["prepare"](
                 source.encode("utf-8", "replace"),
                 lua_args,
                 self._limits.result_bytes,
                 LOG_LIMIT,
                 self._arrays(builder),
+                constant,
             )
-        message = self._limited(self._driver["compile"], constant)
+        if not constant:
+            message = self._limited(self._driver["compile"])
         if message is not None:
             text = _text(message)
             raise ToolError(
@@ -106,6 +110,9 @@ class Sandbox:
 
     def resume(self, value: Any) -> Step:
         """Continue after a host call that returned `value`."""
+        kind = type(value)
+        if kind is bool or kind is float or (kind is int and _INT_MIN <= value <= _INT_MAX):
+            return self._resume(True, value)  # a number needs no table, nor the cap lifted
         with self._lifted:
             builder = self._builder()
             try:
@@ -157,8 +164,9 @@ class Sandbox:
                 error=_short(str(exc)),
             ) from None
 
-    def _resume(self, ok: bool) -> Step:
-        used, *out = self._limited(self._driver["resume"], max(self._cpu_left, 0.0), ok)
+    def _resume(self, ok: bool, value: float | None = None) -> Step:
+        budget = max(self._cpu_left, 0.0)
+        used, *out = self._limited(self._driver["resume"], budget, ok, value)
         self._cpu_left -= used  # a resume that raised broke the runtime: no count needed
         return self._interpret(tuple(out))
 
