@@ -260,9 +260,11 @@ def _signature_paths(root: Path, repo: Repository) -> tuple[str, ...]:
     found += [
         os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree"),
         os.path.join(common_dir, "config"), os.path.join(git_dir, "index"),
-        *(str(f) for f in repo.watched), os.path.join(common_dir, "modules"),
+        *(str(f) for f in repo.watched),
     ]  # fmt: skip
-    return tuple(found)
+    modules = os.path.join(common_dir, "modules")
+    # each once (outside a linked worktree, git_dir is common_dir), modules/ last
+    return (*dict.fromkeys(p for p in found if p != modules), modules)
 
 
 def _signature(paths: tuple[str, ...], repo: Repository) -> tuple[Stat, ...]:

@@ -174,7 +174,8 @@ class Child:
 
     def stderr_bytes(self) -> bytes:
         """What it wrote to stderr so far, up to `STDERR_BYTES`."""
-        return os.pread(self.stderr, os.lseek(self.stderr, 0, os.SEEK_CUR), 0)
+        written = os.lseek(self.stderr, 0, os.SEEK_CUR)
+        return os.pread(self.stderr, written, 0) if written else b""
 
     def close_stdin(self) -> None:
         if self.stdin >= 0:
