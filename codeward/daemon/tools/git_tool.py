@@ -12,8 +12,13 @@ from codeward.daemon.tools.registry import ToolContext, tool
 if TYPE_CHECKING:
     from codeward.daemon.lua import LuaActor, LuaHost
 
-# The chunk receives the tool's arguments as its one vararg: {subcommand, args, opts}.
-SOURCE = "local a = ...\nreturn codeward.git(a[1], a[2], a[3])\n"
+# The chunk receives the tool's arguments as one flat list (a single table to hand over):
+# {subcommand, allow_destructive, arg1, arg2, ...}.
+SOURCE = """local a = ...
+local args = {}
+for i = 3, #a do args[i - 2] = a[i] end
+return codeward.git(a[1], args, {allow_destructive = a[2]})
+"""
 
 
 class ByReference:
@@ -37,9 +42,12 @@ class ByReference:
 
 
 async def run_chunk(lua: LuaActor, host: LuaHost, arguments: list[Any]) -> dict[str, Any]:
-    """Evaluate the git_command chunk in the sandbox; the git result it returned."""
+    """Evaluate the git_command chunk in the sandbox for `arguments` ([subcommand, args,
+    opts]); the git result it returned."""
+    subcommand, args, opts = arguments
     by_reference = ByReference(host)
-    ref = await lua.eval(SOURCE, arguments, by_reference, constant=True)
+    flat = [subcommand, bool(opts.get("allow_destructive", False)), *args]
+    ref = await lua.eval(SOURCE, flat, by_reference, constant=True)
     if type(ref) is not int or not 1 <= ref <= len(by_reference.results):
         raise AssertionError(f"the git_command chunk returned {ref!r}")
     return by_reference.results[ref - 1]
