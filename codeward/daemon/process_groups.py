@@ -41,6 +41,15 @@ def signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
+def group_gone(process: Leader) -> bool:
+    """Whether the leader was reaped and nothing of its group is left (the common case): it
+    is unregistered then, and `stop_group` has nothing to do."""
+    if process.returncode is not None and not _group_exists(process.pid):
+        guardian.unregister(process.pid)
+        return True
+    return False
+
+
 async def stop_group(process: Leader, grace: float, *, name: str) -> None:
     """SIGTERM to the group of `process` (its leader), up to `grace` seconds for the leader,
     then SIGKILL; reaps the leader and returns once every member is gone.
@@ -49,8 +58,7 @@ async def stop_group(process: Leader, grace: float, *, name: str) -> None:
     which under load can be after the leader was reaped). Call it shielded.
     """
     pgid = process.pid
-    if process.returncode is not None and not _group_exists(pgid):
-        guardian.unregister(pgid)  # reaped, and nothing of its group left: the common case
+    if group_gone(process):
         return
     if process.returncode is None:
         signal_group(pgid, signal.SIGTERM)

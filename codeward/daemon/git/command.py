@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -79,7 +80,8 @@ async def run_git(
             runs = [] if one_run else [(0, decision.args)]
             if plan is not None and not reuse:
                 runs += [(index, run.args) for index, run in enumerate(plan, start=1)]
-            with trio.CancelScope(shield=decision.tier is not Tier.READ):
+            shield = trio.CancelScope(shield=True) if decision.tier is not Tier.READ else None
+            with shield or contextlib.nullcontext():
                 if len(runs) == 1:  # the common case: no task to start
                     await one(*runs[0])
                 else:

@@ -27,7 +27,7 @@ from pathlib import Path
 import trio
 
 from codeward.daemon import guardian
-from codeward.daemon.process_groups import signal_group, stop_group
+from codeward.daemon.process_groups import group_gone, signal_group, stop_group
 from codeward.daemon.reads import read_available
 from codeward.daemon.reaper import Started
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -321,13 +321,15 @@ async def run_process(
         with trio.move_on_after(timeout) as deadline:
             await _communicate(child, out, stdin or b"")
     finally:
-        with trio.CancelScope(shield=True):
-            try:
-                # Also after a clean exit: what the leader left running in its group goes.
-                await stop_group(child, KILL_GRACE, name="git")
-                err = child.stderr_bytes()
-            finally:
-                child.close()
+        try:
+            # Also after a clean exit: what the leader left running in its group goes
+            # (no shielded scope to open when it exited alone, the common case).
+            if not group_gone(child):
+                with trio.CancelScope(shield=True):
+                    await stop_group(child, KILL_GRACE, name="git")
+            err = child.stderr_bytes()
+        finally:
+            child.close()
     timed_out = deadline.cancelled_caught
     code = child.returncode if child.returncode is not None else -1
     return Completed(code, out.value(), err, out.truncated, timed_out)
