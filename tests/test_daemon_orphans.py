@@ -229,7 +229,7 @@ def test_a_new_daemon_reaps_what_a_killed_daemon_and_guardian_left(env: Env) -> 
 
 def test_a_record_never_kills_a_pid_used_again(tmp_path: Path) -> None:
     """A recorded leader whose pid now belongs to another process group is left alone."""
-    from codeward.daemon.reaper import reap_record, write_record
+    from codeward.daemon.reaper import Table, reap_record
 
     other = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
@@ -238,10 +238,10 @@ def test_a_record_never_kills_a_pid_used_again(tmp_path: Path) -> None:
         wait_for(lambda: start_time(other.pid) > 0, 10, "the process to start")
         record = tmp_path / "codeward.sock.procs"
         started = start_time(other.pid)
-        write_record(record, {other.pid: (started - 2, started - 1)})  # an older process
+        Table(record, {other.pid: (started - 2, started - 1)}).close()  # an older process
         assert reap_record(record) == 0
         assert other.poll() is None and not record.exists()
-        write_record(record, {other.pid: (started - 1, started)})  # this very one: ours
+        Table(record, {other.pid: (started - 1, started)}).close()  # this very one: ours
         assert reap_record(record) == 1
         assert other.wait(10) == -signal.SIGKILL
         record.write_text(f"boot another-boot\n{os.getpid()} {start_time(os.getpid())}\n")

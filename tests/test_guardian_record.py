@@ -20,7 +20,6 @@ from codeward.daemon.reaper import (
     Table,
     read_record,
     start_time,
-    write_record,
 )
 
 
@@ -58,7 +57,7 @@ def test_the_table_is_the_record(tmp_path: Path) -> None:
 
 def test_a_slot_without_its_pgid_and_a_short_record_are_ignored(tmp_path: Path) -> None:
     record = tmp_path / "codeward.sock.procs"
-    write_record(record, {11: (1, 1)})
+    Table(record, {11: (1, 1)}).close()
     data = bytearray(record.read_bytes())
     SLOT.pack_into(data, HEADER_BYTES + SLOT.size, 0, 5, 6)  # ticks written, pgid not yet
     record.write_bytes(bytes(data) + b"\x01\x02")  # and a partial slot at the end

@@ -91,12 +91,6 @@ def parse_record(data: bytes) -> dict[int, Started]:
     return groups
 
 
-def write_record(record: Path, groups: dict[int, Started]) -> None:
-    """`record` holding `groups` (written anew; the daemon's `Table` keeps it after)."""
-    table = Table(record, groups)
-    table.close()
-
-
 def reap_record(record: Path) -> int:
     """Kill the groups a previous daemon's record names; remove it. How many were killed."""
     killed = sum(kill_group(pgid, started) for pgid, started in read_record(record).items())

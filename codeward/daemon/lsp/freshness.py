@@ -96,7 +96,7 @@ class Freshness:
         self._on_progress = on_progress
         self._diagnosis = diagnosis  # the title of its progress around a change's diagnosis
         self.published: dict[str, Published] = {}
-        self.analysed: dict[str, int] = {}  # uri -> version answered by a diagnostic pull
+        self.analysed: dict[str, int] = {}  # uri -> version it answered for (`analysed_now`)
         self.statuses = 0  # file statuses seen so far (each one's number orders them)
         self.status: dict[str, tuple[int, str]] = {}  # uri -> (number, state) of its last
         self._resent: dict[str, tuple[int, int]] = {}  # uri -> (version, statuses when sent)
@@ -311,6 +311,15 @@ class Freshness:
     def workspace_pull(self, expected: Collection[Path] | None = None) -> WorkspacePull:
         """A new workspace pull (`with` it while it runs: its partial results come in)."""
         return WorkspacePull(self, expected)
+
+    def unbegun(self) -> frozenset[int | str]:
+        """The progress tokens it created and has not begun yet, now."""
+        return frozenset(self.announced)
+
+    def forget_unbegun(self, tokens: frozenset[int | str]) -> None:
+        """It answered a message sent after creating `tokens` without beginning them: they
+        will not be begun."""
+        self.announced -= tokens
 
     @property
     def busy(self) -> bool:

@@ -309,7 +309,7 @@ class LanguageServer:
         async with self._turns[method]:
             if method not in self.config.exclusive_methods:
                 return await work(cancel=True)
-            answer: list[T] = []
+            answer: list[T] = []  # (a list: a scope's exit may swallow, to a type checker)
             with trio.CancelScope(shield=True):
                 answer.append(await work(cancel=False))
         await trio.lowlevel.checkpoint_if_cancelled()  # a caller who left: no result
@@ -627,11 +627,10 @@ class LanguageServer:
         conn = self._life.conn
         if conn is None:
             return
-        fresh = self._freshness
-        announced = set(fresh.announced)
+        unbegun = self._freshness.unbegun()
         with contextlib.suppress(ConnectionClosed, RequestTimeout, ResponseError):
             await conn.request(BARRIER, None, timeout=self.lsp.request_timeout)
-        fresh.announced -= announced
+        self._freshness.forget_unbegun(unbegun)
 
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
         """Wait until the server is ready and has analysed `doc`: its diagnostics are

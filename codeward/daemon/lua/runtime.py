@@ -21,8 +21,8 @@ from codeward.protocol.errors import ErrorKind, ToolError
 
 LOG_LIMIT = 64 * 1024
 _MESSAGE_LIMIT = 2000
-_LuaRuntime: Any = lua54.LuaRuntime
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # lupa's stubs do not list its keyword arguments
+_LuaRuntime: Any = lua54.LuaRuntime  # lupa's stubs do not list its keyword arguments
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # a Lua integer
 
 
 @dataclass(frozen=True)
