@@ -15,7 +15,7 @@ import msgspec
 import pytest
 import trio
 
-from codeward.daemon.config import Config, LanguageConfig, LspConfig, ServerConfig
+from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConfig, ServerConfig
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import command_available, default_servers
 from codeward.daemon.lsp.service import LanguageService
@@ -42,6 +42,11 @@ def fake_config(
             )
         },
     )
+
+
+def for_daemon(config: Config) -> Config:
+    """`config` for a test daemon: one that does not stop itself while the tests run."""
+    return msgspec.structs.replace(config, daemon=DaemonConfig(idle_timeout=600.0))
 
 
 @asynccontextmanager

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.config import Config
 from codeward.daemon.edits.identifiers import invalid_reason
 from tests.conftest import OpenClient
 from tests.intel_support import pos, write
-from tests.lsp_support import fake_config, fake_server, needs
+from tests.lsp_support import fake_config, fake_server, for_daemon, needs
 from tests.rpc import RpcClient, RpcFailure
 
 SOURCE = "def compute(x):\n    return x\n\n\nprint(compute(1))\n"
@@ -48,13 +48,7 @@ async def test_python_names_that_change_nothing(client: RpcClient, project: Path
 class TestServerThatRenamesNothing:
     @pytest.fixture
     def daemon_config(self) -> Config:
-        config = fake_config({"fake": fake_server("empty-rename")})
-        return Config(
-            daemon=DaemonConfig(idle_timeout=600.0),
-            lsp=config.lsp,
-            servers=config.servers,
-            languages=config.languages,
-        )
+        return for_daemon(fake_config({"fake": fake_server("empty-rename")}))
 
     async def test_an_empty_edit_is_an_error(self, open_client: OpenClient, project: Path) -> None:
         write(project, {"a.fake": "hello\n"})

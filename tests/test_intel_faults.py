@@ -10,7 +10,7 @@ import trio
 from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, ServerConfig
 from tests.conftest import OpenClient
 from tests.intel_support import write
-from tests.lsp_support import fake_config, fake_server, logged, needs
+from tests.lsp_support import fake_config, fake_server, for_daemon, logged, needs
 from tests.rpc import RpcFailure
 
 
@@ -18,13 +18,7 @@ class TestFakeServer:
     @pytest.fixture
     def daemon_config(self, request: pytest.FixtureRequest) -> Config:
         mode = getattr(request, "param", "ok")
-        config = fake_config({"fake": fake_server(mode)}, request_timeout=1.0)
-        return Config(
-            daemon=DaemonConfig(idle_timeout=600.0),
-            lsp=config.lsp,
-            servers=config.servers,
-            languages=config.languages,
-        )
+        return for_daemon(fake_config({"fake": fake_server(mode)}, request_timeout=1.0))
 
     async def test_hover_only_server(self, open_client: OpenClient, project: Path) -> None:
         write(project, {"a.fake": "hello\n"})
@@ -95,16 +89,12 @@ class TestSilentDefinition:
 
     @pytest.fixture
     def daemon_config(self, log: Path) -> Config:
-        config = fake_config(
-            {"fake": fake_server("silent-definition", log)},
-            request_timeout=600,
-            method_timeouts={"textDocument/definition": 600},
-        )
-        return Config(
-            daemon=DaemonConfig(idle_timeout=600.0),
-            lsp=config.lsp,
-            servers=config.servers,
-            languages=config.languages,
+        return for_daemon(
+            fake_config(
+                {"fake": fake_server("silent-definition", log)},
+                request_timeout=600,
+                method_timeouts={"textDocument/definition": 600},
+            )
         )
 
     async def test_hover_naming_its_module(

@@ -8,21 +8,17 @@ from pathlib import Path
 import pytest
 import trio
 
-from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.config import Config
 from tests.conftest import OpenClient
 from tests.intel_support import write
-from tests.lsp_support import fake_config, fake_server
+from tests.lsp_support import fake_config, fake_server, for_daemon
 
 
 @pytest.fixture
 def daemon_config() -> Config:
-    config = fake_config({"fake": fake_server("busy-symbols")})
-    return Config(
-        daemon=DaemonConfig(idle_timeout=600.0),
-        lsp=config.lsp,  # ready_timeout 20 s: what waiting for the index would cost
-        servers=config.servers,
-        languages=config.languages,
-    )
+    return for_daemon(
+        fake_config({"fake": fake_server("busy-symbols")})
+    )  # ready_timeout 20 s: what waiting for the index would cost
 
 
 async def test_an_index_still_loading_answers_partial_at_once(

@@ -12,14 +12,14 @@ import pytest
 import trio
 from lsprotocol import types as lsp
 
-from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.config import Config
 from codeward.daemon.lsp.shapes import OffSpec, answer, lenient, structure
 from codeward.daemon.tools.intel import CallsArgs, call_hierarchy
 from codeward.daemon.tools.registry import NoCaller, ToolContext
 from codeward.protocol.errors import ErrorKind
 from tests.conftest import OpenClient
 from tests.intel_support import write
-from tests.lsp_support import fake_config, fake_server, logged, running
+from tests.lsp_support import fake_config, fake_server, for_daemon, logged, running
 from tests.rpc import RpcFailure
 
 FULL = lsp.RelatedFullDocumentDiagnosticReport
@@ -78,15 +78,11 @@ class TestTools:
 
     @pytest.fixture
     def daemon_config(self) -> Config:
-        config = fake_config(
-            {"odd": fake_server("off-spec"), "fine": fake_server("by-spec")},
-            order=["odd", "fine"],
-        )
-        return Config(
-            daemon=DaemonConfig(idle_timeout=600.0),
-            lsp=config.lsp,
-            servers=config.servers,
-            languages=config.languages,
+        return for_daemon(
+            fake_config(
+                {"odd": fake_server("off-spec"), "fine": fake_server("by-spec")},
+                order=["odd", "fine"],
+            )
         )
 
     async def test_an_answer_off_the_spec_is_an_lsp_error_naming_server_and_method(
