@@ -8,7 +8,6 @@ sent before then has its progress begun: the real gopls test holds that order)."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import trio
@@ -18,14 +17,12 @@ from lsprotocol import types as lsp
 from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.documents import Document, DocumentStore
 from codeward.daemon.lsp.freshness import Freshness
+from tests.freshness_support import NEW, OLD, SETTLE, asking, diagnostics
 from tests.lsp_support import fake_config, fake_server, running
 
-SETTLE = 10.0
 PATH = Path("/project/main.go")
 URI = PATH.as_uri()
 TEXT = b"package main\n\nfunc main() {}\n"
-OLD = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), message="old")]
-NEW = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), message="new")]
 
 
 def freshness(title: str = "diagnosing") -> Freshness:
@@ -37,14 +34,6 @@ def freshness(title: str = "diagnosing") -> Freshness:
         documents=lambda: 1,
         diagnosis=lambda: title,
     )
-
-
-async def diagnostics(fresh: Freshness, doc: Document) -> Any:
-    """What the actor answers for a server that only pushes, once its barrier (sent after
-    `doc`) is answered: its push for `doc`, or None when none came within the settle time."""
-    with trio.move_on_after(SETTLE):
-        return await fresh.pushed(doc)
-    return None
 
 
 def publish(fresh: Freshness, version: int | None, items: list[lsp.Diagnostic]) -> None:
@@ -78,14 +67,8 @@ async def test_the_last_publish_stands_once_every_diagnosis_ended(
     publish(fresh, first.version, OLD)
     assert fresh.needs_barrier(again)
     begin(fresh, "resend")  # begun while it took the change: before the barrier's answer
-    answers: list[Any] = []
-
-    async def ask() -> None:
-        answers.append(await diagnostics(fresh, again))
-
     start = trio.current_time()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
+    async with asking(fresh, again) as answers:
         await trio.sleep(1)
         assert not answers  # its diagnosis is still going on
         end(fresh, "resend")
@@ -107,13 +90,7 @@ async def test_a_later_change_carries_the_diagnosis_of_an_earlier_one(
     fresh = freshness()
     publish(fresh, first.version, OLD)
     begin(fresh, "mine")
-    answers: list[Any] = []
-
-    async def ask() -> None:
-        answers.append(await diagnostics(fresh, again))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
+    async with asking(fresh, again) as answers:
         await trio.sleep(0.5)
         begin(fresh, "later")  # another file's change, sent after the barrier
         end(fresh, "mine")  # cut short by it
@@ -134,13 +111,7 @@ async def test_an_announced_progress_is_waited_for(
     end(fresh, "open")
     publish(fresh, first.version, OLD)
     fresh.on_created("next")
-    answers: list[Any] = []
-
-    async def ask() -> None:
-        answers.append(await diagnostics(fresh, again))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
+    async with asking(fresh, again) as answers:
         await trio.sleep(1)
         assert not answers
         begin(fresh, "next")
@@ -184,13 +155,7 @@ async def test_a_file_it_never_published_waits_for_its_publish(
     first, _ = versions()
     fresh = freshness()
     begin(fresh, "open", title="diagnosing opened files")
-    answers: list[Any] = []
-
-    async def ask() -> None:
-        answers.append(await diagnostics(fresh, first))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
+    async with asking(fresh, first) as answers:
         await trio.sleep(1)
         end(fresh, "open")
         await trio.sleep(2)

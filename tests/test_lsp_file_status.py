@@ -14,13 +14,11 @@ from lsprotocol import types as lsp
 from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.documents import DocumentStore
 from codeward.daemon.lsp.freshness import FILE_STATUS, QUIET, Freshness
+from tests.freshness_support import NEW, OLD, SETTLE, asking, diagnostics
 
-SETTLE = 10.0
 PATH = Path("/project/one.c")
 URI = PATH.as_uri()
 TEXT = b"int twice(int x) { return 2 * x; }\n"
-OLD = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), message="old")]
-NEW = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), message="new")]
 
 
 def freshness() -> Freshness:
@@ -31,14 +29,6 @@ def freshness() -> Freshness:
         on_progress=lambda value: None,
         documents=lambda: 1,
     )
-
-
-async def diagnostics(fresh: Freshness, doc: Any) -> Any:
-    """What the actor answers for a server that only pushes: its push for `doc`, or None
-    when none came within the settle time."""
-    with trio.move_on_after(SETTLE):
-        return await fresh.pushed(doc)
-    return None
 
 
 def publish(fresh: Freshness, version: int, items: list[lsp.Diagnostic]) -> None:
@@ -93,13 +83,7 @@ async def test_a_rebuild_after_idle_is_waited_for(autojump_clock: trio.testing.M
     status(fresh, "idle")
     publish(fresh, 1, OLD)
     doc = resent(store)
-    answers: list[Any] = []
-
-    async def ask() -> None:
-        answers.append(await diagnostics(fresh, doc))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
+    async with asking(fresh, doc) as answers:
         await trio.sleep(0.5)
         status(fresh, "idle")  # the update taken, what it includes not yet checked
         await trio.sleep(QUIET / 3)

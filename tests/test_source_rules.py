@@ -6,7 +6,7 @@ module's objects' private parts (`obj._x`): an actor's state is its own."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from tests.test_import_rules import PACKAGE, _imports, _sources
 
@@ -54,12 +54,17 @@ def _shared_locks(source: str) -> Iterator[str]:
                         yield f"{statement.lineno}: {ast.unparse(statement)}"
 
 
+def _everywhere(check: Callable[[str], Iterator[str]]) -> list[str]:
+    """`path:finding` for what `check` finds in the source of each module of codeward/."""
+    return [
+        f"{path.relative_to(PACKAGE.parent)}:{finding}"
+        for _, _, path in _sources()
+        for finding in check(path.read_text())
+    ]
+
+
 def test_no_lock_is_shared_across_actors() -> None:
-    found: list[str] = []
-    for _, _, path in _sources():
-        shown = path.relative_to(PACKAGE.parent)
-        found += [f"{shown}:{lock}" for lock in _shared_locks(path.read_text())]
-    assert found == []
+    assert _everywhere(_shared_locks) == []
 
 
 def _module_private(tree: ast.Module) -> set[str]:
@@ -102,11 +107,7 @@ def _private_reaches(source: str) -> Iterator[str]:
 
 
 def test_no_module_reaches_into_another_modules_objects() -> None:
-    found: list[str] = []
-    for _, _, path in _sources():
-        shown = path.relative_to(PACKAGE.parent)
-        found += [f"{shown}:{reach}" for reach in _private_reaches(path.read_text())]
-    assert found == []
+    assert _everywhere(_private_reaches) == []
 
 
 def test_the_checks_see_what_they_look_for() -> None:
