@@ -19,7 +19,6 @@ Run: .venv/bin/python bench/git.py [--files N] [--runs N] [--before TREE]
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import trio
-from common import Daemon, DaemonClient  # bench/
+from common import Daemon, DaemonClient, cpu_seconds  # bench/
 
 from codeward.daemon.config import LuaConfig
 from codeward.daemon.lua.actor import LuaActor
@@ -71,15 +70,6 @@ def timed(fn: Any, runs: int) -> list[float]:
         fn()
         samples.append(time.perf_counter() - t0)
     return samples
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time of process `pid` (every thread), in nanoseconds' resolution (schedstat)."""
-    total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError):
-            total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
-    return total / 1e9
 
 
 def rotated(calls: list[Any], runs: int) -> list[float]:
