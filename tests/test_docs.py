@@ -38,8 +38,20 @@ def test_links_lead_to_files_of_the_repository() -> None:
     assert "(docs/PROTOCOL.md)" in README
 
 
+def sources() -> dict[str, str]:
+    """Every other text file of the project: its code, tests, benchmarks and build files."""
+    found = {}
+    for folder in ("codeward", "tests", "bench", "servers", "systemd"):
+        for path in (TOP / folder).rglob("*"):
+            if path.is_file() and path.suffix != ".pyc" and path != Path(__file__).resolve():
+                found[str(path.relative_to(TOP))] = path.read_text(encoding="utf-8")
+    for name in ("Makefile", "pyproject.toml"):
+        found[name] = (TOP / name).read_text(encoding="utf-8")
+    return found
+
+
 def test_no_page_points_outside_the_repository() -> None:
-    for name, text in PAGES.items():
+    for name, text in (PAGES | sources()).items():
         assert "DESIGN" not in text and "shared folder" not in text, name
         assert "../shared" not in text, name
 

@@ -1,4 +1,4 @@
-"""Human output of every command, from result dicts shaped as DESIGN.md says."""
+"""Human output of every command, from result dicts shaped as docs/PROTOCOL.md says."""
 
 from __future__ import annotations
 

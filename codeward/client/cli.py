@@ -1,4 +1,4 @@
-"""The `codeward` command line: the thin client of DESIGN.md "CLI".
+"""The `codeward` command line: the thin client of the daemon (README.md, "CLI").
 
 Exit codes: 0 ok, 1 tool error (any error reply from the daemon, a git command that
 failed, a timed-out request), 2 usage, 3 daemon unreachable (or gone mid-request).

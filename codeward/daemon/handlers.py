@@ -1,4 +1,4 @@
-"""The daemon's JSON-RPC methods (DESIGN.md "Methods")."""
+"""The daemon's JSON-RPC methods (docs/PROTOCOL.md)."""
 
 from __future__ import annotations
 

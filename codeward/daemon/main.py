@@ -17,7 +17,9 @@ from codeward.protocol.socket_path import socket_path
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="codeward daemon", description=__doc__)
-    parser.add_argument("--socket", help="the socket path (default: see DESIGN.md)")
+    parser.add_argument(
+        "--socket", help="the socket path (default: $CODEWARD_SOCKET, else one in $XDG_RUNTIME_DIR)"
+    )
     parser.add_argument("--config", type=Path, help="config.toml (default: $XDG_CONFIG_HOME)")
     parser.add_argument("--log-level", help="debug, info, warning or error")
     return parser.parse_args(argv)

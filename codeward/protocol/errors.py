@@ -1,4 +1,4 @@
-"""JSON-RPC error codes, the tool error kinds of DESIGN.md, and the exception that carries one."""
+"""JSON-RPC error codes, the tool error kinds, and the exception that carries one."""
 
 from __future__ import annotations
 

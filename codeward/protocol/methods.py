@@ -1,4 +1,4 @@
-"""Params and results of every daemon method in DESIGN.md, as msgspec Structs."""
+"""Params and results of every daemon method (docs/PROTOCOL.md), as msgspec Structs."""
 
 from __future__ import annotations
 

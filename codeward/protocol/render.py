@@ -1,4 +1,4 @@
-"""Human output: pure functions from result dicts (shaped as DESIGN.md says) to text.
+"""Human output: pure functions from result dicts (shaped as docs/PROTOCOL.md says) to text.
 
 Locations print as `path:line:col: text`, as compilers and grep do. Every renderer returns
 the lines for stdout; `notes` gives the remarks for stderr (partial, truncated, ...).
