@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -171,6 +172,14 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
             jsonschema.validate(result.structured_content, tools[name].output_schema)
             texts[name] = text_of(result)
             assert not texts[name].startswith("{"), f"{name}: JSON is no answer for a model"
+            digest = (result.structured_content or {}).get("content_hash")
+            assert digest is None or f"(content_hash: {digest})" in texts[name], name
+        # A model that reads only the text can pass the file's hash back as `since`.
+        (digest,) = re.findall(r"\(content_hash: (\S+)\)", texts["get_diagnostics"])
+        with trio.fail_after(60):
+            delta = await session.call_tool("get_diagnostics", {"path": "app.py", "since": digest})
+        assert not delta.is_error, text_of(delta)
+        assert text_of(delta).startswith(f"since {digest[:19]}: 0 introduced, 0 resolved")
     assert "On branch main" in texts["git_command"]
     assert "app.py:23:14: error:" in texts["get_diagnostics"]
     # The first answer of the root's restricted servers says so; later ones do not repeat it.
@@ -200,6 +209,7 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
     assert "(preview: nothing written)" in texts["edit_file"]
     assert "app.py: 1 introduced" in texts["edit_file"]
     assert "+ app.py:1:" in texts["edit_file"]
+    assert "(content_hash: sha256:" in texts["edit_file"]
 
 
 async def test_errors_as_results_and_as_protocol_errors(daemon: Daemon, repo: Path) -> None:

@@ -297,6 +297,25 @@ def test_tool_text_is_compact_never_json() -> None:
     assert render.tool_text("find_references", [1]) == "[1]"
 
 
+def test_the_text_carries_what_an_agent_passes_back_and_what_failed() -> None:
+    digest = "sha256:" + "0" * 64
+    diags = {"diagnostics": [], "count": 0, "truncated": False, "content_hash": digest}
+    assert (
+        render.tool_text("get_diagnostics", diags) == f"(content_hash: {digest})\n(0 diagnostics)"
+    )
+    edited = {"path": "a.py", "content_hash": digest, "diff": "", "written": False,
+              "changed": False, "diagnostics_after": []}  # fmt: skip
+    assert render.tool_text("edit_file", edited) == f"(content_hash: {digest})\n(no change)"
+    missing = {"actions": [], "errors": [{"server": "ruff", "message": "Not installed."}]}
+    assert render.tool_text("get_code_actions", missing) == (
+        "(no code actions from ruff: Not installed.)"
+    )
+    listed = {**missing, "actions": [{"index": 0, "title": "Fix"}]}
+    assert render.tool_text("get_code_actions", listed) == (
+        "[0] Fix\n(no code actions from ruff: Not installed.)"
+    )
+
+
 def test_error_text_names_the_kind_and_adds_gits_words() -> None:
     assert render.error_text("Not allowed.", "subcommand_not_allowed") == (
         "Not allowed. [subcommand_not_allowed]"

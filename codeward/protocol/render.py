@@ -321,10 +321,12 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
         out.append("output truncated")
     if result.get("restricted"):
         out.append(RESTRICTED)
-    if command == "diagnostics":
+    if command in ("diagnostics", "actions"):
+        what = "code actions" if command == "actions" else command
         for error in result.get("errors") or []:
             if isinstance(error, dict):
-                out.append(f"no diagnostics from {error.get('server')}: {error.get('message')}")
+                out.append(f"no {what} from {error.get('server')}: {error.get('message')}")
+    if command == "diagnostics":
         unchecked = _count(result.get("unchecked_files"))
         if unchecked:
             out.append(
@@ -504,8 +506,9 @@ _TEXT = {
 def tool_text(tool: str, result: Any, *, told_restricted: bool = False) -> str:
     """A tool's result as compact text, the way compilers and grep print: one location a
     line, an outline as an indented list, diffs as diffs; a tool without a renderer gets
-    compact JSON (never pretty-printed). Remarks (partial, truncated, counts) come last;
-    `told_restricted`: the reader already knows the servers run restricted (not said again)."""
+    compact JSON (never pretty-printed). Remarks (the content hash of a file's diagnostics or
+    edit, partial, truncated, counts) come last; `told_restricted`: the reader already knows
+    the servers run restricted (not said again)."""
     if not isinstance(result, dict):
         return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     shape = _TEXT.get(tool)
@@ -518,6 +521,8 @@ def tool_text(tool: str, result: Any, *, told_restricted: bool = False) -> str:
         remarks.remove(RESTRICTED)
     if tool == "git_command" and result.get("truncated"):
         remarks.append("output truncated")
+    if isinstance(result.get("content_hash"), str):  # what `since` and `expected_hash` take
+        remarks.insert(0, f"content_hash: {result['content_hash']}")
     if not lines and not remarks:
         remarks.append("nothing found" if tool != "git_command" else "no output")
     return "\n".join([*lines, *(f"({r})" for r in remarks)])
