@@ -381,24 +381,50 @@ async def test_the_pump_exits_when_the_host_closes_stdin(daemon: Daemon, repo: P
     await proc.stdout.aclose()
 
 
+@pytest.mark.parametrize("handed_off", [True, False], ids=["handoff", "copy"])
 async def test_the_pump_exits_when_the_daemon_stops(
-    nursery: trio.Nursery, socket_dir: Path, repo: Path
+    nursery: trio.Nursery, socket_dir: Path, repo: Path, handed_off: bool
 ) -> None:
+    """Whether the daemon serves the host's pipes itself (stdout a pipe: the handoff) or the
+    pump copies (stdout not a pipe), a stopping daemon ends the pump, and the host's stdout."""
     own = Daemon(Config(), socket_dir / "codeward.sock")
     await nursery.start(own.run)
     proc = await trio.lowlevel.open_process(
-        pump_argv(own.socket_path, repo), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, env=os.environ | ENV,
+        pump_argv(own.socket_path, repo), stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE if handed_off else subprocess.DEVNULL, env=os.environ | ENV,
     )  # fmt: skip
     assert proc.stdin is not None and proc.stderr is not None
     await until(lambda: own.sessions.sessions)  # bound: the pump is connected
+    threads = 1 if handed_off else 2  # copying takes a thread for stdin
+    await until(lambda: len(os.listdir(f"/proc/{proc.pid}/task")) == threads)
     own.request_stop()
     with trio.fail_after(30):
         assert await proc.wait() == 3
         err = await proc.stderr.receive_some()
+        if proc.stdout is not None:  # the daemon closed its copy of the host's stdout too
+            assert await proc.stdout.receive_some() == b""
     assert b"the daemon closed the connection" in err
     await proc.stdin.aclose()
     await proc.stderr.aclose()
+    if proc.stdout is not None:
+        await proc.stdout.aclose()
+
+
+async def test_without_root_the_pump_binds_the_git_top_level(daemon: Daemon, repo: Path) -> None:
+    deep = repo / "pkg" / "sub"
+    deep.mkdir(parents=True)
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-c", LAUNCH, "--socket", str(daemon.socket_path), "mcp"],
+        cwd=deep, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ | ENV,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    await until(lambda: daemon.sessions.sessions)
+    (session,) = daemon.sessions.sessions.values()
+    assert session.root == repo
+    await proc.stdin.aclose()
+    with trio.fail_after(30):
+        assert await proc.wait() == 0
+    await proc.stdout.aclose()
 
 
 async def raw_mcp(nursery: trio.Nursery, daemon: Daemon, root: Path) -> Any:

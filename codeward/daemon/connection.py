@@ -187,9 +187,12 @@ class Connection:
             for channel in self.peer.fail_all().values():
                 channel.close()
             self._passed = _close_all(self._passed)
-            await trio.aclose_forcefully(self.stream)
-            if self._lifeline is not None:
-                await self._end_lifeline(self._lifeline)
+            # A stopping daemon cancels this task: unshielded, the first close would raise
+            # Cancelled and leave the pump's socket open (the pump would wait on it forever).
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+                if self._lifeline is not None:
+                    await self._end_lifeline(self._lifeline)
             self.done.set()
 
     async def _read(self, requests: trio.Nursery, nursery: trio.Nursery) -> None:
