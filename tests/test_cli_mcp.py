@@ -55,6 +55,7 @@ class McpProcess:
         self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
         self._reader.start()
         self._ids = iter(range(1, 1000))
+        self.err = ""  # stderr, once closed
 
     def _read(self, stream: IO[bytes]) -> None:
         for line in stream:
@@ -92,7 +93,8 @@ class McpProcess:
         return self.proc.stderr.read().decode() if self.proc.stderr else ""
 
     def close(self) -> int:
-        """Close stdin (the MCP way to end a stdio server) and wait for the exit code."""
+        """Close stdin (the MCP way to end a stdio server) and wait for the exit code; what
+        it wrote to stderr is kept in `err`."""
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         try:
@@ -104,6 +106,7 @@ class McpProcess:
             self._reader.join(READ_TIMEOUT)
             if self.proc.stdout:
                 self.proc.stdout.close()
+            self.err = self.stderr()
             if self.proc.stderr:
                 self.proc.stderr.close()
 
@@ -159,8 +162,8 @@ def test_the_first_bridge_autostarts_the_daemon(tmp_path: Path) -> None:
     env = os.environ | {"XDG_STATE_HOME": str(base / "state"),
                         "XDG_CONFIG_HOME": str(base / "config")}  # fmt: skip
     pid = None
-    bridge = McpProcess(launch_argv("--socket", str(sock), "--root", str(tmp_path), "mcp"),
-                        env=env)  # fmt: skip
+    argv = launch_argv("--socket", str(sock), "--root", str(tmp_path), "mcp")
+    bridge = McpProcess([argv[0], "-X", "importtime", *argv[1:]], env=env)
     try:
         init = bridge.handshake()["result"]
         assert init["serverInfo"]["name"] == "codeward"
@@ -168,6 +171,10 @@ def test_the_first_bridge_autostarts_the_daemon(tmp_path: Path) -> None:
         assert "git_command" in {t["name"] for t in listed}
         assert bridge.close() == 0
         assert "codeward autostart:" in (base / "state" / "codeward" / "daemon.log").read_text()
+        # The bridge that started the daemon and handed it stdin and stdout stayed lean.
+        names = imported_modules(bridge.err)
+        assert {"codeward.client.pump", "codeward.client.autostart"} <= names
+        assert forbidden(names) == set()
         with Connection(connect_socket(sock)) as conn:
             conn.initialize("test")
             pid = conn.request("daemon/status", {})["pid"]
