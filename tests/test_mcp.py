@@ -290,51 +290,48 @@ async def test_cancelling_a_slow_call_reaches_the_language_server(
     assert cancels == [pull]
 
 
+def progress_into(into: list[types.ProgressNotificationParams]) -> Any:
+    """An SDK message handler that keeps every progress notification the server sent."""
+
+    async def handle(message: Any) -> None:
+        if isinstance(message, types.ProgressNotification):
+            into.append(message.params)
+
+    return handle
+
+
 async def test_progress_only_for_a_call_with_a_token(
     daemon: Daemon, project: Path, tmp_path: Path
 ) -> None:
     (project / "a.fake").write_text("bad\n")
     (project / "b.fake").write_text("bad\n")  # a second file: the server reports in two rounds
     seen: list[tuple[float, str | None]] = []
+    sent: list[types.ProgressNotificationParams] = []  # every one, as the SDK received it
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, message))
 
-    async with agent(daemon, project) as (session, _):
+    async with agent(daemon, project, message_handler=progress_into(sent)) as (session, _):
         with trio.fail_after(30):
             result = await session.call_tool("get_diagnostics", {}, progress_callback=on_progress)
         assert "a.fake:1:1: error: bad line 1 [E1]" in text_of(result)
+        await until(lambda: len(sent) >= 2)
     assert seen[:2] == [(1.0, "fake: begin"), (2.0, "fake: done")]
     assert [p for p, _ in seen] == sorted(p for p, _ in seen)  # increasing, as MCP requires
+    assert len({params.progress_token for params in sent}) == 1  # the call's own token
 
     # The same call without a token, on a fresh server that reports progress again: none.
     other = tmp_path / "other"
     other.mkdir()
     (other / "a.fake").write_text("bad\n")
     (other / "b.fake").write_text("ok\nbad\n")
-    async with trio.open_nursery() as nursery:
-        client = await connect(nursery, daemon.socket_path)
-        await client.send_raw(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "method": mcp_protocol.BIND_METHOD,
-                    "params": {"root": str(other)},
-                }
-            ).encode()
-            + b"\n"
-        )
-        init = {"protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
-        assert (await client.request("initialize", init))["result"]["serverInfo"]
+    quiet: list[types.ProgressNotificationParams] = []
+    async with agent(daemon, other, message_handler=progress_into(quiet)) as (session, _):
         with trio.fail_after(30):
-            reply = await client.request("tools/call", {"name": "get_diagnostics", "arguments": {}})
-        assert "b.fake:2:1: error: bad line 2 [E1]" in reply["result"]["content"][0]["text"]
-        assert [
-            n for n in client.notifications if n.get("method") == "notifications/progress"
-        ] == []
-        await client.aclose()
-        nursery.cancel_scope.cancel()
+            result = await session.call_tool("get_diagnostics", {})
+            await session.send_ping()  # a round trip after the answer, and what came before it
+        assert "b.fake:2:1: error: bad line 2 [E1]" in text_of(result)
+    assert quiet == []
     # Both servers created a progress token and had it acknowledged: both reported progress.
     acks = [m for m in logged(tmp_path / "fake.log") if m.get("id") == 1001 and "method" not in m]
     assert len(acks) == 2
