@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from codeward.daemon.config import GitConfig
 from codeward.daemon.git import command, status
 from codeward.daemon.git.config_scan import ConfigEntry
 from tests.git_repos import commit_all, git, git_home, make_repo, run, write
@@ -230,6 +231,22 @@ async def test_porcelain_that_the_parse_run_cannot_render_runs_git_status(
     result = await run(repo, "status", args)
     assert result["output"] == git(repo, "status", *args)
     assert len(status_runs) == 2
+
+
+async def test_a_parse_run_past_the_output_cap_stops_there_and_git_status_runs(
+    repo: Path, status_runs: list[list[str]]
+) -> None:
+    """The one run writes into a file of the cap's size: past it, git fails as on a full
+    disk and stops, and `git status` itself runs, whose output is cut at the cap while it
+    runs on to its own exit code; no `parsed` is made from a part."""
+    for n in range(200):
+        write(repo, f"untracked file number {n:03d}.txt", "x\n")
+    result = await run(repo, "status", limits=GitConfig(output_bytes=2000))
+    assert [argv[argv.index("status") + 1 :] for argv in status_runs] == [
+        ["--porcelain=v2", "-z", "--branch"], []]  # fmt: skip
+    assert result["exit_code"] == 0 and result["truncated"] is True
+    assert result["output"] == git(repo, "status")[:2000]
+    assert result["parsed"] is None
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
+import signal
 import stat
 import subprocess
 import threading
@@ -425,7 +427,8 @@ async def test_hardened_environment(repo: Path, monkeypatch: pytest.MonkeyPatch)
     assert not {"GIT_DIR", "GIT_CONFIG_PARAMETERS"} & env.keys()
     assert env["GIT_TERMINAL_PROMPT"] == "0" and env["GIT_EDITOR"] == "true"
     assert env["GIT_PAGER"] == "cat" and env["GIT_NO_LAZY_FETCH"] == "1"
-    argv = runner.git_argv("git", "diff", ["HEAD"])
+    argv = runner.git_argv("git", repo, "diff", ["HEAD"])
+    assert argv[:3] == ["git", "-C", str(repo)]  # git needs no working directory of ours
     assert argv[-3:] == ["--no-ext-diff", "--no-textconv", "HEAD"]
     assert "core.hooksPath=/dev/null" in argv and "core.fsmonitor=false" in argv
     result = await run(repo, "status")  # GIT_DIR from our environment is not inherited
@@ -533,6 +536,62 @@ async def test_stdin_is_given_and_stdout_and_stderr_kept_apart(tmp_path: Path) -
         timeout=10.0, output_bytes=1000, stdin=text,
     )  # fmt: skip
     assert (done.exit_code, done.stdout.strip(), done.stderr) == (0, b"50000", b"said\n")
+
+
+async def test_a_run_stopped_at_the_cap_keeps_what_fits_and_says_it_was_cut(
+    tmp_path: Path,
+) -> None:
+    """`stop_at_cap`: stdout is a file of the cap's size; the command fails past it, as on
+    a full disk, instead of running on while the rest is dropped."""
+    sh = shutil.which("sh")
+    assert sh is not None
+
+    async def writing(count: int) -> runner.Completed:
+        script = f"head -c {count} /dev/zero | tr '\\0' x; echo exit $? >&2"
+        return await runner.run_process(
+            [sh, "-c", script], cwd=None, env=dict(os.environ), timeout=10.0,
+            output_bytes=10_000, stop_at_cap=True,
+        )  # fmt: skip
+
+    whole = await writing(10_000)
+    assert (whole.stdout, whole.truncated, whole.stderr) == (b"x" * 10_000, False, b"exit 0\n")
+    cut = await writing(100_000)
+    assert cut.stdout == b"x" * 10_000 and cut.truncated is True
+    assert cut.stderr.endswith(b"exit 1\n")  # `tr` could not write past it
+
+
+async def test_a_child_started_without_a_directory_gets_only_its_three_descriptors(
+    tmp_path: Path,
+) -> None:
+    """posix_spawn closes nothing: the daemon makes what it inherited close-on-exec at its
+    start, and opens everything else so; the child sees stdin, stdout and stderr alone,
+    and the signals Python ignores at their defaults."""
+    leaked = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(leaked, True)  # as an inherited descriptor would be
+    try:
+        runner.keep_descriptors_to_ourselves()
+        sh = shutil.which("sh")
+        assert sh is not None
+        done = await runner.run_process(
+            [sh, "-c", "ls /proc/$$/fd; grep SigIgn /proc/$$/status"], cwd=None,
+            env=dict(os.environ), timeout=10.0, output_bytes=10_000,
+        )  # fmt: skip
+    finally:
+        os.close(leaked)
+    listed, ignored = done.stdout.decode().rsplit("SigIgn:", 1)
+    assert sorted(listed.split()) == ["0", "1", "2"]
+    for number in (signal.SIGPIPE, signal.SIGXFSZ):  # ignored by Python, not by the child
+        assert not int(ignored, 16) & 1 << (number - 1)
+
+
+async def test_a_program_that_cannot_start_without_a_directory_leaves_no_descriptor() -> None:
+    before = open_fds()
+    with pytest.raises(FileNotFoundError):
+        await runner.run_process(
+            ["/nonexistent/git", "status"], cwd=None, env=dict(os.environ), timeout=10.0,
+            output_bytes=1000,
+        )  # fmt: skip
+    assert open_fds() == before
 
 
 def open_fds() -> list[str]:

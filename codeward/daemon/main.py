@@ -11,6 +11,7 @@ from pathlib import Path
 import trio
 
 from codeward.daemon.config import ConfigError, load_config
+from codeward.daemon.git.runner import keep_descriptors_to_ourselves
 from codeward.daemon.listener import ListenerError
 from codeward.protocol.socket_path import socket_path
 
@@ -18,7 +19,10 @@ from codeward.protocol.socket_path import socket_path
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="codeward daemon", description=__doc__)
     parser.add_argument(
-        "--socket", help="the socket path (default: $CODEWARD_SOCKET, else one in $XDG_RUNTIME_DIR)"
+        "--socket",
+        help="the socket path (default: $CODEWARD_SOCKET, else "
+        "$XDG_RUNTIME_DIR/codeward/codeward.sock, else "
+        "${TMPDIR:-/tmp}/codeward-$UID/codeward.sock)",
     )
     parser.add_argument("--config", type=Path, help="config.toml (default: $XDG_CONFIG_HOME)")
     parser.add_argument("--log-level", help="debug, info, warning or error")
@@ -44,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     import codeward.daemon.tools.all  # noqa: F401  (registers every tool)
     from codeward.daemon.server import Daemon
 
+    keep_descriptors_to_ourselves()  # before anything starts a process
     daemon = Daemon(config, socket_path(args.socket), args.config)
     # What start-up built lives as long as the daemon: out of the collector's generations,
     # each collection walks only what requests allocate (the daemon's CPU per request).

@@ -66,8 +66,10 @@ async def run_git(
 
     async def one(index: int, cmd_args: Sequence[str]) -> None:
         results[index] = await run_process(
-            git_argv(git, decision.subcommand, cmd_args),
-            cwd=root, env=env, timeout=limits.timeout, output_bytes=limits.output_bytes,
+            git_argv(git, root, decision.subcommand, cmd_args),
+            cwd=None, env=env, timeout=limits.timeout, output_bytes=limits.output_bytes,
+            # the one run's output is rendered only whole (past the cap, the command runs)
+            stop_at_cap=one_run and index == 1,
         )  # fmt: skip
 
     async def run_all() -> None:

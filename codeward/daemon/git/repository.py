@@ -47,8 +47,8 @@ async def probe(git: str, root: Path, args: list[str]) -> Completed:
     """A command of the daemon's own, with the hardened argv and a read-only environment."""
     first, *rest = args
     return await run_process(
-        git_argv(git, first, rest),
-        cwd=root, env=git_env(read_only=True), timeout=PROBE_TIMEOUT, output_bytes=PROBE_BYTES,
+        git_argv(git, root, first, rest),
+        cwd=None, env=git_env(read_only=True), timeout=PROBE_TIMEOUT, output_bytes=PROBE_BYTES,
     )  # fmt: skip
 
 

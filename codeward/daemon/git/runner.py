@@ -2,18 +2,23 @@
 a timeout, an output cap, and the whole group killed on timeout or cancellation.
 
 The process is started on the event loop itself, not from a worker thread as
-`trio.lowlevel.open_process` does: CPython's `subprocess.Popen` forks with vfork(), so the
-loop is held only until the child has called exec (tens of microseconds, not a copy of the
-daemon), and the hop to a thread and back, which cost more than the start itself, is gone.
+`trio.lowlevel.open_process` does: `posix_spawn` starts it with vfork(), so the loop is held
+only until the child has called exec (tens of microseconds, not a copy of the daemon), and
+the hop to a thread and back, which cost more than the start itself, is gone. git needs no
+working directory of its own (`git -C`); a command that does goes through
+`subprocess.Popen`, the one way in Python 3.11 to start a process elsewhere.
 
 One task runs the process: its stdout and stdin pipes and a pidfd (readable once it has
 exited) go into an epoll set of their own, and trio's loop waits on that one descriptor. Its
 stderr goes to a file in memory, sealed at the stderr cap, read once it has exited. No
-nursery, no task per pipe, one registration with the loop per wait.
+nursery, no task per pipe, one registration with the loop per wait. A run whose output is
+of use only whole (the daemon's own runs) writes stdout to such a file too: then the one
+wait is for its exit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import select
@@ -86,9 +91,9 @@ def git_env(*, read_only: bool, base: dict[str, str] | None = None) -> dict[str,
     return env
 
 
-def git_argv(git: str, subcommand: str, args: Sequence[str]) -> list[str]:
-    """`git -c ... subcommand [--no-ext-diff --no-textconv] args`."""
-    argv = [git]
+def git_argv(git: str, root: Path, subcommand: str, args: Sequence[str]) -> list[str]:
+    """`git -C root -c ... subcommand [--no-ext-diff --no-textconv] args`."""
+    argv = [git, "-C", str(root)]
     for setting in HARDENED_CONFIG:
         argv += ["-c", setting]
     argv.append(subcommand)
@@ -139,38 +144,59 @@ class _Capped:
 
 class Child:
     """A process started by `spawn`: our ends of its stdin and stdout pipes (non-blocking
-    descriptors, -1 for none), the file its stderr goes to, its exit awaited on a pidfd, and
-    the clock ticks its start lies between.
+    descriptors, -1 for none) or the file its stdout goes to, the file its stderr goes to,
+    its exit awaited on a pidfd, and the clock ticks its start lies between.
 
     It has what `process_groups.stop_group` needs of a `trio.Process`: `pid`, `returncode`
     and `wait()`."""
 
     def __init__(
-        self, popen: subprocess.Popen[bytes], fds: tuple[int, int, int], started: Started
+        self,
+        pid: int,
+        fds: tuple[int, int, int],
+        started: Started,
+        *,
+        stdout_file: bool,
+        popen: subprocess.Popen[bytes] | None = None,
     ) -> None:
-        self._popen = popen
-        self.pid = popen.pid
+        self.pid = pid
         self.stdin, self.stdout, self.stderr = fds
+        self.stdout_file = stdout_file  # stdout is a file in memory, not a pipe
         self.started = started
-        self.pidfd = os.pidfd_open(popen.pid)  # before any wait, so never a reused pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._popen.returncode
+        self.returncode: int | None = None
+        self._popen = popen  # told the exit status, so that it never reaps a reused pid
+        self.pidfd = os.pidfd_open(pid)  # before any wait, so never a reused pid
 
     async def wait(self) -> int:
         """The exit status, once the process has exited (it is reaped then)."""
-        if self._popen.returncode is None:
+        if self.returncode is None:
             await trio.lowlevel.wait_readable(self.pidfd)  # readable once it has exited
         return self.reap()
 
     def poll(self) -> int | None:
         """The exit status if the process has exited (it is reaped then), else None."""
-        return self._popen.poll()
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self._exited(status)
+        return self.returncode
 
     def reap(self) -> int:
         """The exit status of the process, which has exited (its pidfd is readable)."""
-        return self._popen.wait()  # at once: it has exited
+        if self.returncode is None:
+            self._exited(os.waitpid(self.pid, 0)[1])  # at once: it has exited
+        assert self.returncode is not None
+        return self.returncode
+
+    def _exited(self, status: int) -> None:
+        self.returncode = os.waitstatus_to_exitcode(status)  # -N: killed by signal N
+        if self._popen is not None:
+            self._popen.returncode = self.returncode
+
+    def stdout_file_bytes(self, cap: int) -> tuple[bytes, bool]:
+        """What it wrote to its stdout file, up to `cap` bytes, and whether it wrote more."""
+        written = os.lseek(self.stdout, 0, os.SEEK_CUR)
+        return os.pread(self.stdout, min(written, cap), 0) if written else b"", written > cap
 
     def stderr_bytes(self) -> bytes:
         """What it wrote to stderr so far, up to `STDERR_BYTES`."""
@@ -183,8 +209,8 @@ class Child:
             self.stdin = -1
 
     def close(self) -> None:
-        """Close the pipes, the stderr file and the pidfd (the process must have been
-        reaped); no checkpoint."""
+        """Close the pipes, the files and the pidfd (the process must have been reaped); no
+        checkpoint."""
         self.close_stdin()
         for fd in (self.stdout, self.stderr, self.pidfd):
             if fd >= 0:
@@ -192,14 +218,32 @@ class Child:
         self.stdout = self.stderr = self.pidfd = -1
 
 
-def _stderr_file() -> int:
-    """A file in memory for a child's stderr: `STDERR_BYTES` long and sealed at that size,
-    so what the child writes past it fails (as on a full disk) and never takes memory; the
-    descriptor's offset, shared with the child's, is how much it wrote. Read once the child
-    has exited: no reader runs while it does."""
-    fd = os.memfd_create("stderr", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+def keep_descriptors_to_ourselves() -> None:
+    """Make every descriptor this process inherited, but stdin, stdout and stderr,
+    close-on-exec, and open those three (on /dev/null) if they are not: the processes
+    `spawn` starts with posix_spawn, which closes nothing, then get only what is given them
+    (every descriptor the daemon opens itself is close-on-exec already, as Python opens
+    them). Called once, at the daemon's start."""
+    for fd in range(3):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # takes the lowest free number: `fd`
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            with contextlib.suppress(OSError):  # listdir's own descriptor, closed by now
+                os.set_inheritable(fd, False)
+
+
+def _capped_file(name: str, size: int) -> int:
+    """A file in memory for a child's output: `size` bytes long and sealed at that size, so
+    what the child writes past it fails (as on a full disk) and never takes memory (nor do
+    the pages it never writes); the descriptor's offset, shared with the child's, is how
+    much it wrote. Read once the child has exited: no reader runs while it does."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
-        os.ftruncate(fd, STDERR_BYTES)
+        os.ftruncate(fd, size)
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK)
     except BaseException:
         os.close(fd)
@@ -207,31 +251,75 @@ def _stderr_file() -> int:
     return fd
 
 
-def spawn(argv: Sequence[str], *, cwd: Path, env: dict[str, str], stdin: bool) -> Child:
-    """Start `argv` as the leader of a new session (so of its own process group), with a
-    pipe for stdout, a file in memory for stderr, and a pipe for stdin when `stdin` (else
-    /dev/null); all other descriptors closed in the child."""
+def _file_size(cap: int) -> int:
+    """The size of a stdout file that shows whether more than `cap` bytes came: a write
+    that crosses a sealed file's end stops at a page boundary, so a whole page past it."""
+    return (cap // _PAGE + 1) * _PAGE
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+# Default actions for what Python ignores, as subprocess's restore_signals does.
+_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+
+
+def _start(
+    argv: Sequence[str], cwd: Path | None, env: dict[str, str], fds: tuple[int, int, int]
+) -> tuple[int, subprocess.Popen[bytes] | None]:
+    """Start `argv` with stdin, stdout and stderr on `fds` as the leader of a new session
+    (so of its own process group), no other descriptor open (the daemon opens each one
+    close-on-exec, `main` marks inherited ones so); its pid, and the Popen of a command
+    started in `cwd`."""
+    stdin, stdout, stderr = fds
+    if cwd is None:
+        actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)]
+        pid = os.posix_spawn(
+            argv[0], list(argv), env, file_actions=actions, setsid=True,
+            setsigdef=_DEFAULT_SIGNALS, setsigmask=(),
+        )  # fmt: skip
+        return pid, None
+    popen = subprocess.Popen(
+        list(argv), cwd=str(cwd), env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+        start_new_session=True,
+    )  # fmt: skip
+    return popen.pid, popen
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None,
+    env: dict[str, str],
+    stdin: bool,
+    stdout_cap: int | None = None,
+) -> Child:
+    """Start `argv[0]` (a path) in `cwd` (None: it needs none) as the leader of a new
+    session, with a pipe for stdin when `stdin` (else /dev/null), a file in memory for
+    stderr, and for stdout a pipe, or with `stdout_cap` a file in memory that takes a page
+    more than that; no other descriptor open in the child."""
     ours: list[int] = []
     theirs: list[int] = []
     try:
-        out_r, out_w = os.pipe()
-        ours.append(out_r)
-        theirs.append(out_w)
-        in_r, in_w = subprocess.DEVNULL, -1
+        if stdout_cap is None:
+            out, out_w = os.pipe()
+            theirs.append(out_w)
+        else:
+            out = out_w = _capped_file("stdout", _file_size(stdout_cap))
+        ours.append(out)
+        in_w = -1
         if stdin:
             in_r, in_w = os.pipe()
             ours.append(in_w)
             theirs.append(in_r)
-        err = _stderr_file()
+        else:
+            in_r = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+            theirs.append(in_r)
+        err = _capped_file("stderr", STDERR_BYTES)
         ours.append(err)
-        for fd in (out_r, in_w):
+        for fd in (out if stdout_cap is None else -1, in_w):
             if fd >= 0:
                 os.set_blocking(fd, False)
         first = guardian.ticks()
-        popen = subprocess.Popen(
-            list(argv), cwd=str(cwd), env=env, stdin=in_r, stdout=out_w, stderr=err,
-            start_new_session=True,
-        )  # fmt: skip
+        pid, popen = _start(argv, cwd, env, (in_r, out_w, err))
         started = (first, guardian.ticks())
     except BaseException:
         for fd in ours:
@@ -241,10 +329,13 @@ def spawn(argv: Sequence[str], *, cwd: Path, env: dict[str, str], stdin: bool) -
         for fd in theirs:
             os.close(fd)
     try:
-        return Child(popen, (in_w, out_r, err), started)
+        return Child(pid, (in_w, out, err), started, stdout_file=stdout_cap is not None,
+                     popen=popen)  # fmt: skip
     except BaseException:  # no pidfd (out of descriptors): nothing of it may stay behind
-        signal_group(popen.pid, signal.SIGKILL)
-        popen.wait()
+        signal_group(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        if popen is not None:
+            popen.returncode = -signal.SIGKILL
         for fd in ours:
             os.close(fd)
         raise
@@ -254,11 +345,16 @@ async def _communicate(child: Child, out: _Capped, data: bytes) -> None:
     """Give `data` to the child's stdin (if it has one), read its stdout into `out` until it
     ends, and reap the child. Should stdout stay open `EOF_GRACE` seconds after the child
     exited (a straggler of its group holds it), the group is killed, and stdout read to its
-    end."""
-    reading = True
+    end. A stdout file needs no reading while it runs: without stdin, its exit is the one
+    thing to wait for."""
+    if child.stdout_file and child.stdin < 0:
+        await child.wait()
+        return
+    reading = not child.stdout_file
     written = 0
     with select.epoll() as ready:
-        ready.register(child.stdout, select.EPOLLIN)
+        if reading:
+            ready.register(child.stdout, select.EPOLLIN)
         ready.register(child.pidfd, select.EPOLLIN)
         if child.stdin >= 0:
             ready.register(child.stdin, select.EPOLLOUT)
@@ -305,15 +401,23 @@ def _read(fd: int, sink: _Capped) -> bool:
 async def run_process(
     argv: Sequence[str],
     *,
-    cwd: Path,
+    cwd: Path | None,
     env: dict[str, str],
     timeout: float,
     output_bytes: int,
     stdin: bytes | None = None,
+    stop_at_cap: bool = False,
 ) -> Completed:
-    """Run `argv` to completion (or its timeout), given `stdin` (else nothing) on its
-    standard input; cancellation kills its process group."""
-    child = spawn(argv, cwd=cwd, env=env, stdin=stdin is not None)
+    """Run `argv` (`argv[0]` a path; in `cwd`, None for a command that needs no working
+    directory) to completion or its timeout, given `stdin` (else nothing) on its standard
+    input; cancellation kills its process group.
+
+    Output past `output_bytes` is read and dropped while the command runs on, so its exit
+    code is its own. With `stop_at_cap`, for a run whose output is of use only whole (the
+    daemon's own), stdout goes to a file in memory instead, where a command writing more
+    fails as on a full disk: it stops there, and its one wait is for its exit."""
+    child = spawn(argv, cwd=cwd, env=env, stdin=stdin is not None,
+                  stdout_cap=output_bytes if stop_at_cap else None)  # fmt: skip
     guardian.register(child.pid, child.started)  # killed with the daemon, however it dies
     out = _Capped(output_bytes)
     err = b""
@@ -328,6 +432,9 @@ async def run_process(
                 with trio.CancelScope(shield=True):
                     await stop_group(child, KILL_GRACE, name="git")
             err = child.stderr_bytes()
+            if child.stdout_file:
+                stdout, out.truncated = child.stdout_file_bytes(output_bytes)
+                out.chunks.append(stdout)
         finally:
             child.close()
     timed_out = deadline.cancelled_caught
