@@ -1,6 +1,8 @@
-"""A git subcommand whose result takes more than one git run starts them together, never one
-after another: the user's output and the parse run of `log`, `branch`, `tag`, `remote` and
-`stash list`, and the three of `show` (its output, the commit's log, its diff)."""
+"""How many git processes a git_command costs: `status` on a repository already seen runs git
+once in all (its inspection is reused until its config changes); a subcommand whose result
+takes more than one run starts them together, never one after another: the user's output
+and the parse run of `log`, `branch`, `tag`, `remote` and `stash list`, and the three of
+`show` (its output, the commit's log, its diff)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from codeward.daemon.git import command
+from codeward.daemon.git import command, runner
 from tests.git_repos import commit_all, git, git_home, make_repo, run, write
 
 __all__ = ["git_home"]
@@ -62,3 +64,26 @@ async def test_the_runs_of_one_command_overlap(
     assert len(started) == runs
     assert result["output"] == git(repo, subcommand, *args)
     assert result["parsed"] is not None
+
+
+async def test_status_on_a_repository_seen_before_runs_git_once(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spawned: list[list[str]] = []
+    original = runner.spawn
+
+    def counting(argv: list[str], **kwargs: Any) -> Any:
+        spawned.append(list(argv))
+        return original(argv, **kwargs)
+
+    monkeypatch.setattr(runner, "spawn", counting)
+    first = await run(repo, "status")
+    assert len(spawned) > 1  # the repository's inspection: where it is, its config
+    spawned.clear()
+    again = await run(repo, "status")
+    assert again["output"] == first["output"] == git(repo, "status")
+    assert len(spawned) == 1 and "--porcelain=v2" in spawned[0]
+    spawned.clear()
+    git(repo, "config", "core.abbrev", "12")  # its config changed: inspected again
+    await run(repo, "status")
+    assert any("config" in argv for argv in spawned) and len(spawned) > 1
