@@ -233,6 +233,20 @@ async def test_porcelain_that_the_parse_run_cannot_render_runs_git_status(
     assert len(status_runs) == 2
 
 
+async def test_config_read_once_per_scan_is_read_again_once_it_changes(
+    repo: Path, status_runs: list[list[str]]
+) -> None:
+    """What the config says of the long format is worked out once per scan of the
+    repository; a config change makes a new scan, whose answer holds from then on."""
+    dirty(repo)
+    for _ in range(2):
+        assert (await run(repo, "status"))["output"] == git(repo, "status")
+    assert len(status_runs) == 2  # one run each
+    git(repo, "config", "status.short", "true")
+    assert (await run(repo, "status"))["output"] == git(repo, "status")
+    assert len(status_runs) == 4  # the parse run, then git status itself for the short format
+
+
 async def test_a_parse_run_past_the_output_cap_stops_there_and_git_status_runs(
     repo: Path, status_runs: list[list[str]]
 ) -> None:
@@ -272,13 +286,15 @@ def test_config_that_changes_the_long_format(tmp_path: Path) -> None:
     def entries(*pairs: tuple[str, str | None]) -> list[ConfigEntry]:
         return [ConfigEntry("global", key, value) for key, value in pairs]
 
-    assert status.plain([], entries(("color.ui", "auto"), ("advice.detachedhead", "false")),
-                        tmp_path)  # fmt: skip
+    assert not status.format_configured(
+        entries(("color.ui", "auto"), ("advice.detachedhead", "false"))
+    )
     for pairs in [("color.status", "always"), ("column.ui", "always,dense"),
                   ("core.quotepath", "false"), ("status.showstash", None)]:  # fmt: skip
-        assert not status.plain([], entries(pairs), tmp_path)
+        assert status.format_configured(entries(pairs))
+    assert status.plain([], False, tmp_path) and not status.plain([], True, tmp_path)
     (tmp_path / "rebase-merge").mkdir()
-    assert not status.plain([], [], tmp_path)
+    assert not status.plain([], False, tmp_path)
 
 
 def test_quote() -> None:

@@ -12,6 +12,7 @@ import trio
 
 from codeward.daemon.config import GitConfig, PolicyConfig
 from codeward.daemon.git import changes, config_scan, parse, status
+from codeward.daemon.git.config_scan import ConfigEntry
 from codeward.daemon.git.messages import failure_message
 from codeward.daemon.git.policy import Decision, Tier, classify
 from codeward.daemon.git.repository import Repository, inspect, probe
@@ -109,7 +110,8 @@ async def run_git(
         if rendered is None:  # something only git itself words: ask it
             await one(0, decision.args)
         else:
-            results[0] = replace(results[1], stdout=rendered)
+            run = results[1]
+            results[0] = Completed(run.exit_code, rendered, run.stderr, False, False)
     done = results[0]
     if done.timed_out:
         raise _timeout_error(decision, repo, root, limits.timeout)
@@ -344,22 +346,28 @@ def _combine(subcommand: str, plan: list[ParseRun], outputs: list[Completed]) ->
 def _one_run(decision: Decision, repo: Repository) -> bool:
     """Whether the parse run's output holds, exactly, what the user's command prints."""
     if decision.subcommand == "status":
-        return status.porcelain_format(decision.args, repo.entries) is not None or status.plain(
-            decision.args, repo.entries, repo.git_dir
+        return _porcelain(decision, repo) is not None or status.plain(
+            decision.args, repo.fact(status.format_configured), repo.git_dir
         )
     if decision.subcommand == "diff":  # the parse run's patch, when no option changes its look
-        return _filters(decision.args) == list(decision.args) and not any(
-            _changes_patch(entry.key.lower(), (entry.value or "true").lower())
-            for entry in repo.entries
-        )
+        return _filters(decision.args) == list(decision.args) and not repo.fact(_patch_configured)
     return False
 
 
-def _changes_patch(key: str, value: str) -> bool:
-    """A config entry that makes `git diff`'s patch differ from the parse run's."""
-    if key in ("diff.noprefix", "diff.mnemonicprefix"):
-        return value not in ("false", "no", "off", "0")
-    return key in ("color.ui", "color.diff") and "always" in value
+def _porcelain(decision: Decision, repo: Repository) -> tuple[bool, bool] | None:
+    return status.porcelain_format(decision.args, repo.fact(status.quote_path_configured))
+
+
+def _patch_configured(entries: Sequence[ConfigEntry]) -> bool:
+    """Whether config among `entries` makes `git diff`'s patch differ from the parse run's."""
+    for entry in entries:
+        key, value = entry.key.lower(), (entry.value or "true").lower()
+        if key in ("diff.noprefix", "diff.mnemonicprefix"):
+            if value not in ("false", "no", "off", "0"):
+                return True
+        elif key in ("color.ui", "color.diff") and "always" in value:
+            return True
+    return False
 
 
 def _rendered(decision: Decision, repo: Repository, parse_run: Completed) -> bytes | None:
@@ -368,7 +376,7 @@ def _rendered(decision: Decision, repo: Repository, parse_run: Completed) -> byt
         return None
     if decision.subcommand == "diff":
         return parse.diff_patch(parse_run.stdout)
-    porcelain = status.porcelain_format(decision.args, repo.entries)
+    porcelain = _porcelain(decision, repo)
     if porcelain is not None:
         return status.porcelain(parse_run.stdout, *porcelain)
     mode = status.untracked_mode(decision.args)

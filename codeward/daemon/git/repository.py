@@ -11,8 +11,10 @@ any of the config files scanned.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import trio
 
@@ -29,6 +31,7 @@ NESTED_DEPTH = 4  # levels of repositories inside repositories that are scanned
 GITLINK_MODE = b"160000"
 
 Stat = tuple[int, int, int, int] | None
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,18 @@ class Repository:
     common_dir: Path
     entries: list[config_scan.ConfigEntry]
     watched: tuple[Path, ...] = ()  # nested `.git`s and config files seen by the scan
+    _facts: dict[Callable[[list[config_scan.ConfigEntry]], Any], Any] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def fact(self, of_entries: Callable[[list[config_scan.ConfigEntry]], T]) -> T:
+        """`of_entries(self.entries)`, worked out once per scan (as the scan, the entries
+        stand until anything they come from changes)."""
+        try:
+            return self._facts[of_entries]
+        except KeyError:
+            value = self._facts[of_entries] = of_entries(self.entries)
+            return value
 
 
 # root -> (the paths its signature stats, the signature, the repository)

@@ -257,6 +257,16 @@ def _file_size(cap: int) -> int:
     return (cap // _PAGE + 1) * _PAGE
 
 
+def _devnull() -> int:
+    """/dev/null, open for reading (close-on-exec) as long as the daemon runs: every child
+    without stdin gets it."""
+    global _null
+    if _null < 0:
+        _null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    return _null
+
+
+_null = -1
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 # Default actions for what Python ignores, as subprocess's restore_signals does.
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
@@ -311,8 +321,7 @@ def spawn(
             ours.append(in_w)
             theirs.append(in_r)
         else:
-            in_r = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-            theirs.append(in_r)
+            in_r = _devnull()
         err = _capped_file("stderr", STDERR_BYTES)
         ours.append(err)
         for fd in (out if stdout_cap is None else -1, in_w):

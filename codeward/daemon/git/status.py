@@ -59,7 +59,8 @@ def untracked_mode(args: Sequence[str]) -> str | None:
     return mode
 
 
-def _config_changes_format(entries: Sequence[ConfigEntry]) -> bool:
+def format_configured(entries: Sequence[ConfigEntry]) -> bool:
+    """Whether config among `entries` changes what the long format prints."""
     for entry in entries:
         key, value = entry.key.lower(), (entry.value or "true").lower()
         if key.startswith(("status.", "advice.status")) or key == "core.quotepath":
@@ -71,9 +72,15 @@ def _config_changes_format(entries: Sequence[ConfigEntry]) -> bool:
     return False
 
 
-def plain(args: Sequence[str], entries: Sequence[ConfigEntry], git_dir: Path) -> bool:
-    """Whether `git status ARGS` prints what `long_format` renders from porcelain v2."""
-    if untracked_mode(args) is None or _config_changes_format(entries):
+def quote_path_configured(entries: Sequence[ConfigEntry]) -> bool:
+    """Whether `entries` set core.quotePath (which porcelain v2 without `-z` follows)."""
+    return any(entry.key.lower() == "core.quotepath" for entry in entries)
+
+
+def plain(args: Sequence[str], configured: bool, git_dir: Path) -> bool:
+    """Whether `git status ARGS` prints what `long_format` renders from porcelain v2;
+    `configured`: `format_configured` of the repository's config."""
+    if untracked_mode(args) is None or configured:
         return False
     try:
         names = os.listdir(git_dir)
@@ -217,11 +224,10 @@ def long_format(data: bytes, mode: str) -> str | None:
     return "\n".join(lines) + "\n"
 
 
-def porcelain_format(
-    args: Sequence[str], entries: Sequence[ConfigEntry]
-) -> tuple[bool, bool] | None:
+def porcelain_format(args: Sequence[str], quote_path: bool) -> tuple[bool, bool] | None:
     """(branch headers, `-z`) when `git status ARGS` prints porcelain v2 that `porcelain`
-    renders from the parse run; None otherwise."""
+    renders from the parse run; None otherwise. `quote_path`: `quote_path_configured` of
+    the repository's config."""
     porcelain = branch = nul = False
     for i, arg in enumerate(args):
         if "--" in args[:i] or arg == "--" or not arg.startswith("-"):
@@ -236,7 +242,7 @@ def porcelain_format(
             return None
     if not porcelain:
         return None
-    if not nul and any(entry.key.lower() == "core.quotepath" for entry in entries):
+    if not nul and quote_path:
         return None  # quoting as configured: git's to do
     return branch, nul
 
