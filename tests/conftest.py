@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import msgspec
 import pytest
 import trio
@@ -16,7 +17,9 @@ import trio
 import codeward.daemon.tools.all  # noqa: F401  (registers every tool)
 from codeward.daemon.config import Config, DaemonConfig
 from codeward.daemon.server import Daemon
+from codeward.daemon.tools.registry import Tool, ToolContext
 from codeward.protocol.framing import Framing
+from codeward.protocol.outputs import OUTPUT_SCHEMAS
 from tests.leaks import become_subreaper, leftovers
 from tests.lsp_support import require
 from tests.rpc import RpcClient, ServerRequestHandler, connect
@@ -46,6 +49,33 @@ def private_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: A
     home = tmp_path_factory.mktemp("config-home")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
     return home
+
+
+_VALIDATORS = {
+    name: jsonschema.Draft202012Validator(schema) for name, schema in OUTPUT_SCHEMAS.items()
+}
+
+
+@pytest.fixture(autouse=True)
+def results_fit_their_output_schema(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every tool result a test's daemon returns, by any path (socket, MCP, Lua), is valid
+    against the tool's `outputSchema`, as an MCP client checks it."""
+    finish = Tool.finish
+    misfits: list[str] = []
+
+    def checked(tool: Tool, ctx: ToolContext, result: dict[str, Any]) -> dict[str, Any]:
+        done = finish(tool, ctx, result)
+        validator = _VALIDATORS.get(tool.name)
+        if validator is not None:
+            misfits.extend(
+                f"{tool.name}: {error.message} at {list(error.absolute_path)}"
+                for error in validator.iter_errors(msgspec.to_builtins(done))
+            )
+        return done
+
+    monkeypatch.setattr(Tool, "finish", checked)
+    yield
+    assert not misfits, misfits
 
 
 @pytest.fixture
