@@ -202,6 +202,10 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
         "const@1 LIMIT:23",
     ]
     assert "app.py:10:9: def run(self) -> int:" in texts["find_implementations"]
+    assert texts["call_hierarchy"].splitlines()[:2] == [
+        "3 calls to compute",
+        "app.py:11:16: run: return compute(1)",
+    ]
     assert "app.py:20:12: caller: return compute(3)+compute(4)" in texts["call_hierarchy"]
     assert "+    return compute(3) + compute(4)" in texts["format_code"]
     assert "-def compute(value: int) -> int:" in texts["rename_symbol"]

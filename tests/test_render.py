@@ -112,6 +112,13 @@ def test_calls() -> None:
         ],
     }  # fmt: skip
     assert render.calls(result) == ["m.py:9:5: main: run()", "o.py:1:1: other"]
+    callers = {**result, "count": 2, "direction": "incoming", "item": {"name": "run"}}
+    assert render.tool_text("call_hierarchy", callers).splitlines()[0] == "2 calls to run"
+    callees = {**callers, "direction": "outgoing", "item": {"name": "main"}}
+    assert render.tool_text("call_hierarchy", callees).splitlines()[0] == "2 calls from main"
+    assert render.tool_text("call_hierarchy", {**callers, "count": 1, "item": None}) == (
+        "1 call\nm.py:9:5: main: run()\no.py:1:1: other"
+    )
 
 
 def test_edits_and_actions() -> None:

@@ -483,7 +483,12 @@ def _count_line(tool: str, result: dict[str, Any]) -> list[str]:
     noun = {"find_references": "reference", "find_implementations": "implementation"}.get(
         tool, "call"
     )
-    return [f"{count} {noun}{'s' if count != 1 else ''}"]
+    line = f"{count} {noun}{'s' if count != 1 else ''}"
+    item = result.get("item")
+    way = {"incoming": "to", "outgoing": "from"}.get(str(result.get("direction")))
+    if isinstance(item, dict) and item.get("name") and way:  # `3 calls to compute`
+        line += f" {way} {item['name']}"
+    return [line]
 
 
 _TEXT = {
