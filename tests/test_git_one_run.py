@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from codeward.daemon.config import GitConfig
 from codeward.daemon.git import command, status
@@ -176,12 +177,28 @@ FALLBACKS: dict[str, tuple[Callable[[Path], None], list[str]]] = {
 
 @pytest.mark.parametrize(("state", "args"), FALLBACKS.values(), ids=list(FALLBACKS))
 async def test_what_porcelain_cannot_say_runs_git_status(
-    repo: Path, state: Callable[[Path], None], args: list[str], status_runs: list[list[str]]
+    repo: Path, state: Callable[[Path], None], args: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Known before git runs: git's own status starts together with the parse run (a run
+    started only once the other ended would wait here forever)."""
     state(repo)
-    result = await run(repo, "status", args)
+    started: list[list[str]] = []
+    both = trio.Event()
+    original = command.run_process
+
+    async def together(argv: list[str], **kwargs: Any) -> Any:
+        if "status" in argv:
+            started.append(argv)
+            if len(started) == 2:
+                both.set()
+            await both.wait()
+        return await original(argv, **kwargs)
+
+    monkeypatch.setattr(command, "run_process", together)
+    with trio.fail_after(30):
+        result = await run(repo, "status", args)
     assert result["output"] == git(repo, "status", *args)
-    assert [argv[argv.index("status") + 1 :] for argv in status_runs if "--porcelain=v2" not in
+    assert [argv[argv.index("status") + 1 :] for argv in started if "--porcelain=v2" not in
             argv] == [args]  # fmt: skip
 
 
@@ -292,9 +309,16 @@ def test_config_that_changes_the_long_format(tmp_path: Path) -> None:
     for pairs in [("color.status", "always"), ("column.ui", "always,dense"),
                   ("core.quotepath", "false"), ("status.showstash", None)]:  # fmt: skip
         assert status.format_configured(entries(pairs))
+    (tmp_path / "HEAD").write_text("ref: refs/heads/main\n")
     assert status.plain([], False, tmp_path) and not status.plain([], True, tmp_path)
+    (tmp_path / "HEAD").write_text("0123456789abcdef0123456789abcdef01234567\n")
+    assert not status.plain([], False, tmp_path)  # detached: "at" or "from" is git's to say
+    (tmp_path / "HEAD").write_text("ref: refs/heads/main\n")
     (tmp_path / "rebase-merge").mkdir()
     assert not status.plain([], False, tmp_path)
+    (tmp_path / "rebase-merge").rmdir()
+    (tmp_path / "HEAD").unlink()
+    assert not status.plain([], False, tmp_path)  # no HEAD to read: git itself says why
 
 
 def test_quote() -> None:

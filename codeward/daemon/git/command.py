@@ -346,8 +346,9 @@ def _combine(subcommand: str, plan: list[ParseRun], outputs: list[Completed]) ->
 def _one_run(decision: Decision, repo: Repository) -> bool:
     """Whether the parse run's output holds, exactly, what the user's command prints."""
     if decision.subcommand == "status":
-        return _porcelain(decision, repo) is not None or status.plain(
-            decision.args, repo.fact(status.format_configured), repo.git_dir
+        return _porcelain(decision, repo) is not None or (
+            not repo.gitlinks  # submodules: their state is git's to word
+            and status.plain(decision.args, repo.fact(status.format_configured), repo.git_dir)
         )
     if decision.subcommand == "diff":  # the parse run's patch, when no option changes its look
         return _filters(decision.args) == list(decision.args) and not repo.fact(_patch_configured)

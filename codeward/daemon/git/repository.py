@@ -40,6 +40,7 @@ class Repository:
     common_dir: Path
     entries: list[config_scan.ConfigEntry]
     watched: tuple[Path, ...] = ()  # nested `.git`s and config files seen by the scan
+    gitlinks: bool = False  # its index holds a submodule or a repository added inside it
     _facts: dict[Callable[[list[config_scan.ConfigEntry]], Any], Any] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -124,7 +125,8 @@ async def _inspect(git: str, root: Path) -> tuple[Repository, config_scan.Places
         scanned.add(Path(os.path.realpath(config_file.parent)))
     if top is not None and not config_scan.find_unsafe(entries, places):
         entries += await _nested(git, root, top, places, scanned, watched, NESTED_DEPTH)
-    return Repository(git_dir, common_dir, entries, tuple(watched)), places
+    gitlinks = any(path.name == ".git" for path in watched)  # what `_nested` found
+    return Repository(git_dir, common_dir, entries, tuple(watched), gitlinks), places
 
 
 async def _read_config(

@@ -79,14 +79,19 @@ def quote_path_configured(entries: Sequence[ConfigEntry]) -> bool:
 
 def plain(args: Sequence[str], configured: bool, git_dir: Path) -> bool:
     """Whether `git status ARGS` prints what `long_format` renders from porcelain v2;
-    `configured`: `format_configured` of the repository's config."""
+    `configured`: `format_configured` of the repository's config. Told before git runs, so
+    that what the parse run cannot render (an operation in progress, a detached HEAD) has
+    git's own status start with it, not after it."""
     if untracked_mode(args) is None or configured:
         return False
     try:
         names = os.listdir(git_dir)
+        if not _STATE_FILES.isdisjoint(names) or os.path.lexists(os.path.join(git_dir, _SPARSE)):
+            return False
+        with open(os.path.join(git_dir, "HEAD"), "rb") as head:
+            return head.read(5) == b"ref: "  # else detached: "at" or "from" only git knows
     except OSError:
         return False  # git itself says what it finds
-    return _STATE_FILES.isdisjoint(names) and not os.path.lexists(os.path.join(git_dir, _SPARSE))
 
 
 def quote(path: str) -> str:
