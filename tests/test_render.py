@@ -126,7 +126,7 @@ def test_edits_and_actions() -> None:
     assert render.edit({"changed": True, "diff": diff, "applied": True}) == diff.splitlines()
     assert render.notes("format", {"changed": True, "applied": True}) == []
     assert render.notes("format", {"changed": False, "diff": ""}) == ["already formatted"]
-    assert render.notes("format", {"changed": True, "applied": False}) == ["not applied (dry run)"]
+    assert render.notes("format", {"changed": True, "applied": False}) == ["a dry run: not applied"]
     listed = {
         "actions": [
             {"index": 0, "title": "Remove import", "kind": "quickfix", "preferred": True},

@@ -352,7 +352,7 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
         if not result.get("changed"):
             out.append("already formatted")
         elif not result.get("applied"):
-            out.append("not applied (dry run)")
+            out.append("a dry run: not applied")
     if command == "rename" or (command == "actions" and "applied" in result):
         files = _count(result.get("files_changed"))
         if files is not None:
