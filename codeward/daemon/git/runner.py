@@ -252,8 +252,9 @@ def _capped_file(name: str, size: int) -> int:
 
 
 def _file_size(cap: int) -> int:
-    """The size of a stdout file that shows whether more than `cap` bytes came: a write
-    that crosses a sealed file's end stops at a page boundary, so a whole page past it."""
+    """The size of the stdout file for a cap of `cap` bytes: the first page boundary past
+    it. A write that crosses a sealed file's end stops at a page boundary, so more than
+    `cap` bytes always fit, and a file holding more says the output was cut."""
     return (cap // _PAGE + 1) * _PAGE
 
 
