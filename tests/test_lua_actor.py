@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -100,6 +101,29 @@ async def fixed_git(subcommand: str, args: list[str], opts: dict[str, Any]) -> d
         ("return {1, codeward.null, 3}", [1, None, 3]),
         ("local t = {1} return {t, t}", [[1], [1]]),
         ("return math.maxinteger", 2**63 - 1),
+        # flat tables (at most 64 strings, booleans and integers) take a shorter way
+        (
+            r"""return {'tab\t', 'q"', '\127', 'café', 'é€𝄞', -3, true}""",
+            ["tab\t", 'q"', "\x7f", "café", "é€𝄞", -3, True],
+        ),
+        (
+            "return {b = 'x', a = false, ['k\\n'] = math.mininteger}",
+            {"b": "x", "a": False, "k\n": -(2**63)},
+        ),
+        (
+            "local t = {} for i = 1, 64 do t[i] = 'v' .. i end return t",
+            [f"v{i}" for i in range(1, 65)],
+        ),
+        ("local t = {} for i = 1, 65 do t[i] = i end return t", list(range(1, 66))),
+        (
+            "local t = {} for i = 1, 65 do t['k' .. i] = i end return t",
+            {f"k{i}": i for i in range(1, 66)},
+        ),
+        ("return {1, x = 2}", {"1": 1, "x": 2}),
+        ("return {[2] = 'a'}", {"2": "a"}),
+        ("return {1.5, 'a'}", [1.5, "a"]),
+        ("return {a = {}}", {"a": {}}),
+        ("return {codeward.null, false}", [None, False]),
     ],
 )
 async def test_results_become_json(actor: LuaActor, source: str, expected: Any) -> None:
@@ -117,6 +141,8 @@ async def test_results_become_json(actor: LuaActor, source: str, expected: Any) 
         ("local t = {} t.self = t return t", "cycle"),
         ("local a, b = {}, {} a[1] = b b[1] = a return a", "cycle"),
         ("return '\\255\\254'", "UTF-8"),
+        ("return {'ok', '\\255'}", "UTF-8"),
+        ("return {['\\255'] = 1}", "UTF-8"),
         ("return {[true] = 1}", "keys"),
         ("return {[{}] = 1}", "keys"),
         ("local t = {} for i = 1, 300 do t = {t} end return t", "nested"),
@@ -142,6 +168,19 @@ async def test_result_over_the_size_cap(nursery: trio.Nursery) -> None:
         await run(actor, "local t = {1} for i = 1, 60 do t = {t, t} end return t")
     assert info.value.kind is ErrorKind.OUTPUT_TOO_LARGE
     assert await run(actor, "return 'ok'") == "ok"
+
+
+async def test_a_flat_result_is_held_to_the_cap_to_the_byte(nursery: trio.Nursery) -> None:
+    """A flat table's JSON text is what the general encoder writes: one that fills the cap
+    exactly passes, one byte more does not."""
+    actor = await start_actor(nursery, result_bytes=100)
+    fits = {"a": "x" * 75, "b": True, "c": -12}
+    assert len(json.dumps(fits, separators=(",", ":"), sort_keys=True)) == 100
+    source = "return {a = string.rep('x', %d), b = true, c = -12}"
+    assert await run(actor, source % 75) == fits
+    with pytest.raises(ToolError) as info:
+        await run(actor, source % 76)
+    assert info.value.kind is ErrorKind.OUTPUT_TOO_LARGE
 
 
 async def test_args_arrive_as_varargs_and_global(actor: LuaActor) -> None:

@@ -184,6 +184,53 @@ function Buffer:put(s)
   end
 end
 
+-- A flat table, as `encode_table` writes it, without its buffer and protected call: at
+-- most FLAT_MAX strings, booleans and integers, keyed 1..n or by strings (a host call's
+-- arguments, most results). nil for anything else, which the general encoder takes.
+local FLAT_MAX = 64
+
+local function flat_scalar(v)
+  local tv = type(v)
+  if tv == "string" then
+    if not utf8len(v) then return nil end
+    if find(v, '[%c"\\]') then v = gsub(v, '[%c"\\]', ESCAPES) end
+    return '"' .. v .. '"'
+  elseif tv == "boolean" then
+    return v and "true" or "false"
+  elseif mtype(v) == "integer" then
+    return fmt("%d", v)
+  end
+  return nil
+end
+
+local function encode_flat(t)
+  local n, named = 0, true
+  for k in next, t do
+    n = n + 1
+    if n > FLAT_MAX then return nil end
+    if type(k) ~= "string" then named = false end
+  end
+  if n == 0 then return ARRAYS[t] and "[]" or "{}" end
+  local parts = {}
+  if not named then  -- keys 1..n, else the general encoder's to word
+    for i = 1, n do
+      local text = flat_scalar(rawget(t, i))
+      if not text then return nil end
+      parts[i] = text
+    end
+    return "[" .. concat(parts, ",") .. "]"
+  end
+  local names = {}
+  for k in next, t do names[#names + 1] = k end
+  sort(names)
+  for i = 1, n do
+    local name, value = flat_scalar(names[i]), flat_scalar(rawget(t, names[i]))
+    if not name or not value then return nil end
+    parts[i] = name .. ":" .. value
+  end
+  return "{" .. concat(parts, ",") .. "}"
+end
+
 -- The JSON text of `v`, or nil, kind, message. Limit errors propagate.
 local function encode(v, limit)
   if type(v) == "string" and #v < limit and utf8len(v) then  -- the common short case
@@ -191,6 +238,9 @@ local function encode(v, limit)
     if #text + 2 <= limit then return '"' .. text .. '"' end
   elseif mtype(v) == "integer" and limit >= 20 then
     return fmt("%d", v)
+  elseif type(v) == "table" and not rawequal(v, null) then
+    local text = encode_flat(v)
+    if text and #text <= limit then return text end
   end
   local buf = raw_setmetatable({n = 0, size = 0, limit = limit}, Buffer)
   local ok, e = passthrough(raw_pcall(encode_value, v, buf, 0, {}))
