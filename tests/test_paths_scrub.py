@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from lsprotocol import types as lsp
 
@@ -48,6 +48,7 @@ def test_words_with_slashes_are_left_alone(text: str) -> None:
         ("/home/u/proj/src/a.py:3:4: error", "src/a.py:3:4: error"),
         ("yaml-schema: file:///home/u/proj/schema.json", "yaml-schema: schema.json"),
         ("file:///home/u/proj/a%20b.py", "a b.py"),
+        ("file:///home/u/proj/:/home/u/proj", ".:."),  # a `:` ends a URI as it ends a path
         ("the root /home/u/proj is open", "the root . is open"),
         ("see /home/u/proj/a.py.", "see a.py."),
         ("'/home/u/proj/a b/c.py' is bad", "'a b/c.py' is bad"),
@@ -120,6 +121,7 @@ _FRAGMENTS = st.sampled_from(
 
 
 @given(st.lists(_FRAGMENTS, max_size=12).map("".join))
+@example("file:///home/u/proj/:/home/u/proj")  # once found: the URI took the `:` and a path
 def test_scrubbing_twice_changes_nothing_more(text: str) -> None:
     once = scrub(text, ROOT)
     assert scrub(once, ROOT) == once

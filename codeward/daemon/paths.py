@@ -92,9 +92,11 @@ def relative(path: Path, root: Path) -> str:
 _OPENERS = frozenset("([{=:,;|")
 _QUOTES = frozenset("'\"`")
 # A file URI, or an absolute path: a first part right after the `/` (so `https://x` is no
-# path), in characters that are not spaces, quotes, brackets or separators of prose.
+# path), in characters that are not spaces, quotes, brackets or separators of prose (a `:`
+# ends either, so what follows one is read again as a path of its own: scrubbing twice
+# changes nothing more).
 _CANDIDATE = re.compile(
-    r"file://(?P<uri>/[^\s'\"`<>()\[\]{},;|\\^#?]*)"
+    r"file://(?P<uri>/[^\s'\"`<>()\[\]{},;:|\\^#?]*)"
     r"|(?P<path>/[^\s/'\"`<>()\[\]{},;:|*?\\#&^]+(?:/[^\s/'\"`<>()\[\]{},;:|*?\\#&^]*)*)"
 )
 _TRAILING_DOTS = re.compile(r"(?<=[^./])\.+\Z")  # a sentence's full stop, not a `..` part
