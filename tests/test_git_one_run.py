@@ -310,15 +310,15 @@ def test_config_that_changes_the_long_format(tmp_path: Path) -> None:
                   ("core.quotepath", "false"), ("status.showstash", None)]:  # fmt: skip
         assert status.format_configured(entries(pairs))
     (tmp_path / "HEAD").write_text("ref: refs/heads/main\n")
-    assert status.plain([], False, tmp_path) and not status.plain([], True, tmp_path)
+    assert status.plain(False, tmp_path) and not status.plain(True, tmp_path)
     (tmp_path / "HEAD").write_text("0123456789abcdef0123456789abcdef01234567\n")
-    assert not status.plain([], False, tmp_path)  # detached: "at" or "from" is git's to say
+    assert not status.plain(False, tmp_path)  # detached: "at" or "from" is git's to say
     (tmp_path / "HEAD").write_text("ref: refs/heads/main\n")
     (tmp_path / "rebase-merge").mkdir()
-    assert not status.plain([], False, tmp_path)
+    assert not status.plain(False, tmp_path)
     (tmp_path / "rebase-merge").rmdir()
     (tmp_path / "HEAD").unlink()
-    assert not status.plain([], False, tmp_path)  # no HEAD to read: git itself says why
+    assert not status.plain(False, tmp_path)  # no HEAD to read: git itself says why
 
 
 def test_quote() -> None:

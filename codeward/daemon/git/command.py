@@ -24,6 +24,7 @@ Approve = Callable[[str, list[str]], Awaitable[bool | None]]
 FilesChanged = Callable[[list[Path]], None]
 Exclusive = Callable[[Callable[[], Awaitable[None]]], Awaitable[None]]
 Parser = Callable[[bytes], Any]
+Render = Callable[[bytes], bytes | None]  # the user's output from the parse run's, if it can
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ async def run_git(
     plan = _checked_plan(root, decision, _parse_plan(decision))
     reuse = plan is not None and len(plan) == 1 and sorted(plan[0].args) == sorted(decision.args)
     # status and diff: git runs once, for the parser; the output is rendered from that run
-    one_run = plan is not None and not reuse and _one_run(decision, repo)
+    render = None if plan is None or reuse else _renderer(decision, repo)
+    one_run = render is not None
     results: dict[int, Completed] = {}
 
     async def one(index: int, cmd_args: Sequence[str]) -> None:
@@ -105,12 +107,13 @@ async def run_git(
     else:  # writes to one root run one at a time, in the task that writes its files
         await exclusive(run_all)
 
-    if one_run:
-        rendered = _rendered(decision, repo, results[1])
+    if render is not None:
+        run = results[1]
+        whole = run.exit_code == 0 and not run.timed_out and not run.truncated
+        rendered = render(run.stdout) if whole else None
         if rendered is None:  # something only git itself words: ask it
             await one(0, decision.args)
         else:
-            run = results[1]
             results[0] = Completed(run.exit_code, rendered, run.stderr, False, False)
     done = results[0]
     if done.timed_out:
@@ -343,20 +346,31 @@ def _combine(subcommand: str, plan: list[ParseRun], outputs: list[Completed]) ->
     return values[0]
 
 
-def _one_run(decision: Decision, repo: Repository) -> bool:
-    """Whether the parse run's output holds, exactly, what the user's command prints."""
-    if decision.subcommand == "status":
-        return _porcelain(decision, repo) is not None or (
-            not repo.gitlinks  # submodules: their state is git's to word
-            and status.plain(decision.args, repo.fact(status.format_configured), repo.git_dir)
-        )
+def _renderer(decision: Decision, repo: Repository) -> Render | None:
+    """What makes, exactly, what the user's command prints from the parse run's output (None
+    when only git itself can say it): decided once, before git runs."""
+    args = decision.args
     if decision.subcommand == "diff":  # the parse run's patch, when no option changes its look
-        return _filters(decision.args) == list(decision.args) and not repo.fact(_patch_configured)
-    return False
+        if _filters(args) != list(args) or repo.fact(_patch_configured):
+            return None
+        return parse.diff_patch
+    if decision.subcommand != "status":
+        return None
+    porcelain = status.porcelain_format(args, repo.fact(status.quote_path_configured))
+    if porcelain is not None:
+        branch, nul = porcelain
+        return lambda data: status.porcelain(data, branch, nul)
+    mode = status.untracked_mode(args)
+    if mode is None or repo.gitlinks:  # submodules: their state is git's to word
+        return None
+    if not status.plain(repo.fact(status.format_configured), repo.git_dir):
+        return None
 
+    def long_format(data: bytes) -> bytes | None:
+        text = status.long_format(data, mode)
+        return None if text is None else text.encode("utf-8", "surrogateescape")
 
-def _porcelain(decision: Decision, repo: Repository) -> tuple[bool, bool] | None:
-    return status.porcelain_format(decision.args, repo.fact(status.quote_path_configured))
+    return long_format
 
 
 def _patch_configured(entries: Sequence[ConfigEntry]) -> bool:
@@ -369,20 +383,6 @@ def _patch_configured(entries: Sequence[ConfigEntry]) -> bool:
         elif key in ("color.ui", "color.diff") and "always" in value:
             return True
     return False
-
-
-def _rendered(decision: Decision, repo: Repository, parse_run: Completed) -> bytes | None:
-    """What the user's command prints, from the parse run; None to run the command itself."""
-    if parse_run.exit_code != 0 or parse_run.timed_out or parse_run.truncated:
-        return None
-    if decision.subcommand == "diff":
-        return parse.diff_patch(parse_run.stdout)
-    porcelain = _porcelain(decision, repo)
-    if porcelain is not None:
-        return status.porcelain(parse_run.stdout, *porcelain)
-    mode = status.untracked_mode(decision.args)
-    text = None if mode is None else status.long_format(parse_run.stdout, mode)
-    return None if text is None else text.encode("utf-8", "surrogateescape")
 
 
 # --- failures ---------------------------------------------------------------------------

@@ -77,12 +77,13 @@ def quote_path_configured(entries: Sequence[ConfigEntry]) -> bool:
     return any(entry.key.lower() == "core.quotepath" for entry in entries)
 
 
-def plain(args: Sequence[str], configured: bool, git_dir: Path) -> bool:
-    """Whether `git status ARGS` prints what `long_format` renders from porcelain v2;
+def plain(configured: bool, git_dir: Path) -> bool:
+    """Whether, in the repository's present state, `git status` prints what `long_format`
+    renders from porcelain v2 (its arguments aside: `untracked_mode` says those);
     `configured`: `format_configured` of the repository's config. Told before git runs, so
     that what the parse run cannot render (an operation in progress, a detached HEAD) has
     git's own status start with it, not after it."""
-    if untracked_mode(args) is None or configured:
+    if configured:
         return False
     try:
         names = os.listdir(git_dir)

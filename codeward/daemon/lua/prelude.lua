@@ -89,12 +89,17 @@ end
 local ESCAPES = {['"'] = '\\"', ["\\"] = "\\\\", ["\127"] = "\\u007f"}
 for i = 0, 31 do ESCAPES[char(i)] = fmt("\\u%04x", i) end
 
-local function encode_string(s, buf)
-  if not utf8len(s) then
-    fail("lua_error", "a string is not valid UTF-8, so it cannot become JSON")
-  end
+-- The JSON text of string `s`; nil when it is not valid UTF-8.
+local function quoted(s)
+  if not utf8len(s) then return nil end
   if find(s, '[%c"\\]') then s = gsub(s, '[%c"\\]', ESCAPES) end
-  buf:put('"' .. s .. '"')
+  return '"' .. s .. '"'
+end
+
+local function encode_string(s, buf)
+  local text = quoted(s)
+  if not text then fail("lua_error", "a string is not valid UTF-8, so it cannot become JSON") end
+  buf:put(text)
 end
 
 local function encode_number(v, buf)
@@ -192,9 +197,7 @@ local FLAT_MAX = 64
 local function flat_scalar(v)
   local tv = type(v)
   if tv == "string" then
-    if not utf8len(v) then return nil end
-    if find(v, '[%c"\\]') then v = gsub(v, '[%c"\\]', ESCAPES) end
-    return '"' .. v .. '"'
+    return quoted(v)
   elseif tv == "boolean" then
     return v and "true" or "false"
   elseif mtype(v) == "integer" then
@@ -233,9 +236,9 @@ end
 
 -- The JSON text of `v`, or nil, kind, message. Limit errors propagate.
 local function encode(v, limit)
-  if type(v) == "string" and #v < limit and utf8len(v) then  -- the common short case
-    local text = find(v, '[%c"\\]') and gsub(v, '[%c"\\]', ESCAPES) or v
-    if #text + 2 <= limit then return '"' .. text .. '"' end
+  if type(v) == "string" and #v < limit then  -- the common short case
+    local text = quoted(v)
+    if text and #text <= limit then return text end
   elseif mtype(v) == "integer" and limit >= 20 then
     return fmt("%d", v)
   elseif type(v) == "table" and not rawequal(v, null) then
