@@ -10,12 +10,26 @@ from typing import Any
 import trio
 from lsprotocol import types as lsp
 
+from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.documents import Document
 from codeward.daemon.lsp.freshness import Freshness
 
 SETTLE = 10.0
 OLD = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), message="old")]
 NEW = [lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 3)), message="new")]
+
+
+def push_only(server: str, **options: Any) -> Freshness:
+    """The freshness part of `server`, which pushes and never pulls, with one open document;
+    `options` are the server's own (`diagnosis=` for gopls)."""
+    return Freshness(
+        server,
+        Changes(),
+        pulls=lambda: False,
+        on_progress=lambda value: None,
+        documents=lambda: 1,
+        **options,
+    )
 
 
 async def diagnostics(fresh: Freshness, doc: Document) -> Any:

@@ -14,10 +14,9 @@ import trio
 import trio.testing
 from lsprotocol import types as lsp
 
-from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.documents import Document, DocumentStore
 from codeward.daemon.lsp.freshness import Freshness
-from tests.freshness_support import NEW, OLD, SETTLE, asking, diagnostics
+from tests.freshness_support import NEW, OLD, SETTLE, asking, diagnostics, push_only
 from tests.lsp_support import fake_config, fake_server, running
 
 PATH = Path("/project/main.go")
@@ -26,14 +25,7 @@ TEXT = b"package main\n\nfunc main() {}\n"
 
 
 def freshness(title: str = "diagnosing") -> Freshness:
-    return Freshness(
-        "gopls",
-        Changes(),
-        pulls=lambda: False,
-        on_progress=lambda value: None,
-        documents=lambda: 1,
-        diagnosis=lambda: title,
-    )
+    return push_only("gopls", diagnosis=lambda: title)
 
 
 def publish(fresh: Freshness, version: int | None, items: list[lsp.Diagnostic]) -> None:
@@ -47,6 +39,18 @@ def begin(fresh: Freshness, token: str, title: str = "diagnosing changed files")
 
 def end(fresh: Freshness, token: str) -> None:
     fresh.on_progress(lsp.ProgressParams(token=token, value={"kind": "end"}))
+
+
+def diagnosed(progress: str, diagnosis: str = "diagnosing") -> tuple[Freshness, Document, Document]:
+    """A server (whose diagnosis progresses are titled `diagnosis`) that ran one progress
+    titled `progress`, begun and ended, and published OLD for version 1; and version 2 of
+    the document, sent since."""
+    first, again = versions()
+    fresh = freshness(diagnosis)
+    begin(fresh, "done", title=progress)
+    end(fresh, "done")
+    publish(fresh, first.version, OLD)
+    return fresh, first, again
 
 
 def versions() -> tuple[Document, Document]:
@@ -105,11 +109,7 @@ async def test_an_announced_progress_is_waited_for(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """A progress created and not begun yet may be a diagnosis: it is waited for."""
-    first, again = versions()
-    fresh = freshness()
-    begin(fresh, "open", title="diagnosing opened files")
-    end(fresh, "open")
-    publish(fresh, first.version, OLD)
+    fresh, _, again = diagnosed("diagnosing opened files")
     fresh.on_created("next")
     async with asking(fresh, again) as answers:
         await trio.sleep(1)
@@ -125,11 +125,7 @@ async def test_a_server_that_never_began_a_diagnosis_is_waited_for(
 ) -> None:
     """No progress of that title (gopls without its option): the publish of the version is
     awaited, and none coming means no answer (partial), as for any server."""
-    first, again = versions()
-    fresh = freshness()
-    begin(fresh, "load", title="Setting up workspace")
-    end(fresh, "load")
-    publish(fresh, first.version, OLD)
+    fresh, _, again = diagnosed("Setting up workspace")
     start = trio.current_time()
     assert await diagnostics(fresh, again) is None
     assert trio.current_time() - start >= SETTLE
@@ -139,11 +135,7 @@ async def test_a_server_that_never_began_a_diagnosis_is_waited_for(
 async def test_a_server_without_the_title_needs_no_barrier(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    fresh = freshness(title="")
-    first, again = versions()
-    begin(fresh, "any", title="diagnosing changed files")
-    end(fresh, "any")
-    publish(fresh, first.version, OLD)
+    fresh, first, again = diagnosed("diagnosing changed files", diagnosis="")
     assert not fresh.diagnoses and not fresh.needs_barrier(again)
     assert [d.message for d in await diagnostics(fresh, first) or []] == ["old"]
     assert await diagnostics(fresh, again) is None  # its own publish is awaited

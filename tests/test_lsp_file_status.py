@@ -11,10 +11,9 @@ import trio
 import trio.testing
 from lsprotocol import types as lsp
 
-from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.documents import DocumentStore
 from codeward.daemon.lsp.freshness import FILE_STATUS, QUIET, Freshness
-from tests.freshness_support import NEW, OLD, SETTLE, asking, diagnostics
+from tests.freshness_support import NEW, OLD, SETTLE, asking, diagnostics, push_only
 
 PATH = Path("/project/one.c")
 URI = PATH.as_uri()
@@ -22,13 +21,7 @@ TEXT = b"int twice(int x) { return 2 * x; }\n"
 
 
 def freshness() -> Freshness:
-    return Freshness(
-        "clangd",
-        Changes(),
-        pulls=lambda: False,
-        on_progress=lambda value: None,
-        documents=lambda: 1,
-    )
+    return push_only("clangd")
 
 
 def publish(fresh: Freshness, version: int, items: list[lsp.Diagnostic]) -> None:
