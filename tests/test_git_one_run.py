@@ -202,6 +202,38 @@ async def test_what_porcelain_cannot_say_runs_git_status(
             argv] == [args]  # fmt: skip
 
 
+async def test_the_status_parse_run_alone_runs_in_the_c_locale(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Porcelain v2 is the same bytes in every locale, so its run skips loading one; git's
+    own status (here for a detached HEAD) and every other run keep C.UTF-8, whose messages
+    and regex classes the user's output may show."""
+    detached(repo)
+    write(repo, "caf\u00e9.txt", "changed\n")
+    envs: dict[str, tuple[str | None, str | None]] = {}
+    original = command.run_process
+
+    async def recording(argv: list[str], **kwargs: Any) -> Any:
+        sub = argv.index("status") if "status" in argv else argv.index("diff")
+        env = kwargs["env"]
+        envs[" ".join(argv[sub:])] = (env.get("LC_ALL"), env.get("LANG"))
+        return await original(argv, **kwargs)
+
+    monkeypatch.setattr(command, "run_process", recording)
+    result = await run(repo, "status", [])
+    await run(repo, "diff", [])
+    assert envs == {
+        "status --porcelain=v2 -z --branch": ("C", "C"),
+        "status": ("C.UTF-8", "C.UTF-8"),
+        " ".join(["diff", "--no-ext-diff", "--no-textconv", *command._DIFF_FORMAT]): (
+            "C.UTF-8",
+            "C.UTF-8",
+        ),
+    }
+    assert result["output"] == git(repo, "status")
+    assert [e["path"] for e in result["parsed"]["unstaged"]] == ["caf\u00e9.txt"]
+
+
 PORCELAIN_STATES = {**STATES, "detached HEAD": detached, "merge conflict": conflicted,
                     "submodule": submodule}  # fmt: skip
 PORCELAIN_ARGS = [

@@ -31,6 +31,8 @@ Render = Callable[[bytes], bytes | None]  # the user's output from the parse run
 class ParseRun:
     args: list[str]
     parser: Parser
+    # the output is the same bytes in any locale: git runs in C, which it sets up faster
+    any_locale: bool = False
 
 
 async def run_git(
@@ -68,9 +70,12 @@ async def run_git(
     results: dict[int, Completed] = {}
 
     async def one(index: int, cmd_args: Sequence[str]) -> None:
+        run_env = env
+        if index > 0 and plan is not None and plan[index - 1].any_locale:
+            run_env = {**env, "LC_ALL": "C", "LANG": "C"}
         results[index] = await run_process(
             git_argv(git, root, decision.subcommand, cmd_args),
-            cwd=None, env=env, timeout=limits.timeout, output_bytes=limits.output_bytes,
+            cwd=None, env=run_env, timeout=limits.timeout, output_bytes=limits.output_bytes,
             # the one run's output is rendered only whole (past the cap, the command runs)
             stop_at_cap=one_run and index == 1,
         )  # fmt: skip
@@ -274,7 +279,7 @@ def _parse_plan(decision: Decision) -> list[ParseRun] | None:
         return None
     if sub == "status":
         base = ["--porcelain=v2", "-z", "--branch"]
-        return [ParseRun(base + _status_filters(args), parse.parse_status)]
+        return [ParseRun(base + _status_filters(args), parse.parse_status, any_locale=True)]
     if sub == "diff":
         return [ParseRun(_DIFF_FORMAT + _filters(args), parse.parse_diff)]
     if sub == "log":
