@@ -13,6 +13,7 @@ import trio.testing
 from codeward.daemon.config import LuaConfig
 from codeward.daemon.intel.locations import Shown
 from codeward.daemon.lua import LuaActor
+from codeward.daemon.tools.git_tool import SOURCE, ByReference
 from codeward.protocol.errors import ErrorKind, ToolError
 
 GitHandler = Callable[[str, list[str], dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -543,6 +544,29 @@ async def test_wall_time_includes_host_calls(
     assert await run(actor, "return 'fresh'") == "fresh"
 
 
+async def test_a_constant_chunk_is_bounded_by_its_host_call_not_the_wall_time(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """git_command's chunk waits only for its git call (an approval, then git): those have
+    limits of their own, and a write git made is never reported as a script timeout."""
+    actor = await start_actor(nursery, wall_seconds=5)
+
+    async def approved_late(
+        subcommand: str, args: list[str], opts: dict[str, Any]
+    ) -> dict[str, Any]:
+        await trio.sleep(8)
+        return {"exit_code": 0, "output": "committed"}
+
+    host = ByReference(RecordingHost(git=approved_late))
+    with trio.fail_after(20):
+        ref = await actor.eval(SOURCE, ["commit", False, "-m", "x"], host, constant=True)
+    assert host.results[ref - 1]["output"] == "committed"
+    assert host.host.git_calls == [("commit", ["-m", "x"], {"allow_destructive": False})]
+    with pytest.raises(ToolError) as info:  # a script doing the same is held to wall_seconds
+        await run(actor, "return codeward.git('commit', {'-m', 'x'})", host=host.host)
+    assert info.value.details["limit"] == "wall_seconds"
+
+
 async def test_cancel_during_a_host_call(actor: LuaActor) -> None:
     entered = trio.Event()
     exited: list[str] = []
@@ -641,7 +665,8 @@ async def test_eval_after_the_actor_stopped() -> None:
     assert info.value.kind is ErrorKind.CANCELLED
 
 
-async def test_actor_stopping_during_an_eval_fails_it() -> None:
+@pytest.mark.parametrize("constant", [False, True], ids=["script", "constant chunk"])
+async def test_actor_stopping_during_an_eval_fails_it(constant: bool) -> None:
     entered = trio.Event()
 
     async def hang(subcommand: str, args: list[str], opts: dict[str, Any]) -> dict[str, Any]:
@@ -654,7 +679,8 @@ async def test_actor_stopping_during_an_eval_fails_it() -> None:
 
     async def caller() -> None:
         try:
-            await actor.eval("return codeward.git('x')", None, RecordingHost(git=hang))
+            await actor.eval("return codeward.git('x')", None, RecordingHost(git=hang),
+                             constant=constant)  # fmt: skip
         except ToolError as exc:
             errors.append(exc)
 

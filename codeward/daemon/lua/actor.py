@@ -82,11 +82,14 @@ class LuaActor:
     async def eval(self, source: str, args: Any, host: LuaHost, *, constant: bool = False) -> Any:
         """Run `source` with `args`; its result as JSON-able data, or raise ToolError.
 
-        `constant`: `source` is one of the daemon's own fixed chunks (see `Sandbox.start`)."""
+        `constant`: `source` is one of the daemon's own fixed chunks (see `Sandbox.start`),
+        whose only wait is its host call: that call's own limits bound it (git's timeout, the
+        approval's), not `lua.wall_seconds`, which would fail a write git had made."""
         await trio.lowlevel.checkpoint_if_cancelled()
         sandbox = await self._acquire()
         # One scope: the eval's wall-time limit, and what the actor cancels when it stops.
-        scope = trio.CancelScope(relative_deadline=self._limits.wall_seconds)
+        wall = math.inf if constant else self._limits.wall_seconds
+        scope = trio.CancelScope(relative_deadline=wall)
         self._running.add(scope)
         try:
             with scope:
