@@ -89,8 +89,11 @@ def plain(configured: bool, git_dir: Path) -> bool:
         names = os.listdir(git_dir)
         if not _STATE_FILES.isdisjoint(names) or os.path.lexists(os.path.join(git_dir, _SPARSE)):
             return False
-        with open(os.path.join(git_dir, "HEAD"), "rb") as head:
-            return head.read(5) == b"ref: "  # else detached: "at" or "from" only git knows
+        head = os.open(os.path.join(git_dir, "HEAD"), os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return os.read(head, 5) == b"ref: "  # else detached: "at" or "from" only git knows
+        finally:
+            os.close(head)
     except OSError:
         return False  # git itself says what it finds
 
