@@ -193,16 +193,6 @@ class Child:
         if self._popen is not None:
             self._popen.returncode = self.returncode
 
-    def stdout_file_bytes(self, cap: int) -> tuple[bytes, bool]:
-        """What it wrote to its stdout file, up to `cap` bytes, and whether it wrote more."""
-        written = os.lseek(self.stdout, 0, os.SEEK_CUR)
-        return os.pread(self.stdout, min(written, cap), 0) if written else b"", written > cap
-
-    def stderr_bytes(self) -> bytes:
-        """What it wrote to stderr so far, up to `STDERR_BYTES`."""
-        written = os.lseek(self.stderr, 0, os.SEEK_CUR)
-        return os.pread(self.stderr, written, 0) if written else b""
-
     def close_stdin(self) -> None:
         if self.stdin >= 0:
             os.close(self.stdin)
@@ -249,6 +239,13 @@ def _capped_file(name: str, size: int) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _written(fd: int, cap: int) -> tuple[bytes, bool]:
+    """What a child wrote to the `_capped_file` `fd` (its offset, shared with the child's,
+    is how much), up to `cap` bytes, and whether it wrote more."""
+    written = os.lseek(fd, 0, os.SEEK_CUR)
+    return os.pread(fd, min(written, cap), 0) if written else b"", written > cap
 
 
 def _file_size(cap: int) -> int:
@@ -441,9 +438,9 @@ async def run_process(
             if not group_gone(child):
                 with trio.CancelScope(shield=True):
                     await stop_group(child, KILL_GRACE, name="git")
-            err = child.stderr_bytes()
+            err = _written(child.stderr, STDERR_BYTES)[0]
             if child.stdout_file:
-                stdout, out.truncated = child.stdout_file_bytes(output_bytes)
+                stdout, out.truncated = _written(child.stdout, output_bytes)
                 out.chunks.append(stdout)
         finally:
             child.close()
