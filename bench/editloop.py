@@ -101,7 +101,7 @@ class QuietClient:
         self.ids = itertools.count(1)
         self.root = root
         self.version = 1
-        params = initialize_params(root, config.init_options)
+        params = initialize_params([root], config.init_options)
         params["capabilities"].get("textDocument", {}).pop("diagnostic", None)  # pushes only
         self.request("initialize", params)
         self.notify("initialized", {})

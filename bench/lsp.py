@@ -246,7 +246,7 @@ class DirectClient:
                 "rootPath": str(self.root),
                 "workspaceFolders": [{"uri": self.root.as_uri(), "name": self.root.name}],
                 # The daemon's own declaration: the server does the same work for both.
-                "capabilities": initialize_params(self.root)["capabilities"],
+                "capabilities": initialize_params([self.root])["capabilities"],
             },
         )
         self.capabilities = result["capabilities"]

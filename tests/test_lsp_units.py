@@ -189,11 +189,11 @@ def test_capabilities_off_the_spec_are_left_out() -> None:
 
 
 def test_initialize_params_declare_what_the_tools_use(tmp_path: Path) -> None:
-    params = initialize_params(tmp_path, {"opt": 1})
+    params = initialize_params([tmp_path], {"opt": 1})
     assert params["rootUri"] == tmp_path.as_uri() and params["rootPath"] == str(tmp_path)
     assert params["workspaceFolders"] == [{"uri": tmp_path.as_uri(), "name": tmp_path.name}]
     assert params["initializationOptions"] == {"opt": 1} and params["trace"] == "off"
-    assert initialize_params(tmp_path)["initializationOptions"] is None
+    assert initialize_params([tmp_path])["initializationOptions"] is None
     declared = params["capabilities"]
     assert declared["general"]["positionEncodings"] == ["utf-8", "utf-16"]
     assert declared["offsetEncoding"] == ["utf-8", "utf-16"]  # clangd's own name

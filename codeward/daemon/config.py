@@ -119,6 +119,10 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # when every progress begun for the changes sent before has ended: what the server
     # published last then stands, a new version of that file or not.
     diagnosis_progress: str = ""
+    # Whether one process serves every root of a repository, each a workspace folder of it
+    # (measured per server: it answers each folder's files as a server of its own would).
+    # None: as the built-in entry of the same name says (else False).
+    folders: bool | None = None
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -22,6 +22,7 @@ from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.lsp import LanguageService
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import effective_languages
+from codeward.daemon.lsp.shared import SharedServers, repository_of
 from codeward.daemon.lua import LuaActor
 from codeward.daemon.trust import TrustStore
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -62,6 +63,7 @@ class Session:
         budget: ServerBudget | None = None,
         *,
         trusted: bool,
+        shared: SharedServers | None = None,
     ) -> None:
         self.id = session_id
         self.root = root
@@ -71,7 +73,13 @@ class Session:
         self.policy: PolicyConfig = config.policy
         self.lua = LuaActor(config.lua)
         self.lsp = LanguageService(
-            root, config, self.publish_progress, budget, restricted=not trusted
+            root,
+            config,
+            self.publish_progress,
+            budget,
+            restricted=not trusted,
+            shared=shared,
+            repository=repository_of(root) if shared is not None else None,
         )
         self.writer = RootWriter(root, self.files_changed, config.lsp.max_file_bytes)
         self.diagnostics_history = DiagnosticsHistory()  # what get_diagnostics reported
@@ -201,10 +209,12 @@ class SessionManager:
         self.sessions: dict[str, Session] = {}
         self._by_root: dict[Path, Session] = {}
         self.budget = ServerBudget(config.daemon)  # caps live servers across sessions
+        self.shared = SharedServers()  # server processes shared by a repository's roots
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
+            await nursery.start(self.shared.run)
             self._nursery = nursery
             task_status.started()
             await trio.sleep_forever()
@@ -238,7 +248,9 @@ class SessionManager:
                 ErrorKind.INVALID_ARGUMENTS, f"The project's .codeward.toml cannot be used: {exc}"
             ) from None
         trusted = self.trust.is_trusted(path)
-        session = Session(secrets.token_hex(8), path, config, self.budget, trusted=trusted)
+        session = Session(
+            secrets.token_hex(8), path, config, self.budget, trusted=trusted, shared=self.shared
+        )
         self.sessions[session.id] = session
         self._by_root[path] = session
         self._nursery.start_soon(self._run_session, session)

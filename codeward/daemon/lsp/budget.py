@@ -50,7 +50,8 @@ class ServerBudget:
         self.managers: set[Pool] = set()
 
     def live(self) -> int:
-        return sum(len(m.pool.live()) for m in self.managers)
+        """Live server processes (one shared by several sessions counts once)."""
+        return len({id(s) for m in self.managers for s in m.pool.live()})
 
     def admit(self, server: LanguageServer) -> None:
         """Make room for `server`, about to start, by parking idle sessions' servers."""
@@ -67,7 +68,7 @@ class ServerBudget:
             )
 
     def _over(self, owner: Pool | None, server: LanguageServer) -> bool:
-        live = [s for m in self.managers for s in m.pool.live() if s is not server]
+        live = {id(s) for m in self.managers for s in m.pool.live() if s is not server}
         if len(live) + 1 > self.limits.max_servers:
             return True
         sessions = {id(m) for m in self.managers if any(s is not server for s in m.pool.live())}

@@ -143,8 +143,9 @@ def default_servers() -> dict[str, ServerConfig]:
             broken_when=["_token.cancel is not a function"],
             # Pull diagnostics are registered, never static, after its settings are read.
             registers=["textDocument/diagnostic"],
+            folders=True,
         ),
-        "ruff": ServerConfig(command=_command(c["ruff"], "server"), max_rss_mb=1024),
+        "ruff": ServerConfig(command=_command(c["ruff"], "server"), max_rss_mb=1024, folders=True),
         "ty": ServerConfig(command=_command(c["ty"], "server")),
         "pyrefly": ServerConfig(command=_command(c["pyrefly"], "lsp")),
         # pylsp runs black on every hover unless its signature formatter is null
@@ -161,6 +162,7 @@ def default_servers() -> dict[str, ServerConfig]:
             init_options={"verboseWorkDoneProgress": True, "diagnosticsDelay": "0s"},
             diagnosis_progress="diagnosing",
             max_rss_mb=4096,
+            folders=True,
         ),
         "clangd": ServerConfig(
             command=_command(c["clangd"], "--background-index=false", "--log=error"),
@@ -169,12 +171,14 @@ def default_servers() -> dict[str, ServerConfig]:
             init_options={"clangdFileStatus": True},
             max_rss_mb=4096,
             ready_when="open_files",
+            folders=True,
         ),
         "typescript-language-server": ServerConfig(
             command=_command(c["typescript-language-server"], "--stdio"),
             init_options=_typescript_options(c["typescript-language-server"]),
             ready_when="project",
             diagnostics_from="tsserver",
+            folders=True,
         ),
         "rust-analyzer": ServerConfig(
             command=_command(c["rust-analyzer"]), max_rss_mb=8192, ready_when="quiescent"
@@ -332,6 +336,7 @@ def effective_servers(config: Config) -> dict[str, ServerConfig]:
                     else default.diagnostics_from
                 ),
                 diagnosis_progress=entry.diagnosis_progress or default.diagnosis_progress,
+                folders=default.folders if entry.folders is None else entry.folders,
             )
         servers[name] = entry
     return servers

@@ -39,6 +39,7 @@ class FileEvents:
         gate: Gate,
     ) -> None:
         self.root = root
+        self._prefix = os.path.join(root, "")  # the root's files' paths start with it
         self.previews = previews  # files shown a text that is not on disk: synced after
         self.gate = gate
         self.servers = servers
@@ -128,17 +129,19 @@ class FileEvents:
     def stale_documents(self) -> list[Path]:
         """Open documents whose file changed on disk since it was read (or may have).
 
-        A stat per open file (once per path, however many servers have it open): the
+        A stat per open file of this root (once per path, however many servers have it
+        open; another root's documents on a shared server are its own session's): the
         watcher's events come later than a request may follow a write. Kept lean: it runs
         before every request."""
         stale: list[Path] = []
         stats: dict[str, Stat] = {}
+        mine = self._prefix
         for server in self.servers.values():
             if not server.running:
                 continue
             for doc in server.open_documents():
-                if doc.path in self.previews:
-                    continue
+                if doc.path in self.previews or not str(doc.path).startswith(mine):
+                    continue  # previewed, or another root's on a shared server
                 name = str(doc.path)
                 current = stats.get(name)
                 if current is None:

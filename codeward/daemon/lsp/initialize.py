@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,19 +117,28 @@ def client_capabilities() -> lsp.ClientCapabilities:
     )
 
 
-def folders(root: Path) -> list[lsp.WorkspaceFolder]:
-    return [lsp.WorkspaceFolder(uri=root.as_uri(), name=root.name)]
+def folders(roots: Sequence[Path]) -> list[lsp.WorkspaceFolder]:
+    """The workspace folders of a server serving `roots` (the first is its own root)."""
+    return [lsp.WorkspaceFolder(uri=root.as_uri(), name=root.name) for root in roots]
 
 
-def initialize_params(root: Path, init_options: Any = None) -> dict[str, Any]:
-    """The params of `initialize` for a server of `root`, as JSON-able data."""
+def folders_changed(added: Sequence[Path], removed: Sequence[Path]) -> dict[str, Any]:
+    """The params of `workspace/didChangeWorkspaceFolders`, as JSON-able data."""
+    event = lsp.WorkspaceFoldersChangeEvent(added=folders(added), removed=folders(removed))
+    return unstructure(lsp.DidChangeWorkspaceFoldersParams(event=event))
+
+
+def initialize_params(roots: Sequence[Path], init_options: Any = None) -> dict[str, Any]:
+    """The params of `initialize` for a server of `roots` (the first its root), as
+    JSON-able data."""
+    root = roots[0]
     params = lsp.InitializeParams(
         process_id=os.getpid(),
         client_info=CLIENT,
         locale="en",
         root_path=str(root),
         root_uri=root.as_uri(),
-        workspace_folders=folders(root),
+        workspace_folders=folders(roots),
         capabilities=client_capabilities(),
         initialization_options=init_options,
         trace=lsp.TraceValue.Off,

@@ -1,5 +1,6 @@
 """The server actors of one session: created on first need, started, looked for again when
-missing, restarted when the root's trust changes."""
+missing, restarted when the root's trust changes. A server that serves several workspace
+folders well is joined where another root of the same repository runs it (`shared`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import contextlib
 import importlib
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
 from codeward.daemon.config import Config, ServerConfig
@@ -19,6 +22,7 @@ from codeward.daemon.lsp.restricted import NotInRestrictedMode
 from codeward.daemon.lsp.restricted import restricted as restricted_config
 from codeward.daemon.lsp.routing import missing
 from codeward.daemon.lsp.server import LanguageServer, ServerState
+from codeward.daemon.lsp.shared import SharedServers
 from codeward.protocol.errors import ErrorKind, ToolError
 
 LOOKUP_INTERVAL = 1.0  # a server that was not installed is looked for again at most this often
@@ -35,12 +39,16 @@ class ServerPool:
         budget: ServerBudget | None,
         *,
         restricted: bool,
+        shared: SharedServers | None = None,
+        repository: str | None = None,
     ) -> None:
         self.root = root
         self.config = config
         self.on_progress = on_progress
         self.budget = budget
         self.restricted = restricted  # an untrusted root: servers start restricted
+        self.shared = shared  # the daemon's shared processes
+        self.repository = repository  # the root's git common directory, if it has one
         self.configs = effective_servers(config)
         self.servers: dict[str, LanguageServer] = {}
         self.nursery: trio.Nursery | None = None
@@ -79,6 +87,18 @@ class ServerPool:
                 ErrorKind.LSP_ERROR, "The session's language servers are stopped; open it again."
             )
         config = self._as_trusted(name, config)
+        make = partial(self._new, name, config, language)
+        shared, repository = self.shared, self.repository
+        if config.folders and shared is not None and shared.running and repository is not None:
+            key = (repository, name, msgspec.json.encode(config), self.restricted)
+            server = shared.acquire(key, self.root, self.on_progress, make)
+        else:
+            server = make()
+            self.nursery.start_soon(server.run)
+        self.servers[name] = server
+        return server
+
+    def _new(self, name: str, config: ServerConfig, language: str) -> LanguageServer:
         server = LanguageServer(
             name,
             config,
@@ -90,9 +110,26 @@ class ServerPool:
         )
         if self.budget is not None:
             server.on_start = self.budget.admit
-        self.servers[name] = server
-        self.nursery.start_soon(server.run)
         return server
+
+    def is_shared(self, server: LanguageServer) -> bool:
+        return self.shared is not None and self.shared.shares(server)
+
+    def _let_go(self, server: LanguageServer) -> bool:
+        """This root is done with `server`: a shared one loses its folder (and stops with
+        its last), any other stops. Whether it stops."""
+        if self.shared is not None and self.shared.shares(server):
+            return self.shared.release(server, self.root)
+        server.stop()
+        return True
+
+    def release(self) -> None:
+        """The session ends: its folder leaves every shared server (its own servers stop
+        with its nursery)."""
+        for name, server in list(self.servers.items()):
+            if self.is_shared(server):
+                del self.servers[name]
+                self._let_go(server)
 
     def may_offer(self, name: str, method: str) -> bool:
         """Whether server `name` would serve `method` if it ran (assumed when it never ran)."""
@@ -172,9 +209,8 @@ class ServerPool:
             for name, server in old.items()
             if server.state in (ServerState.STARTING, ServerState.RUNNING, ServerState.RESTARTING)
         ]
-        for server in old.values():
-            server.stop()
-        for server in old.values():
+        stopping = [server for server in old.values() if self._let_go(server)]
+        for server in stopping:
             await server.stopped.wait()
         for name, language in active:
             # one that does not start in this configuration: its tools say why

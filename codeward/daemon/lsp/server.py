@@ -1,14 +1,18 @@
-"""One language server for one session root, as an actor: it owns its process (through its
+"""One language server for one or more session roots, as an actor: it owns its process (through its
 `Supervisor`), its open documents (`DocumentSync`), what it said about them (`Freshness`)
 and its answers to the server's own requests (`ServerRequests`). The rest of the daemon
 asks it through these methods, never through its parts:
 
-- life: `run` (in the session's nursery), `start`, `stop`, `halt(reason, park=)`, `retry`,
+- life: `run` (in the session's nursery, or the daemon's for a server shared by the roots of
+  one repository), `start`, `stop`, `halt(reason, park=)`, `retry`,
   `connection()` (started on first need), `status()`, `state`, `running`, `live`, `busy`;
 - requests: `request(method, params, timeout=, result_type=)`, `requests(calls, timeout=)`
   (several sent at once), `notify`, `offers(method)`,
   `may_offer`, `capabilities`, `encoding`; `execute_command(command, arguments, on_edit)`
   with the edits that command asks for;
+- workspace folders: `folders` (the first its own root), `add_folder(root, on_progress)`,
+  `remove_folder(root)` (`workspace/didChangeWorkspaceFolders`; the documents under a
+  removed folder are closed); progress goes to every folder's sink;
 - documents: `sync(path, language_id, data, stat)` -> the `Document` sent (one version,
   never changed), `document(uri)`, `open_documents()`, `touch`, `close_document`,
   `watched_files_changed`;
@@ -58,6 +62,7 @@ from codeward.daemon.lsp.freshness import (
     Published,
     WorkspacePull,
 )
+from codeward.daemon.lsp.initialize import folders_changed
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.readiness import Readiness, readiness_for
 from codeward.daemon.lsp.server_requests import ServerRequests
@@ -92,6 +97,8 @@ class LanguageServer:
         self.name = name
         self.language = language
         self.root = root
+        self.folders: list[Path] = [root]  # its workspace folders: the roots it serves
+        self._sinks: dict[Path, ProgressSink] = {root: on_progress}
         self.lsp = lsp
         self._capture: EditCapture | None = None  # the edits of the command running
         self._on_start: Callable[[LanguageServer], None] | None = None
@@ -101,7 +108,7 @@ class LanguageServer:
             name,
             self._changes,
             pulls=lambda: self.pulls_diagnostics,
-            on_progress=on_progress,
+            on_progress=self._progress,
             documents=lambda: len(self._docs),
             readiness=lambda: readiness_for(self.config.ready_when),
             diagnosis=lambda: self.config.diagnosis_progress,
@@ -109,7 +116,7 @@ class LanguageServer:
         self._docs = DocumentSync(lsp.max_open_documents, self.notify, self._freshness.forget)
         self._answers = ServerRequests(
             name,
-            root,
+            self.folders,
             settings=lambda: self.config.settings,
             capabilities=lambda: self.capabilities,
             changes=self._changes,
@@ -120,7 +127,7 @@ class LanguageServer:
         self._life = Supervisor(
             name,
             config,
-            root=root,
+            folders=self.folders,
             lsp=lsp,
             max_message=max_message,
             changes=self._changes,
@@ -139,6 +146,36 @@ class LanguageServer:
         # Until now `capabilities` held what the last run offered (see `may_offer`).
         self.capabilities = capabilities
         self._docs.reopen_all(conn.notify)
+
+    # -- workspace folders -------------------------------------------------------------
+
+    def _progress(self, params: dict[str, Any]) -> None:
+        for sink in list(self._sinks.values()):
+            sink(params)
+
+    def add_folder(self, root: Path, on_progress: ProgressSink) -> None:
+        """Serve `root` too, as one more workspace folder; its progress goes to `on_progress`."""
+        self._sinks[root] = on_progress
+        if root in self.folders:
+            return
+        self.folders.append(root)
+        self.notify("workspace/didChangeWorkspaceFolders", folders_changed([root], []))
+
+    def remove_folder(self, root: Path) -> None:
+        """Serve `root` no more: its documents are closed, the folder removed."""
+        self._sinks.pop(root, None)
+        if root not in self.folders:
+            return
+        for doc in self.open_documents():
+            if doc.path.is_relative_to(root) and not self._in_other_folder(doc.path, root):
+                self.close_document(doc.uri)
+        self.folders.remove(root)
+        self.notify("workspace/didChangeWorkspaceFolders", folders_changed([], [root]))
+
+    def _in_other_folder(self, path: Path, root: Path) -> bool:
+        """Whether `path` also lies in another of its folders (one nested in `root`, or one
+        `root` is nested in)."""
+        return any(f != root and path.is_relative_to(f) for f in self.folders)
 
     # -- the process ------------------------------------------------------------------
 
@@ -231,6 +268,7 @@ class LanguageServer:
             "state": life.shown_state().value,
             "pid": life.pid,
             "restarts": life.restarts,
+            "folders": [str(folder) for folder in self.folders],
             "open_documents": len(self._docs),
             "in_flight": conn.in_flight if conn is not None else 0,
             "progress": sorted(self._freshness.progress.values()),

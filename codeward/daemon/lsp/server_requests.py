@@ -5,7 +5,7 @@ part of the actor each concerns."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,7 +32,7 @@ class ServerRequests:
     def __init__(
         self,
         name: str,
-        root: Path,
+        roots: Sequence[Path],
         settings: Callable[[], dict[str, Any]],
         capabilities: Callable[[], Capabilities],
         changes: Changes,
@@ -41,7 +41,7 @@ class ServerRequests:
         capture: Callable[[], EditCapture | None],
     ) -> None:
         self.name = name
-        self.root = root
+        self.roots = roots  # the workspace folders (the actor's list)
         self._settings = settings
         self._capabilities = capabilities
         self._changes = changes
@@ -79,7 +79,7 @@ class ServerRequests:
             )
             return None
         if method == "workspace/workspaceFolders":
-            return unstructure(folders(self.root))
+            return unstructure(folders(self.roots))
         if method == "workspace/applyEdit":
             capture = self._capture()  # the command running, if any
             return REFUSED if capture is None else capture.receive(message.decode())

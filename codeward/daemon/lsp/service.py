@@ -101,10 +101,11 @@ from codeward.daemon.lsp.documents import Document
 from codeward.daemon.lsp.file_events import FileEvents
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
-from codeward.daemon.lsp.preview import Gate, Previewer, hold_for_preview
+from codeward.daemon.lsp.preview import Previewer, hold_for_preview
 from codeward.daemon.lsp.project import WALK_LIMIT, project_files
 from codeward.daemon.lsp.routing import Languages, unsupported
 from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.shared import Repository, SharedServers
 from codeward.daemon.lsp.texts import Texts, stat_of
 from codeward.daemon.lsp.types import PositionLike, RangeLike
 from codeward.daemon.lsp.uris import path_to_uri, real_path
@@ -204,13 +205,28 @@ class LanguageService:
         budget: ServerBudget | None = None,
         *,
         restricted: bool = False,
+        shared: SharedServers | None = None,
+        repository: str | None = None,
     ) -> None:
         self.root = root
         self.config = config
         self.budget = budget
-        self.gate = Gate()  # requests share the servers; a preview has them alone
-        self.previews: dict[Path, bytes] = {}  # files shown a text that is not on disk
-        self.pool = ServerPool(root, config, on_progress, budget, restricted=restricted)
+        self.shared = shared
+        # the root's git common directory: its sessions share server processes, the gate
+        # and the previews (a nested root's files are the same documents)
+        self.repository = repository if shared is not None else None
+        held = shared.join(repository) if shared is not None and repository else Repository()
+        self.gate = held.gate  # requests share the servers; a preview has them alone
+        self.previews = held.previews  # files shown a text that is not on disk
+        self.pool = ServerPool(
+            root,
+            config,
+            on_progress,
+            budget,
+            restricted=restricted,
+            shared=shared,
+            repository=self.repository,
+        )
         self.languages = Languages(root, effective_languages(config))
         servers = self.pool.servers
         self.texts = Texts(root, config.lsp.max_file_bytes, servers, self.previews, self.gate)
@@ -252,6 +268,9 @@ class LanguageService:
             finally:
                 self._watching = False
                 self.pool.nursery = None
+                self.pool.release()
+                if self.shared is not None and self.repository is not None:
+                    self.shared.leave(self.repository)
                 if self.budget is not None:
                     self.budget.managers.discard(self)
 
@@ -368,15 +387,16 @@ class LanguageService:
         return self.diagnostics_of.by_server(path)
 
     def open_files(self, languages: Sequence[str], limit: int) -> list[Path]:
-        """Up to `limit` files the servers of `languages` have open, most recently used
-        first (the files an edit of another file may break)."""
+        """Up to `limit` files under the root the servers of `languages` have open, most
+        recently used first (the files an edit of another file may break)."""
         names = set(self.languages.servers_of(languages))
         found: dict[Path, None] = {}
         for name in sorted(names):
             server = self.pool.servers.get(name)
             if server is not None:
                 for doc in reversed(server.open_documents()):
-                    found.setdefault(doc.path, None)
+                    if doc.path.is_relative_to(self.root):  # not another root's (shared)
+                        found.setdefault(doc.path, None)
         return list(found)[:limit]
 
     # -- previews -------------------------------------------------------------------------

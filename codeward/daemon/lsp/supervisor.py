@@ -15,7 +15,7 @@ import collections
 import logging
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 
@@ -80,7 +80,7 @@ class Supervisor:
         name: str,
         config: ServerConfig,
         *,
-        root: Path,
+        folders: Sequence[Path],
         lsp: LspConfig,
         max_message: int,
         changes: Changes,
@@ -91,7 +91,8 @@ class Supervisor:
     ) -> None:
         self.name = name
         self.config = config
-        self.root = root
+        self.folders = folders  # the workspace folders, the first its root (the actor's list)
+        self.root = folders[0]
         self.lsp = lsp
         self.max_message = max_message
         self.changes = changes
@@ -309,7 +310,7 @@ class Supervisor:
 
     async def _handshake(self, conn: LspConnection) -> None:
         timeout = self.lsp.initialize_timeout
-        params = initialize_params(self.root, self.config.init_options)
+        params = initialize_params(self.folders, self.config.init_options)
         try:
             result = await conn.request("initialize", params, timeout=timeout)
         except RequestTimeout:

@@ -1,0 +1,155 @@
+"""Git worktrees of one repository share one process per server, each a workspace folder of
+it, while their answers, documents and diagnostics stay their own (real servers)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from codeward.daemon.config import Config
+from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.server import Daemon
+from tests.conftest import OpenClient
+from tests.git_repos import commit_all, git, make_repo, private_home
+from tests.intel_support import pos, write
+from tests.langs_support import patient_config
+from tests.lsp_support import needs
+from tests.rpc import RpcClient
+
+PY_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": 'def scale(x: int) -> int:\n    """Scale x."""\n    return x * 2\n',
+    "pkg/use.py": "from pkg.core import scale\n\nvalue = scale(3)\n",
+}
+
+
+@pytest.fixture
+def daemon_config() -> Config:
+    return patient_config()
+
+
+@pytest.fixture(autouse=True)
+def git_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in private_home(tmp_path / "home").items():
+        monkeypatch.setenv(name, value)
+
+
+def repository(base: Path, files: dict[str, str], worktrees: int) -> list[Path]:
+    """A committed repository with `files` and `worktrees` linked worktrees: their roots."""
+    main = make_repo(base / "main")
+    write(main, files)
+    commit_all(main, "first")
+    roots = [main]
+    for n in range(worktrees):
+        path = base / f"wt{n + 1}"
+        git(main, "worktree", "add", "-q", "-b", f"task{n + 1}", str(path))
+        roots.append(Path(os.path.realpath(path)))
+    return roots
+
+
+async def trusted_client(open_client: OpenClient, root: Path) -> RpcClient:
+    client = await open_client()
+    await client.call("trust/set", {"root": str(root)})
+    await client.call("session/open", {"root": str(root)})
+    return client
+
+
+async def servers_of(client: RpcClient, root: Path) -> dict[str, dict[str, Any]]:
+    """Server name -> its status in the session of `root`."""
+    sessions = (await client.call("session/list"))["sessions"]
+    (session,) = [s for s in sessions if s["root"] == str(root)]
+    return {server["name"]: server for server in session["servers"]}
+
+
+def shared_actor(daemon: Daemon, name: str) -> LanguageServer:
+    """The one actor of server `name` every live session uses (fails if there are more)."""
+    (actor,) = {
+        id(server): server
+        for session in daemon.sessions.sessions.values()
+        if (server := session.lsp.pool.servers.get(name)) is not None
+    }.values()
+    return actor
+
+
+async def hover(client: RpcClient, root: Path, path: str, needle: str) -> str:
+    line, character = pos(root, path, needle)
+    result = await client.tool("get_hover_info", path=path, line=line, character=character)
+    return result["signature"]
+
+
+@needs("basedpyright", "ruff")
+async def test_python_worktrees_share_one_process_and_keep_their_answers(
+    daemon: Daemon, open_client: OpenClient, tmp_path: Path
+) -> None:
+    roots = repository(tmp_path, PY_FILES, worktrees=3)
+    clients = [await trusted_client(open_client, root) for root in roots]
+    for client, root in zip(clients, roots, strict=True):
+        assert "int" in await hover(client, root, "pkg/use.py", "scale(3")
+        await client.tool("get_diagnostics", path="pkg/use.py")  # ruff too
+    pids = set()
+    for client, root in zip(clients, roots, strict=True):
+        servers = await servers_of(client, root)
+        pids.add((servers["basedpyright"]["pid"], servers["ruff"]["pid"]))
+        assert sorted(servers["basedpyright"]["folders"]) == sorted(map(str, roots))
+    assert len(pids) == 1  # one basedpyright and one ruff for the four roots
+
+    # A signature changed in one worktree shows there only.
+    changed = roots[2]
+    actor = shared_actor(daemon, "basedpyright")
+    world = actor.world
+    (changed / "pkg/core.py").write_text(
+        'def scale(x: str) -> str:\n    """Scale x."""\n    return x * 2\n'
+    )
+    with trio.fail_after(30):  # the watcher delivers the event; no sleeping
+        await actor.wait_for(lambda: actor.world > world, 30)
+    assert "str" in await hover(clients[2], changed, "pkg/use.py", "scale(3")
+    assert "int" in await hover(clients[1], roots[1], "pkg/use.py", "scale(3")
+    diagnostics = await clients[2].tool("get_diagnostics", path="pkg/use.py")
+    assert any(d["source"] == "basedpyright" for d in diagnostics["diagnostics"])
+    clean = await clients[1].tool("get_diagnostics", path="pkg/use.py")
+    assert not [d for d in clean["diagnostics"] if d["source"] == "basedpyright"]
+    # Definitions and references stay in the asking worktree.
+    line, character = pos(changed, "pkg/use.py", "scale(3")
+    found = await clients[2].tool(
+        "go_to_definition", path="pkg/use.py", line=line, character=character
+    )
+    assert found["definition"]["path"] == "pkg/core.py"
+    assert found["definition"]["preview"] == "def scale(x: str) -> str:"
+    refs = await clients[1].tool(
+        "find_references", path="pkg/core.py", line=1, character=5, include_declaration=True
+    )
+    assert sorted((r["path"], r["line"]) for r in refs["references"]) == [
+        ("pkg/core.py", 1),
+        ("pkg/use.py", 1),
+        ("pkg/use.py", 3),
+    ]
+    assert str(tmp_path) not in str(refs)
+
+    # An edit's diagnostics_after in one worktree is about that worktree's text only.
+    edited = await clients[1].tool(
+        "edit_file", path="pkg/use.py", content='from pkg.core import scale\n\nvalue = scale("a")\n'
+    )
+    after = {entry["file"]: entry for entry in edited["diagnostics_after"]}
+    assert after["pkg/use.py"]["introduced"]
+    assert str(tmp_path) not in str(edited)  # nothing of the other worktrees' open files
+
+    # A session closing removes its folder; the others keep working on the same process.
+    await clients[3].call("session/close", {"terminate": True})
+    servers = await servers_of(clients[0], roots[0])
+    assert (servers["basedpyright"]["pid"], servers["ruff"]["pid"]) in pids
+    assert str(roots[3]) not in servers["basedpyright"]["folders"]
+    assert "int" in await hover(clients[0], roots[0], "pkg/use.py", "scale(3")
+
+    # The shared process killed: it restarts, and every worktree answers again.
+    killed = servers["basedpyright"]["pid"]
+    os.kill(killed, signal.SIGKILL)
+    with trio.fail_after(120):
+        await actor.wait_for(lambda: actor.running and actor.pid != killed, 120)
+    assert "int" in await hover(clients[0], roots[0], "pkg/use.py", "scale(3")
+    assert "str" in await hover(clients[2], changed, "pkg/use.py", "scale(3")
+    assert "int" in await hover(clients[1], roots[1], "pkg/core.py", "scale")
