@@ -13,6 +13,7 @@ import trio
 
 from codeward.daemon.config import Config
 from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.shared import repository_of
 from codeward.daemon.server import Daemon
 from tests.conftest import OpenClient
 from tests.git_repos import commit_all, git, make_repo, private_home
@@ -79,6 +80,7 @@ def shared_actor(daemon: Daemon, name: str) -> LanguageServer:
 async def hover(client: RpcClient, root: Path, path: str, needle: str) -> str:
     line, character = pos(root, path, needle)
     result = await client.tool("get_hover_info", path=path, line=line, character=character)
+    assert "signature" in result, result
     return result["signature"]
 
 
@@ -95,7 +97,7 @@ async def test_python_worktrees_share_one_process_and_keep_their_answers(
     for client, root in zip(clients, roots, strict=True):
         servers = await servers_of(client, root)
         pids.add((servers["basedpyright"]["pid"], servers["ruff"]["pid"]))
-        assert sorted(servers["basedpyright"]["folders"]) == sorted(map(str, roots))
+        assert sorted(servers["basedpyright"]["roots"]) == sorted(map(str, roots))
     assert len(pids) == 1  # one basedpyright and one ruff for the four roots
 
     # A signature changed in one worktree shows there only.
@@ -142,7 +144,7 @@ async def test_python_worktrees_share_one_process_and_keep_their_answers(
     await clients[3].call("session/close", {"terminate": True})
     servers = await servers_of(clients[0], roots[0])
     assert (servers["basedpyright"]["pid"], servers["ruff"]["pid"]) in pids
-    assert str(roots[3]) not in servers["basedpyright"]["folders"]
+    assert str(roots[3]) not in servers["basedpyright"]["roots"]
     assert "int" in await hover(clients[0], roots[0], "pkg/use.py", "scale(3")
 
     # The shared process killed: it restarts, and every worktree answers again.
@@ -153,3 +155,68 @@ async def test_python_worktrees_share_one_process_and_keep_their_answers(
     assert "int" in await hover(clients[0], roots[0], "pkg/use.py", "scale(3")
     assert "str" in await hover(clients[2], changed, "pkg/use.py", "scale(3")
     assert "int" in await hover(clients[1], roots[1], "pkg/core.py", "scale")
+
+
+@needs("basedpyright")
+async def test_restricted_and_trusted_roots_never_share(
+    open_client: OpenClient, tmp_path: Path
+) -> None:
+    main, first, second = repository(tmp_path, PY_FILES, worktrees=2)
+    trusted = await trusted_client(open_client, main)
+    untrusted = [await open_client(first), await open_client(second)]
+    assert "int" in await hover(trusted, main, "pkg/use.py", "scale(3")
+    for client, root in zip(untrusted, (first, second), strict=True):
+        assert "int" in await hover(client, root, "pkg/use.py", "scale(3")
+    pid_of = {
+        root: (await servers_of(trusted, root))["basedpyright"]["pid"]
+        for root in (main, first, second)
+    }
+    # the two untrusted worktrees share a restricted process; the trusted root has its own
+    assert pid_of[first] == pid_of[second] != pid_of[main]
+    restricted = await servers_of(trusted, first)
+    assert sorted(restricted["basedpyright"]["roots"]) == sorted([str(first), str(second)])
+    # Trusting one of them moves it to the trusted process, out of the restricted one.
+    await untrusted[0].call("trust/set", {"root": str(first)})
+    assert "int" in await hover(untrusted[0], first, "pkg/use.py", "scale(3")
+    assert (await servers_of(trusted, first))["basedpyright"]["pid"] == pid_of[main]
+    left = await servers_of(trusted, second)
+    assert left["basedpyright"]["roots"] == [str(second)]
+    assert left["basedpyright"]["pid"] == pid_of[second]
+
+
+@needs("basedpyright")
+async def test_a_nested_root_shares_with_its_parent(
+    open_client: OpenClient, tmp_path: Path
+) -> None:
+    (main,) = repository(tmp_path, PY_FILES, worktrees=0)
+    nested = main / "pkg"
+    parent = await trusted_client(open_client, main)
+    inner = await trusted_client(open_client, nested)
+    assert "int" in await hover(parent, main, "pkg/use.py", "scale(3")
+    # The nested root's files are the parent's project's: `pkg.core` resolves from the top.
+    assert "int" in await hover(inner, nested, "use.py", "scale(3")
+    outer, within = await servers_of(parent, main), await servers_of(parent, nested)
+    assert outer["basedpyright"]["pid"] == within["basedpyright"]["pid"]
+    assert "int" in await hover(parent, main, "pkg/use.py", "scale(3")
+    # The nested session closing leaves the parent's documents open and answering.
+    await inner.call("session/close", {"terminate": True})
+    assert (await servers_of(parent, main))["basedpyright"]["roots"] == [str(main)]
+    assert "int" in await hover(parent, main, "pkg/use.py", "scale(3")
+
+
+def test_a_root_shares_only_through_a_real_worktree(tmp_path: Path) -> None:
+    """The repository of a root is read from its `.git` as git made it; a `.git` file that
+    does not point back (a hand-made gitfile into another repository) shares nothing."""
+    main, linked = repository(tmp_path, PY_FILES, worktrees=1)
+    common = os.path.realpath(main / ".git")
+    assert repository_of(main) == repository_of(main / "pkg") == common
+    assert repository_of(linked) == common
+    other = tmp_path / "other"
+    other.mkdir()
+    assert repository_of(other) is None
+    (other / ".git").write_text(f"gitdir: {main / '.git'}\n")
+    assert repository_of(other) is None
+    (other / ".git").write_text(f"gitdir: {main / '.git' / 'worktrees' / 'wt1'}\n")
+    assert repository_of(other) is None  # wt1's gitdir names linked's .git, not this one
+    (other / ".git").write_text("not a gitfile\n")
+    assert repository_of(other) is None

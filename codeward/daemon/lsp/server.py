@@ -10,9 +10,11 @@ asks it through these methods, never through its parts:
   (several sent at once), `notify`, `offers(method)`,
   `may_offer`, `capabilities`, `encoding`; `execute_command(command, arguments, on_edit)`
   with the edits that command asks for;
-- workspace folders: `folders` (the first its own root), `add_folder(root, on_progress)`,
-  `remove_folder(root)` (`workspace/didChangeWorkspaceFolders`; the documents under a
-  removed folder are closed); progress goes to every folder's sink;
+- the roots it serves: `roots` (the first its own), `add_root(root, on_progress)`,
+  `remove_root(root)`; its workspace `folders` are the roots not nested in another (a
+  nested root's files are its parent's: one folder, so the server answers them as the
+  parent's project), kept current with `workspace/didChangeWorkspaceFolders`; the documents
+  no root holds any more are closed; progress goes to every root's sink;
 - documents: `sync(path, language_id, data, stat)` -> the `Document` sent (one version,
   never changed), `document(uri)`, `open_documents()`, `touch`, `close_document`,
   `watched_files_changed`;
@@ -97,8 +99,7 @@ class LanguageServer:
         self.name = name
         self.language = language
         self.root = root
-        self.folders: list[Path] = [root]  # its workspace folders: the roots it serves
-        self._sinks: dict[Path, ProgressSink] = {root: on_progress}
+        self._sinks: dict[Path, ProgressSink] = {root: on_progress}  # root -> its progress
         self.lsp = lsp
         self._capture: EditCapture | None = None  # the edits of the command running
         self._on_start: Callable[[LanguageServer], None] | None = None
@@ -116,7 +117,7 @@ class LanguageServer:
         self._docs = DocumentSync(lsp.max_open_documents, self.notify, self._freshness.forget)
         self._answers = ServerRequests(
             name,
-            self.folders,
+            lambda: self.folders,
             settings=lambda: self.config.settings,
             capabilities=lambda: self.capabilities,
             changes=self._changes,
@@ -127,7 +128,7 @@ class LanguageServer:
         self._life = Supervisor(
             name,
             config,
-            folders=self.folders,
+            folders=lambda: self.folders,
             lsp=lsp,
             max_message=max_message,
             changes=self._changes,
@@ -153,29 +154,39 @@ class LanguageServer:
         for sink in list(self._sinks.values()):
             sink(params)
 
-    def add_folder(self, root: Path, on_progress: ProgressSink) -> None:
-        """Serve `root` too, as one more workspace folder; its progress goes to `on_progress`."""
+    @property
+    def roots(self) -> list[Path]:
+        """The session roots it serves, the first its own."""
+        return list(self._sinks)
+
+    @property
+    def folders(self) -> list[Path]:
+        """Its workspace folders: the roots not nested in another of its roots."""
+        roots = self.roots
+        return [r for r in roots if not any(o != r and r.is_relative_to(o) for o in roots)]
+
+    def add_root(self, root: Path, on_progress: ProgressSink) -> None:
+        """Serve `root` too; its progress goes to `on_progress`."""
+        before = self.folders
         self._sinks[root] = on_progress
-        if root in self.folders:
-            return
-        self.folders.append(root)
-        self.notify("workspace/didChangeWorkspaceFolders", folders_changed([root], []))
+        self._folders_changed(before)
 
-    def remove_folder(self, root: Path) -> None:
-        """Serve `root` no more: its documents are closed, the folder removed."""
-        self._sinks.pop(root, None)
-        if root not in self.folders:
+    def remove_root(self, root: Path) -> None:
+        """Serve `root` no more: the documents no other root holds are closed."""
+        if self._sinks.pop(root, None) is None:
             return
+        before, roots = self.folders, self.roots
         for doc in self.open_documents():
-            if doc.path.is_relative_to(root) and not self._in_other_folder(doc.path, root):
+            if doc.path.is_relative_to(root) and not any(doc.path.is_relative_to(r) for r in roots):
                 self.close_document(doc.uri)
-        self.folders.remove(root)
-        self.notify("workspace/didChangeWorkspaceFolders", folders_changed([], [root]))
+        self._folders_changed(before)
 
-    def _in_other_folder(self, path: Path, root: Path) -> bool:
-        """Whether `path` also lies in another of its folders (one nested in `root`, or one
-        `root` is nested in)."""
-        return any(f != root and path.is_relative_to(f) for f in self.folders)
+    def _folders_changed(self, before: list[Path]) -> None:
+        after = self.folders
+        added = [f for f in after if f not in before]
+        removed = [f for f in before if f not in after]
+        if added or removed:
+            self.notify("workspace/didChangeWorkspaceFolders", folders_changed(added, removed))
 
     # -- the process ------------------------------------------------------------------
 
@@ -268,7 +279,7 @@ class LanguageServer:
             "state": life.shown_state().value,
             "pid": life.pid,
             "restarts": life.restarts,
-            "folders": [str(folder) for folder in self.folders],
+            "roots": [str(root) for root in self.roots],
             "open_documents": len(self._docs),
             "in_flight": conn.in_flight if conn is not None else 0,
             "progress": sorted(self._freshness.progress.values()),

@@ -32,7 +32,7 @@ class ServerRequests:
     def __init__(
         self,
         name: str,
-        roots: Sequence[Path],
+        folders: Callable[[], Sequence[Path]],
         settings: Callable[[], dict[str, Any]],
         capabilities: Callable[[], Capabilities],
         changes: Changes,
@@ -41,7 +41,7 @@ class ServerRequests:
         capture: Callable[[], EditCapture | None],
     ) -> None:
         self.name = name
-        self.roots = roots  # the workspace folders (the actor's list)
+        self._folders = folders  # its workspace folders now
         self._settings = settings
         self._capabilities = capabilities
         self._changes = changes
@@ -79,7 +79,7 @@ class ServerRequests:
             )
             return None
         if method == "workspace/workspaceFolders":
-            return unstructure(folders(self.roots))
+            return unstructure(folders(self._folders()))
         if method == "workspace/applyEdit":
             capture = self._capture()  # the command running, if any
             return REFUSED if capture is None else capture.receive(message.decode())

@@ -123,11 +123,11 @@ class SharedServers:
         on_progress: ProgressSink,
         make: Callable[[], LanguageServer],
     ) -> LanguageServer:
-        """The shared actor of `key` with `root` one of its folders: the one running, or a
+        """The shared actor of `key` serving `root` too: the one running, or a
         new one made by `make()` (for `root`) and run here."""
         server = self._servers.get(key)
         if server is not None:
-            server.add_folder(root, on_progress)
+            server.add_root(root, on_progress)
             return server
         assert self._nursery is not None, "the shared servers are not running"
         server = make()
@@ -143,10 +143,10 @@ class SharedServers:
                 del self._servers[key]
 
     def release(self, server: LanguageServer, root: Path) -> bool:
-        """`root` no longer uses `server`: its folder is removed, and the process stopped
-        when no folder is left. Whether it was stopped."""
-        if server.folders != [root]:
-            server.remove_folder(root)
+        """`root` no longer uses `server`: it serves it no more, and the process is
+        stopped when no root is left. Whether it was stopped."""
+        if server.roots != [root]:
+            server.remove_root(root)
             return False
         for key, known in list(self._servers.items()):
             if known is server:

@@ -80,7 +80,7 @@ class Supervisor:
         name: str,
         config: ServerConfig,
         *,
-        folders: Sequence[Path],
+        folders: Callable[[], Sequence[Path]],
         lsp: LspConfig,
         max_message: int,
         changes: Changes,
@@ -91,8 +91,8 @@ class Supervisor:
     ) -> None:
         self.name = name
         self.config = config
-        self.folders = folders  # the workspace folders, the first its root (the actor's list)
-        self.root = folders[0]
+        self.folders = folders  # its workspace folders now (the first its root's)
+        self.root = folders()[0]
         self.lsp = lsp
         self.max_message = max_message
         self.changes = changes
@@ -310,7 +310,7 @@ class Supervisor:
 
     async def _handshake(self, conn: LspConnection) -> None:
         timeout = self.lsp.initialize_timeout
-        params = initialize_params(self.folders, self.config.init_options)
+        params = initialize_params(self.folders(), self.config.init_options)
         try:
             result = await conn.request("initialize", params, timeout=timeout)
         except RequestTimeout:
