@@ -19,7 +19,7 @@ from tests.conftest import OpenClient
 from tests.git_repos import commit_all, git, make_repo, private_home
 from tests.intel_support import pos, write
 from tests.langs_support import patient_config
-from tests.lsp_support import needs
+from tests.lsp_support import needs, require
 from tests.rpc import RpcClient
 
 PY_FILES = {
@@ -220,3 +220,77 @@ def test_a_root_shares_only_through_a_real_worktree(tmp_path: Path) -> None:
     assert repository_of(other) is None  # wt1's gitdir names linked's .git, not this one
     (other / ".git").write_text("not a gitfile\n")
     assert repository_of(other) is None
+
+
+GO_FILES = {
+    "go.mod": "module example.com/demo\n\ngo 1.19\n",
+    "main.go": (
+        'package main\n\nimport "example.com/demo/lib"\n\nfunc main() {\n\t_ = lib.Scale(3)\n}\n'
+    ),
+    "lib/lib.go": (
+        "package lib\n\n// Scale doubles x.\nfunc Scale(x int) int {\n\treturn x * 2\n}\n"
+    ),
+}
+GO_CHANGED = (
+    "lib/lib.go",
+    "package lib\n\n// Scale doubles x.\nfunc Scale(x int64) int64 {\n\treturn x * 2\n}\n",
+)
+C_MAIN = "\n\nint main(void) { return scale(3); }\n"
+C_FILES = {"main.c": "static int scale(int x) { return x * 2; }" + C_MAIN}
+C_CHANGED = (
+    "main.c",
+    "static long scale(long x) { return x * 2; }" + C_MAIN,
+)
+TS_FILES = {
+    "tsconfig.json": '{"compilerOptions": {"strict": true}, "include": ["*.ts"]}\n',
+    "lib.ts": "export function scale(x: number): number {\n  return x * 2;\n}\n",
+    "main.ts": 'import { scale } from "./lib";\n\nexport const value = scale(3);\n',
+}
+TS_CHANGED = ("lib.ts", "export function scale(x: string): string {\n  return x + x;\n}\n")
+
+LANGUAGES = [
+    pytest.param("gopls", GO_FILES, "main.go", "Scale(3", GO_CHANGED, ("int", "int64"), id="go"),
+    pytest.param("clangd", C_FILES, "main.c", "scale(3", C_CHANGED, ("int", "long"), id="c"),
+    pytest.param(
+        "typescript-language-server",
+        TS_FILES,
+        "main.ts",
+        "scale(3",
+        TS_CHANGED,
+        ("number", "string"),
+        id="typescript",
+    ),
+]
+
+
+@pytest.mark.parametrize(("server", "files", "path", "needle", "change", "types"), LANGUAGES)
+async def test_other_servers_share_worktrees_too(
+    daemon: Daemon,
+    open_client: OpenClient,
+    tmp_path: Path,
+    server: str,
+    files: dict[str, str],
+    path: str,
+    needle: str,
+    change: tuple[str, str],
+    types: tuple[str, str],
+) -> None:
+    require(server)
+    roots = repository(tmp_path, files, worktrees=2)
+    clients = [await trusted_client(open_client, root) for root in roots]
+    before, after = types
+    for client, root in zip(clients, roots, strict=True):
+        assert before in await hover(client, root, path, needle)
+    pids = {(await servers_of(clients[0], root))[server]["pid"] for root in roots}
+    assert len(pids) == 1
+    actor = shared_actor(daemon, server)
+    assert sorted(actor.roots) == sorted(roots)
+    # One worktree changes the signature: only its answers change.
+    name, text = change
+    world = actor.world
+    (roots[1] / name).write_text(text)
+    with trio.fail_after(30):  # the watcher delivers the event; no sleeping
+        await actor.wait_for(lambda: actor.world > world, 30)
+    assert after in await hover(clients[1], roots[1], path, needle)
+    unchanged = await hover(clients[2], roots[2], path, needle)
+    assert before in unchanged and after not in unchanged
