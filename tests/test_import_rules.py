@@ -20,7 +20,9 @@ LSP = "codeward.daemon.lsp"
 
 # What the rest of the daemon may import from the layer, module by module (None: any name).
 PUBLIC: dict[str, frozenset[str] | None] = {
-    LSP: frozenset({"Answer", "DocumentContext", "LanguageService"}),
+    LSP: frozenset(
+        {"Answer", "DocumentContext", "LanguageService", "SharedServers", "repository_of"}
+    ),
     f"{LSP}.service": frozenset(service.__all__),
     f"{LSP}.types": None,  # value types of the servers' replies (Location, Diagnostic...)
     f"{LSP}.shapes": None,  # lsprotocol types at the seam: converter, typed answers, params

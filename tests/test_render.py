@@ -176,6 +176,35 @@ def test_daemon_views() -> None:
         "  ruff (python): stopped, restarts 2",
     ]
     assert render.sessions({"sessions": []}) == ["no sessions"]
+    # A process the worktrees of one repository share: once, with its roots.
+    shared = {
+        "name": "gopls",
+        "language": "go",
+        "state": "running",
+        "pid": 7,
+        "restarts": 1,
+        "roots": ["/r/main", "/r/wt1"],
+    }
+    worktrees = {
+        "sessions": [
+            {"id": "a1", "root": "/r/main", "trusted": True, "clients": 1, "idle_seconds": 0,
+             "servers": [shared]},
+            {"id": "b2", "root": "/r/wt1", "trusted": True, "clients": 0, "idle_seconds": 61,
+             "servers": [shared, {"name": "tombi", "language": "toml", "state": "running",
+                                  "pid": 8, "restarts": 0, "roots": ["/r/wt1"]}]},
+        ]
+    }  # fmt: skip
+    assert render.sessions(worktrees) == [
+        "a1  /r/main  trusted  clients: 1  idle: 0s",
+        "  gopls: shared, pid 7",
+        "b2  /r/wt1  trusted  clients: 0  idle: 1m01s",
+        "  gopls: shared, pid 7",
+        "  tombi (toml): running, pid 8, restarts 0",
+        "shared by the roots of one repository:",
+        "  gopls (go): running, pid 7, restarts 1",
+        "    /r/main",
+        "    /r/wt1",
+    ]
     tools = {"tools": [{"name": "git_command", "description": "Run git.\nMore."},
                        {"name": "bare", "description": ""}, 3]}  # fmt: skip
     assert render.tools(tools) == ["git_command: Run git.", "bare"]

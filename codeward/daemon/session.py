@@ -19,10 +19,9 @@ import trio
 from codeward.daemon.config import Config, PolicyConfig, load_project_config
 from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.edits.writer import RootWriter
-from codeward.daemon.lsp import LanguageService
+from codeward.daemon.lsp import LanguageService, SharedServers, repository_of
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import effective_languages
-from codeward.daemon.lsp.shared import SharedServers, repository_of
 from codeward.daemon.lua import LuaActor
 from codeward.daemon.trust import TrustStore
 from codeward.protocol.errors import ErrorKind, ToolError

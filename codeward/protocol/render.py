@@ -95,6 +95,7 @@ def sessions(result: dict[str, Any]) -> list[str]:
     if not items:
         return ["no sessions"]
     lines: list[str] = []
+    shared: dict[tuple[str, Any], dict[str, Any]] = {}  # a process several roots use, once
     for session in items:
         trust = "trusted" if session.get("trusted") else "restricted"
         lines.append(
@@ -104,14 +105,28 @@ def sessions(result: dict[str, Any]) -> list[str]:
         for server in session.get("servers") or []:
             if not isinstance(server, dict):
                 continue
-            pid = server.get("pid")
-            lines.append(
-                f"  {server.get('name', '?')} ({server.get('language', '?')}): "
-                f"{server.get('state', '?')}"
-                + (f", pid {pid}" if pid else "")
-                + f", restarts {server.get('restarts', 0)}"
-            )
+            name, pid = server.get("name", "?"), server.get("pid")
+            if len(server.get("roots") or []) > 1:
+                shared.setdefault((name, pid or id(server)), server)
+                lines.append(f"  {name}: shared" + (f", pid {pid}" if pid else ""))
+            else:
+                lines.append(_server_line(server))
+    if shared:
+        lines.append("shared by the roots of one repository:")
+        for server in shared.values():
+            lines.append(_server_line(server))
+            lines.extend(f"    {root}" for root in server.get("roots") or [])
     return lines
+
+
+def _server_line(server: dict[str, Any]) -> str:
+    pid = server.get("pid")
+    return (
+        f"  {server.get('name', '?')} ({server.get('language', '?')}): "
+        f"{server.get('state', '?')}"
+        + (f", pid {pid}" if pid else "")
+        + f", restarts {server.get('restarts', 0)}"
+    )
 
 
 def trust_list(result: dict[str, Any]) -> list[str]:

@@ -105,7 +105,7 @@ from codeward.daemon.lsp.preview import Previewer, hold_for_preview
 from codeward.daemon.lsp.project import WALK_LIMIT, project_files
 from codeward.daemon.lsp.routing import Languages, unsupported
 from codeward.daemon.lsp.server import LanguageServer
-from codeward.daemon.lsp.shared import Repository, SharedServers
+from codeward.daemon.lsp.shared import Repository, SharedServers, repository_of
 from codeward.daemon.lsp.texts import Texts, stat_of
 from codeward.daemon.lsp.types import PositionLike, RangeLike
 from codeward.daemon.lsp.uris import path_to_uri, real_path
@@ -124,7 +124,9 @@ __all__ = [
     "OnEdit",
     "Previewer",
     "ServerDiagnostics",
+    "SharedServers",
     "Versions",
+    "repository_of",
 ]
 
 # Error codes of an answer worth one more try: the content changed, or the server cancelled
