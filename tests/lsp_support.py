@@ -18,7 +18,7 @@ import trio
 from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConfig, ServerConfig
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import command_available, default_servers
-from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.lsp.service import LanguageService, SharedServers, repository_of
 
 FAKE = str(Path(__file__).with_name("fake_lsp_server.py"))
 
@@ -51,11 +51,20 @@ def for_daemon(config: Config) -> Config:
 
 @asynccontextmanager
 async def running(
-    root: Path, config: Config, *, watch: bool = False, budget: ServerBudget | None = None
+    root: Path,
+    config: Config,
+    *,
+    watch: bool = False,
+    budget: ServerBudget | None = None,
+    shared: SharedServers | None = None,
 ) -> AsyncIterator[tuple[LanguageService, list[dict[str, Any]]]]:
-    """A started LanguageService for `root`; everything it started is stopped on exit."""
+    """A started LanguageService for `root` (with `shared`: joining the repository's shared
+    servers); everything it started is stopped on exit."""
     progress: list[dict[str, Any]] = []
-    manager = LanguageService(root, config, progress.append, budget)
+    repository = repository_of(root) if shared is not None else None
+    manager = LanguageService(
+        root, config, progress.append, budget, shared=shared, repository=repository
+    )
     async with trio.open_nursery() as nursery:
         await nursery.start(functools.partial(manager.run, watch=watch))
         yield manager, progress

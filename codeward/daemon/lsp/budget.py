@@ -3,8 +3,10 @@
 Before a server starts, `admit` makes room: while starting it would exceed
 `daemon.max_servers` (or make one session too many have live servers, beyond
 `daemon.max_sessions`), the least recently used other session with no request in flight has
-its servers stopped. They start again on that session's next request. When every other
-session is busy, the server starts anyway (a cap never fails a request).
+its servers stopped (but those it shares with other roots: another may be using them).
+They start again on that session's next request. When every other session is busy, the
+server starts anyway (a cap never fails a request). A process several roots share counts
+once.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class Servers(Protocol):
     def servers(self) -> dict[str, LanguageServer]: ...
 
     def live(self) -> list[LanguageServer]: ...
+
+    def parkable(self) -> list[LanguageServer]: ...
 
 
 class Pool(Protocol):
@@ -57,7 +61,9 @@ class ServerBudget:
         """Make room for `server`, about to start, by parking idle sessions' servers."""
         owner = next((m for m in self.managers if m.pool.servers.get(server.name) is server), None)
         while self._over(owner, server):
-            victims = [m for m in self.managers if m is not owner and m.pool.live() and not m.busy]
+            victims = [
+                m for m in self.managers if m is not owner and m.pool.parkable() and not m.busy
+            ]
             if not victims:
                 log.warning("more live servers than the daemon's caps: every session is busy")
                 return

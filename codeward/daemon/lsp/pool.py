@@ -60,9 +60,14 @@ class ServerPool:
     def live(self) -> list[LanguageServer]:
         return [s for s in self.servers.values() if s.live]
 
+    def parkable(self) -> list[LanguageServer]:
+        """Its live servers that serve no other root (a shared one may be busy for another)."""
+        return [s for s in self.live() if len(s.roots) == 1]
+
     def park(self, reason: str) -> None:
-        """Stop every live server; each starts again on its next need."""
-        for server in self.live():
+        """Stop every live server that serves no other root; each starts again on its next
+        need."""
+        for server in self.parkable():
             server.halt(reason, park=True)
 
     def restart_failed(self) -> None:

@@ -173,9 +173,10 @@ class LanguageServer:
 
     def remove_root(self, root: Path) -> None:
         """Serve `root` no more: the documents no other root holds are closed."""
+        before = self.folders
         if self._sinks.pop(root, None) is None:
             return
-        before, roots = self.folders, self.roots
+        roots = self.roots
         for doc in self.open_documents():
             if doc.path.is_relative_to(root) and not any(doc.path.is_relative_to(r) for r in roots):
                 self.close_document(doc.uri)
