@@ -8,8 +8,9 @@ codeward.daemon.main` on a private socket, the roots trusted):
   per server each, as every worktree had before they were shared.
 In each, every root gets a hover and the diagnostics of one file (which start basedpyright
 and ruff), one root after another. Printed:
-1. the servers' memory (RSS of their process groups) once every root answered, against one
-   root's alone (target: shared <= 1.5x one root's; separate is what it was: ~4x);
+1. the servers' memory (RSS of their process groups, once their CPU went quiet) once every
+   root answered, against one root's alone (target: shared <= 1.5x one root's; separate is
+   what it was: ~4x);
 2. the first hover of roots 2-4 against root 1's cold one (target: <= half of it, shared);
 3. warm hover and definition in a worktree on the shared process against a checkout on its
    own process, alternating, the median of N each (target: ratio <= 1.05);
@@ -32,7 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from common import Daemon, DaemonClient, RpcFailed  # bench/
+from common import Daemon, DaemonClient, RpcFailed, alive, cpu_seconds  # bench/
 
 REPO = Path(__file__).resolve().parents[1]
 ROOTS = 4
@@ -124,6 +125,18 @@ def group_rss_mib(pids: set[int]) -> float:
     return total / 1024
 
 
+def settled_rss_mib(pids: set[int], limit: float = 180.0) -> float:
+    """The servers' RSS once their CPU has gone quiet (under 5% of a core over 2 s, at
+    most `limit` s): a server analysing the workspace in the background is still growing."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = sum(cpu_seconds(pid) for pid in pids if alive(pid))
+        time.sleep(2.0)
+        if sum(cpu_seconds(pid) for pid in pids if alive(pid)) - before < 0.1:
+            break
+    return group_rss_mib(pids)
+
+
 def server_pids(client: DaemonClient, names: set[str]) -> set[int]:
     return {
         server["pid"]
@@ -171,8 +184,8 @@ def visit(
             client.tool("get_diagnostics", {"path": path})
         d.note_servers(client)
         if n == 0:
-            one = group_rss_mib(server_pids(client, names))
-    return clients, firsts, one, group_rss_mib(server_pids(clients[0], names))
+            one = settled_rss_mib(server_pids(client, names))
+    return clients, firsts, one, settled_rss_mib(server_pids(clients[0], names))
 
 
 def warm(clients: list[tuple[str, DaemonClient, dict[str, Any]]], tool: str, runs: int) -> dict:
