@@ -64,36 +64,40 @@ class WatchedTree:
         """A checkpoint between two bounded steps of work."""
         await trio.lowlevel.checkpoint()
 
-    async def _did(self, amount: int) -> None:
-        self._work += amount
+    async def _did(self) -> None:
+        """One entry or event handled: a checkpoint every `STEP` of them."""
+        self._work += 1
         if self._work >= STEP:
-            self._work = 0
             await self.pause()
+            self._work = 0
 
     # -- walking -------------------------------------------------------------------------
 
-    async def add(self, top: Path) -> list[Path]:
-        """Watch `top` and every folder below it but the ignored ones; the files found (in a
-        folder that just appeared, written before its watch was in place)."""
+    async def add(self, top: Path, *, collect: bool = True) -> list[Path]:
+        """Watch `top` and every folder below it but the ignored ones; with `collect`, the
+        files found (in a folder that just appeared, written before its watch was in place)."""
         found: list[Path] = []
         stack = [top]
         while stack:
             folder = stack.pop()
-            watched = self._watch(folder)
+            watched = await self._watch(folder)
             if watched is None:
                 continue
             listed = watched[0]
-            found += [folder / name for name in listed.files]
+            if collect:
+                found += [folder / name for name in listed.files]
             stack += [folder / name for name in listed.dirs]
-            await self._did(1 + len(listed.files) + len(listed.dirs))
         return found
 
-    def _watch(self, folder: Path, since: int | None = None) -> tuple[_Folder, set[str]] | None:
-        """Watch `folder` and list it (None when it cannot be watched); with `since`, the
-        names of its files changed at or after that time too."""
+    async def _watch(
+        self, folder: Path, since: int | None = None
+    ) -> tuple[_Folder, set[str]] | None:
+        """Watch `folder` and list it (None when it cannot be watched), in steps however
+        many entries it has; with `since`, the names of its files changed at or after that
+        time too."""
         try:
             wd = self.notify.add_folder(str(folder))
-            entries = list(os.scandir(folder))
+            entries = os.scandir(folder)
         except OSError as exc:
             if exc.errno == errno.ENOSPC and not self._full:
                 self._full = True
@@ -106,19 +110,22 @@ class WatchedTree:
         files: set[str] = set()
         dirs: set[str] = set()
         recent: set[str] = set()
-        for entry in entries:
-            if ignored_name(entry.name):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                dirs.add(entry.name)
-                continue
-            files.add(entry.name)
-            if since is not None:
-                try:
-                    if entry.stat(follow_symlinks=False).st_ctime_ns >= since:
-                        recent.add(entry.name)
-                except OSError:
-                    files.discard(entry.name)  # gone already
+        with entries:
+            await self._did()
+            for entry in entries:
+                await self._did()
+                if ignored_name(entry.name):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    dirs.add(entry.name)
+                    continue
+                files.add(entry.name)
+                if since is not None:
+                    try:
+                        if entry.stat(follow_symlinks=False).st_ctime_ns >= since:
+                            recent.add(entry.name)
+                    except OSError:
+                        files.discard(entry.name)  # gone already
         moved = self.paths.get(wd)  # (the same folder, under a new name)
         if moved is not None and moved != folder:
             self.folders.pop(moved, None)
@@ -152,7 +159,7 @@ class WatchedTree:
         """(path, LSP change type) of `events`, keeping the listings up to date."""
         changes: list[Change] = []
         for event in events:
-            await self._did(1)
+            await self._did()
             if event.mask & inotify.Q_OVERFLOW:
                 if not self.overflowed:
                     log.warning("inotify's queue overflowed: rescanning %s", self.root)
@@ -215,7 +222,7 @@ class WatchedTree:
         stack = [self.root]
         while stack:
             folder = stack.pop()
-            watched = self._watch(folder, since)
+            watched = await self._watch(folder, since)
             if watched is None:
                 continue
             listed, recent = watched
@@ -229,7 +236,6 @@ class WatchedTree:
                 found += [(folder / name, CREATED) for name in listed.files - old.files]
                 found += [(folder / name, CHANGED) for name in recent & old.files]
             stack += [folder / name for name in listed.dirs]
-            await self._did(1 + len(listed.files) + len(listed.dirs))
         gone: list[Change] = []
         for folder, old in before.items():
             if folder not in self.folders:

@@ -44,7 +44,7 @@ async def watch_root(
         await trio.sleep_forever()
     with notify:
         tree = WatchedTree(root, notify)
-        await tree.add(root)  # here, not in a thread: ignored folders are not walked
+        await tree.add(root, collect=False)  # in steps; ignored folders are not walked
         task_status.started()
         debounce, step = debounce_ms / 1000, step_ms / 1000
         while True:
