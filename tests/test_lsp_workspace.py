@@ -16,7 +16,7 @@ from codeward.daemon.config import LanguageConfig, ServerConfig
 from codeward.daemon.lsp import freshness
 from codeward.daemon.lsp.freshness import BARRIER
 from codeward.daemon.lsp.service import Found, LanguageService
-from codeward.daemon.lsp.watcher import CHANGED, DELETED
+from codeward.daemon.lsp.watched_tree import CHANGED, DELETED
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.lsp_support import FAKE, fake_config, fake_server, logged, methods, running
 

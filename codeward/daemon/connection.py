@@ -171,6 +171,9 @@ class Connection:
         return self._tasks > 0
 
     async def serve(self) -> None:
+        """Serve the client until it or the daemon closes the connection. A failure of any
+        of its tasks (a bug: bad input is answered, never raised) is contained here: it is
+        logged and closes this connection, never the daemon's other connections."""
         try:
             with self._life:
                 async with trio.open_nursery() as nursery:
@@ -180,6 +183,8 @@ class Connection:
                         await self._read(requests, nursery)
                     await self.outbox.flush()  # the last replies, to a client that still reads
                     nursery.cancel_scope.cancel()
+        except* Exception:
+            log.exception("connection %d failed; closing it (the daemon serves on)", self.id)
         finally:
             self.reader_done.set()
             self.outbox.close()
@@ -638,7 +643,7 @@ class Connection:
         response = Response(id=item.id, error=item.error)
         if item.error is msgspec.UNSET:
             try:
-                response = Response(id=item.id, result=msgspec.json.decode(bytes(item.payload)))
+                response = Response(id=item.id, result=item.decode())
             except msgspec.DecodeError:
                 response = Response(
                     id=item.id, error=ErrorObject(code=ErrorCode.PARSE_ERROR, message="bad result")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -220,12 +221,24 @@ class SessionManager:
 
     async def open(self, root: str) -> tuple[Session, bool]:
         """The live session of `root` (canonical realpath), or a new one started for it."""
+        if "\x00" in root:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                "The root has a NUL character in its path; give an existing directory.",
+            )
         path = Path(os.path.realpath(os.path.expanduser(root)))
-        if not path.exists():
+        try:
+            mode = path.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
             raise ToolError(
                 ErrorKind.FILE_NOT_FOUND, "The root does not exist; give an existing directory."
-            )
-        if not path.is_dir():
+            ) from None
+        except OSError as exc:  # a name too long, a folder on the way not searchable
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"The root cannot be opened ({exc.strerror}); give an existing directory.",
+            ) from None
+        if not stat.S_ISDIR(mode):
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS, "The root is not a directory; give a directory."
             )

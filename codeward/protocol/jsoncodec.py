@@ -56,8 +56,8 @@ class JsonCodec:
     """Frames to `JsonMessage`s and calls to bodies, with `json` (see `peer.Codec`)."""
 
     def decode(self, frame: bytes) -> tuple[list[JsonMessage | RpcError], bool]:
-        try:
-            value = json.loads(frame)
+        try:  # strict UTF-8, as the daemon's codec (json.loads of bytes lets surrogates pass)
+            value = json.loads(frame.decode("utf-8"))
         except (ValueError, RecursionError) as exc:
             raise RpcError(ErrorCode.PARSE_ERROR, f"Parse error: {exc}.") from None
         if isinstance(value, list):

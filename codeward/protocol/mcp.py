@@ -164,8 +164,6 @@ class Send(Struct, frozen=True):
 
 Event = Bind | Handoff | Initialize | ListTools | CallTool | Cancel | Send
 
-_opening_decoder = msgspec.json.Decoder(_Opening)
-
 
 def is_opening(frame: bytes) -> bool:
     """Whether the first line of a connection opens the MCP dialect."""
@@ -178,8 +176,8 @@ def is_opening(frame: bytes) -> bool:
     if item.method != "initialize" or item.kind != "request":
         return False
     try:
-        opening = _opening_decoder.decode(bytes(item.payload) or b"{}")
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        opening = item.decode(_Opening)
+    except msgspec.DecodeError:
         return False
     return isinstance(opening.protocol_version, str) and isinstance(opening.client_info, dict)
 

@@ -75,18 +75,23 @@ class Incoming(Struct):
     error: ErrorObject | UnsetType = UNSET
 
     def decode(self, type_: Any = Any) -> Any:
-        """Decode the payload (missing params decode as an empty object)."""
+        """Decode the payload (missing params decode as an empty object); a payload that does
+        not decode raises `msgspec.DecodeError` (`ValidationError` for the wrong shape), and
+        nothing else."""
         decoder = _decoders.get(type_)
         if decoder is None:
             decoder = _decoders[type_] = msgspec.json.Decoder(type_)
-        return decoder.decode(self.payload or b"{}")
+        try:
+            return decoder.decode(self.payload or b"{}")
+        except (UnicodeDecodeError, RecursionError) as exc:  # (see `decode_message`)
+            raise msgspec.DecodeError(_reason(exc)) from None
 
     def params(self, type_: type[T]) -> T:
         """Decode a request's params, or raise the JSON-RPC invalid-params error naming the
         field (every dialect answers bad params the same way)."""
         try:
             return self.decode(type_)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except msgspec.DecodeError as exc:  # (a ValidationError is one)
             raise RpcError(
                 ErrorCode.INVALID_PARAMS, f"Invalid params for {self.method}: {exc}."
             ) from None
@@ -98,9 +103,25 @@ _raw_list_decoder = msgspec.json.Decoder(list[Raw])
 _encoder = msgspec.json.Encoder()
 
 
+def _reason(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+
+
 def _parse_error(exc: BaseException) -> RpcError:
-    reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-    return RpcError(ErrorCode.PARSE_ERROR, f"Parse error: {reason}; send one JSON-RPC message.")
+    return RpcError(
+        ErrorCode.PARSE_ERROR, f"Parse error: {_reason(exc)}; send one JSON-RPC message."
+    )
+
+
+def _check_utf8(data: bytes) -> None:
+    """Raise the parse error unless `data` is UTF-8. msgspec checks the strings it decodes,
+    but not the `Raw` payloads it skips; checked here, with the frame, a payload decodes
+    later without a `UnicodeDecodeError` on any dialect."""
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _parse_error(exc) from None
 
 
 def decode_batch(data: bytes) -> tuple[list[Incoming | RpcError], bool]:
@@ -110,36 +131,40 @@ def decode_batch(data: bytes) -> tuple[list[Incoming | RpcError], bool]:
     message comes back as an `RpcError(INVALID_REQUEST)` in its place.
     """
     stripped = data.lstrip()
-    if not stripped.isascii():
-        try:
-            stripped.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _parse_error(exc) from None
+    _check_utf8(stripped)
     if stripped[:1] == b"[":
         try:
             elements = _raw_list_decoder.decode(stripped)
-        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             raise _parse_error(exc) from None
         if not elements:
             raise RpcError(ErrorCode.INVALID_REQUEST, "Invalid request: an empty batch.")
         return [_decode_one_or_error(bytes(raw)) for raw in elements], True
-    return [decode_message(stripped)], False
+    return [_decode_checked(stripped)], False
 
 
 def _decode_one_or_error(data: bytes) -> Incoming | RpcError:
     try:
-        return decode_message(data)
+        return _decode_checked(data)
     except RpcError as exc:
         return exc
 
 
 def decode_message(data: bytes) -> Incoming:
-    """Decode one JSON-RPC message (not a batch)."""
+    """Decode one JSON-RPC message (not a batch). Bytes that are not UTF-8 anywhere in it,
+    its payload included, are a parse error: every dialect decodes through here or
+    `decode_batch`, so no payload can fail later for want of UTF-8."""
+    _check_utf8(data)
+    return _decode_checked(data)
+
+
+def _decode_checked(data: bytes) -> Incoming:
+    """`decode_message` of bytes known to be UTF-8."""
     try:
         env = _envelope_decoder.decode(data)
     except msgspec.ValidationError as exc:
         raise RpcError(ErrorCode.INVALID_REQUEST, f"Invalid request: {exc}.") from None
-    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise _parse_error(exc) from None
     if env.jsonrpc is not UNSET and env.jsonrpc != "2.0":
         raise RpcError(ErrorCode.INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0".')
@@ -169,21 +194,18 @@ class _CancelParams(Struct):
     id: Id | None = None
 
 
-_cancel_decoder = msgspec.json.Decoder(_CancelParams)
-
-
 class MsgspecCodec:
     """The daemon's codec for `codeward.protocol.peer.Peer`: msgspec, payloads left `Raw`."""
 
     def decode(self, frame: bytes) -> tuple[list[Incoming | RpcError], bool]:
         if frame[:1] == b"{" and frame.isascii():  # one message, no UTF-8 to check
-            return [decode_message(frame)], False
+            return [_decode_checked(frame)], False
         return decode_batch(frame)
 
     def cancel_target(self, message: Incoming) -> Id | None:
         try:
-            return _cancel_decoder.decode(bytes(message.payload) or b"{}").id
-        except (msgspec.DecodeError, msgspec.ValidationError):
+            return message.decode(_CancelParams).id
+        except msgspec.DecodeError:
             return None
 
     def request(self, msg_id: Id, method: str, params: Any) -> bytes:

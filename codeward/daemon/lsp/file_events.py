@@ -22,7 +22,8 @@ from codeward.daemon.lsp.routing import Languages
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.texts import Texts
 from codeward.daemon.lsp.uris import real_path
-from codeward.daemon.lsp.watcher import CHANGED, CREATED, DELETED, glob_matches
+from codeward.daemon.lsp.watched_tree import CHANGED, CREATED, DELETED
+from codeward.daemon.lsp.watcher import glob_matches
 from codeward.protocol.errors import ToolError
 
 

@@ -73,14 +73,13 @@ class Inotify:
         await trio.lowlevel.wait_readable(self.fd)
 
     def read(self) -> list[Event]:
-        """The events queued now (none: [])."""
-        events: list[Event] = []
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return events
-            events.extend(_parse(data))
+        """Events queued now, up to 64 KiB of them (none: []): a bounded step however fast
+        they come (`wait` returns at once while more are queued)."""
+        try:
+            data = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return []
+        return list(_parse(data))
 
 
 def _parse(data: bytes) -> Iterator[Event]:

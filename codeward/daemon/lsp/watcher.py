@@ -1,12 +1,11 @@
 """Watching a session root for changes: inotify read by trio, one watch per folder, ignored
-folders never watched; and LSP glob patterns for `didChangeWatchedFiles` registrations."""
+folders never watched (`watched_tree`), a rescan when the kernel lost events; and LSP glob
+patterns for `didChangeWatchedFiles` registrations."""
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -15,15 +14,12 @@ from typing import Any
 import trio
 
 from codeward.daemon.lsp import inotify
-from codeward.daemon.lsp.ignored import ignored_name
 from codeward.daemon.lsp.uris import uri_to_path
+from codeward.daemon.lsp.watched_tree import STEP, Change, WatchedTree
 
 log = logging.getLogger("codeward.lsp")
 
-# FileChangeType of LSP
-CREATED, CHANGED, DELETED = 1, 2, 3
-
-OnChanges = Callable[[list[tuple[Path, int]]], None]
+OnChanges = Callable[[list[Change]], None]
 
 
 async def watch_root(
@@ -36,6 +32,9 @@ async def watch_root(
 ) -> None:
     """Report batches of (path, LSP change type) under `root` until cancelled: a batch is
     what came until `step_ms` passed without an event, or `debounce_ms` after its first.
+    When the kernel's queue overflowed, the batch ends with a rescan of the root, in this
+    task (the session's), with a checkpoint after each bounded step: other requests and
+    sessions are served meanwhile; a batch reaches `on_changes` in slices of `STEP`.
 
     `started` is signalled once every folder is watched.
     """
@@ -44,22 +43,27 @@ async def watch_root(
         task_status.started()
         await trio.sleep_forever()
     with notify:
-        tree = _Tree(notify)
-        tree.add(root, collect=False)  # here, not in a thread: ignored folders are not walked
+        tree = WatchedTree(root, notify)
+        await tree.add(root, collect=False)  # in steps; ignored folders are not walked
         task_status.started()
         debounce, step = debounce_ms / 1000, step_ms / 1000
         while True:
             await notify.wait()
-            changes = tree.changes(notify.read())
+            changes = await tree.read()
             deadline = trio.current_time() + debounce
-            while (left := deadline - trio.current_time()) > 0:
+            while (left := deadline - trio.current_time()) > 0 and not tree.overflowed:
                 with trio.move_on_after(min(step, left)) as quiet:
                     await notify.wait()
                 if quiet.cancelled_caught:
                     break
-                changes += tree.changes(notify.read())
-            if changes:
-                on_changes(list(dict.fromkeys(changes)))
+                changes += await tree.read()
+            if tree.overflowed:
+                changes += await tree.rescan()
+            unique = list(dict.fromkeys(changes))
+            for at in range(0, len(unique), STEP):
+                if at:
+                    await trio.lowlevel.checkpoint()
+                on_changes(unique[at : at + STEP])
 
 
 def _open(root: Path) -> inotify.Inotify | None:
@@ -71,77 +75,6 @@ def _open(root: Path) -> inotify.Inotify | None:
     except OSError as exc:  # EMFILE: fs.inotify.max_user_instances
         log.warning("cannot watch %s (%s): changes on disk are not seen", root, exc.strerror)
         return None
-
-
-class _Tree:
-    """The watched folders of one root: watch descriptor -> folder."""
-
-    def __init__(self, notify: inotify.Inotify) -> None:
-        self.notify = notify
-        self.folders: dict[int, Path] = {}
-        self._full = False
-
-    def add(self, top: Path, *, collect: bool = True) -> list[Path]:
-        """Watch `top` and every folder below it but the ignored ones; with `collect`, the
-        files found (in a folder that just appeared, written before its watch was in place)."""
-        found: list[Path] = []
-        stack = [top]
-        while stack:
-            folder = stack.pop()
-            try:
-                self.folders[self.notify.add_folder(str(folder))] = folder
-                entries = list(os.scandir(folder))
-            except OSError as exc:
-                if exc.errno == errno.ENOSPC and not self._full:
-                    self._full = True
-                    log.warning(
-                        "inotify's watch limit is reached (fs.inotify.max_user_watches): "
-                        "changes on disk below %s are not seen",
-                        folder,
-                    )
-                continue
-            for entry in entries:
-                path = folder / entry.name
-                if not entry.is_dir(follow_symlinks=False):
-                    if collect:
-                        found.append(path)
-                elif not ignored_name(entry.name):
-                    stack.append(path)
-        return found
-
-    def changes(self, events: list[inotify.Event]) -> list[tuple[Path, int]]:
-        """(path, LSP change type) of `events`; folders that appear are watched, folders
-        that go are forgotten."""
-        changes: list[tuple[Path, int]] = []
-        for event in events:
-            if event.mask & inotify.Q_OVERFLOW:
-                log.warning("inotify's queue overflowed: some changes on disk were missed")
-                continue
-            if event.mask & inotify.IGNORED:  # the folder is gone, or its watch removed
-                self.folders.pop(event.wd, None)
-                continue
-            folder = self.folders.get(event.wd)
-            if folder is None or not event.name or ignored_name(event.name):
-                continue
-            path = folder / event.name
-            if event.mask & (inotify.CREATE | inotify.MOVED_TO):
-                changes.append((path, CREATED))
-                if event.mask & inotify.ISDIR:
-                    changes += [(found, CREATED) for found in self.add(path)]
-            elif event.mask & (inotify.DELETE | inotify.MOVED_FROM):
-                changes.append((path, DELETED))
-                if event.mask & inotify.ISDIR:
-                    self._forget(path)
-            elif not event.mask & inotify.ISDIR:
-                changes.append((path, CHANGED))
-        return changes
-
-    def _forget(self, top: Path) -> None:
-        """Stop watching `top` and the folders below it (moved away: their paths changed)."""
-        for wd, folder in list(self.folders.items()):
-            if folder == top or top in folder.parents:
-                self.notify.remove(wd)
-                del self.folders[wd]
 
 
 @functools.lru_cache(maxsize=256)
