@@ -244,7 +244,9 @@ async def test_a_server_program_in_the_root_never_runs_untrusted(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """PATH with "." finds the repository's own `cw-local-server`: not in an untrusted root."""
+    """PATH with "." finds the repository's own `cw-local-server`: not in an untrusted root,
+    nor in a trusted one (no program codeward starts is looked up on a relative PATH
+    entry or one inside a root, trusted or not)."""
     marker = tmp_path / "ran"
     program = project / "cw-local-server"
     fake = Path(__file__).with_name("fake_lsp_server.py")
@@ -257,8 +259,10 @@ async def test_a_server_program_in_the_root_never_runs_untrusted(
     failure = await refused(client, "a.local")
     assert failure.kind == "lsp_unavailable" and not marker.exists()
     await client.call("trust/set", {"root": str(project)})
-    assert "restricted" not in await hover(client, "a.local")
-    assert marker.exists(), "the canary is armed: a trusted root may run it"
+    failure = await refused(client, "a.local")
+    assert failure.kind == "lsp_unavailable" and "not installed" in failure.message
+    subprocess.run([str(program), "--version"], input=b"", timeout=30, check=False)
+    assert marker.exists(), "the canary is armed: run, it leaves its marker"
 
 
 # -- real programs -------------------------------------------------------------------------

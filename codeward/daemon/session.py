@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import trio
 
+from codeward.daemon import child_path
 from codeward.daemon.config import Config, PolicyConfig, load_project_config
 from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.edits.writer import RootWriter
@@ -238,7 +239,12 @@ class SessionManager:
                 ErrorKind.INVALID_ARGUMENTS, f"The project's .codeward.toml cannot be used: {exc}"
             ) from None
         trusted = self.trust.is_trusted(path)
-        session = Session(secrets.token_hex(8), path, config, self.budget, trusted=trusted)
+        child_path.enter_root(path)  # no program codeward starts finds one of it on PATH
+        try:
+            session = Session(secrets.token_hex(8), path, config, self.budget, trusted=trusted)
+        except BaseException:
+            child_path.leave_root(path)
+            raise
         self.sessions[session.id] = session
         self._by_root[path] = session
         self._nursery.start_soon(self._run_session, session)
@@ -255,6 +261,7 @@ class SessionManager:
             log.exception("session %s failed", session.id)
             session.started.set()
         finally:
+            child_path.leave_root(session.root)
             self.sessions.pop(session.id, None)
             if self._by_root.get(session.root) is session:
                 del self._by_root[session.root]

@@ -10,6 +10,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeward.daemon.child_path import clean_path
 from codeward.daemon.git.runner import run_process
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -85,7 +86,7 @@ def formatter_for(language: str) -> Formatter | None:
 
 def _env() -> dict[str, str]:
     env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
-    env.setdefault("PATH", os.defpath)
+    env["PATH"] = clean_path(env.get("PATH", os.defpath))
     return env
 
 

@@ -62,9 +62,9 @@ from typing import Any
 
 import msgspec
 
+from codeward.daemon import child_path
 from codeward.daemon.config import ServerConfig
 from codeward.daemon.lsp.ignored import ignored_name
-from codeward.daemon.paths import is_inside
 
 
 class NotInRestrictedMode(Exception):
@@ -107,15 +107,13 @@ def rustup_default() -> str:
 def from_root(path: str, root: Path) -> bool:
     """Whether `path` (resolved) lies inside `root` and not inside the daemon's own
     installation (a root may hold the daemon's virtualenv: codeward's own repository)."""
-    real = Path(os.path.realpath(path))
-    return is_inside(real, root) and not is_inside(real, Path(os.path.realpath(sys.prefix)))
+    return child_path.from_root(path, (root,))
 
 
 def safe_path(root: Path, path: str | None = None) -> str:
-    """PATH without empty or relative entries, and without entries inside `root`."""
-    entries = (os.environ.get("PATH", "") if path is None else path).split(os.pathsep)
-    kept = [e for e in entries if os.path.isabs(e) and not from_root(e, root)]
-    return os.pathsep.join(dict.fromkeys(kept))
+    """PATH without empty or relative entries, and without entries inside `root` or any
+    live session's root (`child_path`)."""
+    return child_path.clean_path(path, root=root)
 
 
 def _basedpyright(config: ServerConfig, root: Path) -> ServerConfig:
