@@ -190,7 +190,7 @@ async def _format_with(
         read_file, source.path, root, ctx.session.config.lsp.max_file_bytes
     )
     old = data.decode("utf-8")
-    new = await run_formatter(formatter, root, source.shown, old)
+    new = await run_formatter(formatter, root, source.shown, old, trusted=ctx.session.trusted)
     edit = whole_text_edit(source.path.as_uri(), old, new)
     basis = Basis({source.path: (0, content_hash(data))})
     result, after = await write_checked(ctx, edit, "utf-32", basis, apply=apply)
