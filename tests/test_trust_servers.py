@@ -24,7 +24,7 @@ import trio.testing
 
 from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConfig, ServerConfig
 from codeward.daemon.lsp.defaults import default_servers
-from codeward.daemon.lsp.restricted import RUST_SETTINGS, restricted, rustup_default
+from codeward.daemon.lsp.restricted import RUST_SETTINGS, SVELTE_OFF, restricted, rustup_default
 from tests.conftest import OpenClient
 from tests.intel_support import write
 from tests.lsp_support import fake_server, logged, needs
@@ -492,7 +492,10 @@ def test_every_default_server_was_reviewed(project: Path) -> None:
     assert configs["gopls"].settings["gopls"]["env"]["CGO_ENABLED"] == "0"
     assert configs["ruff"].settings == servers["ruff"].settings
     assert not any("query-driver" in arg for arg in configs["clangd"].command)
-    assert configs["svelte-language-server"].init_options == {"isTrusted": False}
+    svelte = configs["svelte-language-server"]
+    off = {"svelte": {"plugin": SVELTE_OFF}}
+    assert svelte.init_options == {"isTrusted": False, "configuration": off}
+    assert svelte.settings == off  # sent again after initialize: user settings cannot undo it
     java = configs["jdtls"].init_options["settings"]["java"]["import"]  # type: ignore[index]
     assert java["gradle"]["enabled"] is False and java["maven"]["enabled"] is False
     assert configs["jdtls"].settings["java"]["import"] == java

@@ -34,8 +34,10 @@ default server was reviewed:
   JSON, HTML, CSS, TOML (offline), Dockerfile servers and intelephense read files and run
   nothing: unchanged.
 - svelte-language-server loads the project's `svelte.config.js`/`vite.config.*` and its
-  `node_modules` (svelte, typescript, prettier): `isTrusted: false`, which loads no config
-  and only its own packages.
+  `node_modules` (svelte, typescript, prettier): `isTrusted: false`, which loads neither
+  and only its own packages. It still resolves the project's prettier config (code, in a
+  `.prettierrc.cjs`) for formatting, TypeScript code actions and completions: those are
+  off (`SVELTE_OFF`), and format_code says why.
 - jdtls imports Gradle projects by running their build (and the Gradle wrapper), Maven
   projects by running their plugins: both imports off, so it sees plain Java folders.
 - ElixirLS and Lexical compile the project with mix: they do not start.
@@ -209,11 +211,31 @@ def _typescript(config: ServerConfig, root: Path) -> ServerConfig:
     return msgspec.structs.replace(config, init_options=options)
 
 
+# svelte-language-server's features that resolve the project's prettier config (prettier's
+# `resolveConfig`, which runs a `.prettierrc.cjs`, `prettier.config.mjs` or a package.json
+# "prettier" module) whatever `isTrusted` says: its formatting, its TypeScript code actions
+# (quick fixes, organize imports) and completions, its HTML completions of on:/bind:.
+SVELTE_OFF: dict[str, Any] = {
+    "svelte": {"format": {"enable": False}},
+    "typescript": {"codeActions": {"enable": False}, "completions": {"enable": False}},
+    "html": {"completions": {"enable": False}},
+}
+# Servers whose formatting is off in an untrusted root, and why (format_code says it).
+FORMATTING_OFF = {
+    "svelte-language-server": "its formatting loads the project's prettier config, which "
+    "can run the project's code",
+}
+
+
 def _svelte(config: ServerConfig, root: Path) -> ServerConfig:
     # untrusted: no svelte.config.js or vite.config.* loaded, and svelte, typescript and
     # prettier from the server's own installation, never the project's node_modules
-    options = merged(config.init_options or {}, {"isTrusted": False})
-    return msgspec.structs.replace(config, init_options=options)
+    # (`isTrusted: false`); the features that resolve the project's prettier config off,
+    # at initialize and in every configuration sent after it (user settings cannot undo it)
+    plugin = {"svelte": {"plugin": SVELTE_OFF}}
+    options = merged(config.init_options or {}, {"isTrusted": False, "configuration": plugin})
+    settings = merged(config.settings, plugin)
+    return msgspec.structs.replace(config, init_options=options, settings=settings)
 
 
 JAVA_SETTINGS: dict[str, Any] = {
