@@ -189,7 +189,16 @@ def go_env() -> GoEnv:
                 text=True,
                 timeout=10,
                 check=False,
-                env={**os.environ, "PATH": path, "GOPROXY": "off", "GOFLAGS": ""},
+                # not in the daemon's working folder (a project's go.mod could name a
+                # toolchain to fetch and run), and never another toolchain
+                cwd="/",
+                env={
+                    **os.environ,
+                    "PATH": path,
+                    "GOPROXY": "off",
+                    "GOFLAGS": "",
+                    "GOTOOLCHAIN": "local",
+                },
             ).stdout.splitlines()
         except (OSError, subprocess.SubprocessError):
             out = []
