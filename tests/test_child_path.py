@@ -3,7 +3,7 @@ entry (`node_modules/.bin`, as users' shells often do) and an absolute entry ins
 session's root, both holding canary `ssh`, `gpg` and `shellcheck` scripts that leave a marker
 when run. Real git fetches over ssh:// and shows a signed commit with the repository's
 `log.showSignature`; bash-language-server runs shellcheck in a trusted root: no canary
-runs, the real programs do."""
+runs, the real programs do. A scripted server, trusted, logs the PATH it was given."""
 
 from __future__ import annotations
 
@@ -11,15 +11,17 @@ import os
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 
 import codeward.daemon.tools.git_tool  # noqa: F401  (registers git_command)
 from codeward.daemon import child_path
 from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.lsp.defaults import default_languages
 from tests.conftest import OpenClient
 from tests.git_repos import commit_all, git, git_bytes, git_home, make_repo, write
-from tests.lsp_support import needs
+from tests.lsp_support import fake_config, fake_server, logged, needs
 from tests.rpc import RpcFailure
 
 __all__ = ["git_home"]
@@ -28,8 +30,19 @@ CANARIES = ("ssh", "gpg", "shellcheck")
 
 
 @pytest.fixture
-def daemon_config() -> Config:
-    return Config(daemon=DaemonConfig(idle_timeout=600.0))
+def server_log(tmp_path: Path) -> Path:
+    return tmp_path / "fake.log"
+
+
+@pytest.fixture
+def daemon_config(server_log: Path) -> Config:
+    """The defaults, and the scripted server (logging its environment) for `*.fake`."""
+    config = fake_config({"env-logger": fake_server("env", server_log)})
+    return msgspec.structs.replace(
+        config,
+        daemon=DaemonConfig(idle_timeout=600.0),
+        languages={**default_languages(), **config.languages},
+    )
 
 
 @pytest.fixture
@@ -101,11 +114,27 @@ async def test_show_signature_runs_no_gpg_of_the_root(
 
 
 def test_the_canaries_run_with_the_daemons_path(repo: Path, marker: Path) -> None:
-    """The control: git given the daemon's PATH as it is runs the root's gpg."""
+    """The control: git given the daemon's PATH as it is runs the root's gpg and ssh."""
     signed_commit(repo)
     git(repo, "config", "log.showSignature", "true")
     git_bytes(repo, "log", "-1")
-    assert marker.read_text().split() == ["gpg"]
+    git(repo, "fetch", "ssh://127.0.0.1:1/x.git", check=False)
+    assert marker.read_text().split() == ["gpg", "ssh"]
+
+
+async def test_a_trusted_servers_path_is_clean(
+    repo: Path, server_log: Path, open_client: OpenClient
+) -> None:
+    write(repo, "a.fake", "x\n")
+    client = await open_client()
+    await client.call("trust/set", {"root": str(repo)})
+    await client.call("session/open", {"root": str(repo)})
+    with trio.fail_after(30):
+        await client.tool("get_hover_info", path="a.fake", line=1, character=1)
+    (run,) = [m["started"] for m in logged(server_log) if "started" in m]
+    entries = run["env"]["PATH"].split(os.pathsep)
+    assert entries and all(os.path.isabs(e) and not e.startswith(str(repo)) for e in entries)
+    assert "/usr/bin" in entries
 
 
 @needs("bash-language-server")
