@@ -94,6 +94,16 @@ async def test_prettier_runs_without_the_projects_config_untrusted(
         assert "+const a = { b: 1 }\n" in result["diff"]  # semi: false, from the config
 
 
+async def test_a_syntax_error_is_what_prettier_says_untrusted(
+    open_client: OpenClient, project: Path
+) -> None:
+    write(project, {"bad.js": "const = ;\n"})
+    client = await open_client(project)
+    with pytest.raises(RpcFailure) as info, trio.fail_after(60):
+        await client.tool("format_code", path="bad.js", apply=False)
+    assert info.value.kind == "lsp_error" and "SyntaxError" in info.value.message
+
+
 async def test_a_formatter_that_cannot_ignore_its_config_does_not_run_untrusted(
     tmp_path: Path,
 ) -> None:

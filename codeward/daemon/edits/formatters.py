@@ -146,7 +146,9 @@ async def run_formatter(
         )
     if done.exit_code != 0 or done.truncated:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        reason = said[0] if said else f"exit code {done.exit_code}"
+        # prettier 3 warns about prettier 2's --no-plugin-search first: the error follows
+        errors = [line for line in said if not line.startswith("[warn]")] or said
+        reason = errors[0] if errors else f"exit code {done.exit_code}"
         raise ToolError(
             ErrorKind.LSP_ERROR,
             f"{formatter.name} could not format {shown!r} ({reason[:300]}); nothing was "
