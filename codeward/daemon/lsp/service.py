@@ -103,6 +103,7 @@ from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Gate, Previewer, hold_for_preview
 from codeward.daemon.lsp.project import WALK_LIMIT, project_files
+from codeward.daemon.lsp.restricted import FORMATTING_OFF
 from codeward.daemon.lsp.routing import Languages, unsupported
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.texts import Texts, stat_of
@@ -261,6 +262,10 @@ class LanguageService:
     @property
     def restricted(self) -> bool:
         return self.pool.restricted
+
+    def formatting_off(self, server: str) -> str | None:
+        """Why server `server` does not format in this (untrusted) root, else None."""
+        return FORMATTING_OFF.get(server) if self.pool.restricted else None
 
     @property
     def busy(self) -> bool:

@@ -21,7 +21,6 @@ from codeward.daemon.files import content_hash, read_file
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
-from codeward.daemon.lsp.restricted import FORMATTING_OFF
 from codeward.daemon.lsp.service import CONTENT_MODIFIED, Answer, DocumentContext, LanguageService
 from codeward.daemon.tools.intel import Character, Line, Path_
 from codeward.daemon.tools.registry import ToolContext, tool
@@ -166,7 +165,7 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
         if exc.kind not in unformatted or ranged or formatter is None:
             raise
         return await _format_with(ctx, source, formatter, apply=args.apply)
-    why = FORMATTING_OFF.get(answer.server) if manager.restricted else None
+    why = manager.formatting_off(answer.server)
     if why is not None:
         raise ToolError(
             ErrorKind.LSP_UNAVAILABLE,
