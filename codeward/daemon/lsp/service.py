@@ -63,7 +63,8 @@ per request, the rest making the answer `partial`), and
 `await service.server_diagnostics(path)`: each server's own items, for code actions.
 
 The session's hooks: `files_changed(paths)`, `status()`, `park(reason)`,
-`restart_failed()`, `await set_restricted(bool)`, `busy`, `last_used`. A server that was
+`restart_failed()`, `await set_restricted(bool)`, `busy`, `last_used`;
+`formatting_off(server)` says why a server does not format in an untrusted root. A server that was
 not installed is looked for again (its default command resolved anew) on the next need,
 at most once every `LOOKUP_INTERVAL` seconds of the trio clock.
 
