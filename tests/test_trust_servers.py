@@ -24,7 +24,7 @@ import trio.testing
 
 from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConfig, ServerConfig
 from codeward.daemon.lsp.defaults import default_servers
-from codeward.daemon.lsp.restricted import RUST_SETTINGS, restricted, rustup_default
+from codeward.daemon.lsp.restricted import RUST_SETTINGS, SVELTE_OFF, restricted, rustup_default
 from tests.conftest import OpenClient
 from tests.intel_support import write
 from tests.lsp_support import fake_server, logged, needs
@@ -244,7 +244,9 @@ async def test_a_server_program_in_the_root_never_runs_untrusted(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """PATH with "." finds the repository's own `cw-local-server`: not in an untrusted root."""
+    """PATH with "." finds the repository's own `cw-local-server`: not in an untrusted root,
+    nor in a trusted one (no program codeward starts is looked up on a relative PATH
+    entry or one inside a root, trusted or not)."""
     marker = tmp_path / "ran"
     program = project / "cw-local-server"
     fake = Path(__file__).with_name("fake_lsp_server.py")
@@ -257,8 +259,10 @@ async def test_a_server_program_in_the_root_never_runs_untrusted(
     failure = await refused(client, "a.local")
     assert failure.kind == "lsp_unavailable" and not marker.exists()
     await client.call("trust/set", {"root": str(project)})
-    assert "restricted" not in await hover(client, "a.local")
-    assert marker.exists(), "the canary is armed: a trusted root may run it"
+    failure = await refused(client, "a.local")
+    assert failure.kind == "lsp_unavailable" and "not installed" in failure.message
+    subprocess.run([str(program), "--version"], input=b"", timeout=30, check=False)
+    assert marker.exists(), "the canary is armed: run, it leaves its marker"
 
 
 # -- real programs -------------------------------------------------------------------------
@@ -488,7 +492,10 @@ def test_every_default_server_was_reviewed(project: Path) -> None:
     assert configs["gopls"].settings["gopls"]["env"]["CGO_ENABLED"] == "0"
     assert configs["ruff"].settings == servers["ruff"].settings
     assert not any("query-driver" in arg for arg in configs["clangd"].command)
-    assert configs["svelte-language-server"].init_options == {"isTrusted": False}
+    svelte = configs["svelte-language-server"]
+    off = {"svelte": {"plugin": SVELTE_OFF}}
+    assert svelte.init_options == {"isTrusted": False, "configuration": off}
+    assert svelte.settings == off  # sent again after initialize: user settings cannot undo it
     java = configs["jdtls"].init_options["settings"]["java"]["import"]  # type: ignore[index]
     assert java["gradle"]["enabled"] is False and java["maven"]["enabled"] is False
     assert configs["jdtls"].settings["java"]["import"] == java

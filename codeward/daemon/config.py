@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
-from msgspec import Struct, field
+from msgspec import Meta, Struct, field
 
 from codeward.daemon.files import read_file
 from codeward.protocol.errors import ToolError
@@ -21,6 +21,12 @@ Untrusted = Literal["default", "off", "run"]
 # When its answers can be trusted (codeward.daemon.lsp.readiness says what each means).
 ReadyWhen = Literal["idle", "quiescent", "project", "indexed", "service_ready", "open_files"]
 _STRICTNESS: dict[str, int] = {"allow": 0, "confirm": 1, "deny": 2}
+# Every time and count is validated when a config file is read: a negative or zero time,
+# or a count below one, is an error naming its key (a struct built in code is not checked).
+Seconds = Annotated[float, Meta(gt=0)]
+GraceSeconds = Annotated[float, Meta(ge=0)]  # may be zero: no grace
+Count = Annotated[int, Meta(ge=1)]
+Amount = Annotated[int, Meta(ge=0)]  # may be zero: none
 
 
 PROJECT_CONFIG_BYTES = 1024 * 1024
@@ -32,36 +38,39 @@ class ConfigError(Exception):
 
 
 class DaemonConfig(Struct, forbid_unknown_fields=True, kw_only=True):
-    idle_timeout: float = 600.0
-    max_message_bytes: int = 16 * 1024 * 1024
-    max_header_bytes: int = 8 * 1024
-    max_connections: int = 1024
+    idle_timeout: Seconds = 600.0
+    max_message_bytes: Count = 16 * 1024 * 1024
+    max_header_bytes: Count = 8 * 1024
+    max_connections: Count = 1024
     # a connection that sends no complete message within this many seconds is closed
-    first_message_timeout: float = 30.0
+    first_message_timeout: Seconds = 30.0
     # backpressure: a client's requests are not read while more than this many bytes of its
     # replies wait to be written, or while this many of its requests run
-    max_queued_reply_bytes: int = 4 * 1024 * 1024
-    max_requests_in_flight: int = 128
-    max_batch_reply_bytes: int = 4 * 1024 * 1024  # replies beyond it: output_too_large
-    stop_timeout: float = 30.0  # on SIGTERM, how long writes in flight may take to finish
+    max_queued_reply_bytes: Count = 4 * 1024 * 1024
+    max_requests_in_flight: Count = 128
+    max_batch_reply_bytes: Count = 4 * 1024 * 1024  # replies beyond it: output_too_large
+    stop_timeout: GraceSeconds = 30.0  # on SIGTERM, how long writes in flight may take to finish
     log_level: str = "info"
     # Daemon-wide caps: beyond them the least recently used idle session's servers stop
     # (they start again on that session's next request).
-    max_servers: int = 32
-    max_sessions: int = 16
+    max_servers: Count = 32
+    max_sessions: Count = 16
 
 
 class PolicyConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     git_write: Approval = "confirm"
     git_destructive: Approval = "confirm"
-    confirm_timeout: float = 60.0
+    confirm_timeout: Seconds = 60.0
 
-    def narrowed(self, other: PolicyConfig) -> PolicyConfig:
-        """The stricter of this policy and `other`, key by key (a project may only narrow)."""
+    def narrowed(self, other: PolicyConfig | ProjectPolicy) -> PolicyConfig:
+        """The stricter of this policy and `other`'s approvals, key by key (a project or a
+        client may only narrow); the confirm timeout stays the user's."""
         return PolicyConfig(
-            git_write=_stricter(self.git_write, other.git_write),
-            git_destructive=_stricter(self.git_destructive, other.git_destructive),
-            confirm_timeout=min(self.confirm_timeout, other.confirm_timeout),
+            git_write=_stricter(self.git_write, other.git_write or self.git_write),
+            git_destructive=_stricter(
+                self.git_destructive, other.git_destructive or self.git_destructive
+            ),
+            confirm_timeout=self.confirm_timeout,
         )
 
 
@@ -70,17 +79,17 @@ def _stricter(a: Approval, b: Approval) -> Approval:
 
 
 class LuaConfig(Struct, forbid_unknown_fields=True, kw_only=True):
-    cpu_seconds: float = 1.0
-    wall_seconds: float = 60.0
-    memory_mb: int = 64
-    host_calls: int = 1000
-    result_bytes: int = 1024 * 1024
-    runtimes: int = 16  # evals of one session that run at once, each in its own runtime
+    cpu_seconds: Seconds = 1.0
+    wall_seconds: Seconds = 60.0
+    memory_mb: Count = 64
+    host_calls: Amount = 1000
+    result_bytes: Count = 1024 * 1024
+    runtimes: Count = 16  # evals of one session that run at once, each in its own runtime
 
 
 class GitConfig(Struct, forbid_unknown_fields=True, kw_only=True):
-    timeout: float = 60.0
-    output_bytes: int = 1024 * 1024
+    timeout: Seconds = 60.0
+    output_bytes: Count = 1024 * 1024
 
 
 class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -91,7 +100,7 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     languages: list[str] = field(default_factory=list)
     install_hint: str = ""
     # Restarted between requests once its process group uses more (None: lsp.max_rss_mb).
-    max_rss_mb: int | None = None
+    max_rss_mb: Count | None = None
     # Methods it runs one at a time, an earlier one cancelled by the next, and that must never
     # be cancelled with `$/cancelRequest` (a cancelled one can break the server for good).
     exclusive_methods: list[str] = field(default_factory=list)
@@ -132,19 +141,19 @@ class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
-    request_timeout: float = 30.0
-    method_timeouts: dict[str, float] = field(default_factory=dict)
-    initialize_timeout: float = 60.0
-    settle_timeout: float = 10.0
-    ready_timeout: float = 20.0
-    max_open_documents: int = 200
-    folder_diagnostics_files: int = 100  # files opened per server for a folder's diagnostics
-    shutdown_timeout: float = 3.0
-    max_rss_mb: int = 4096  # per server, unless its own max_rss_mb says otherwise
-    cancel_grace: float = 30.0  # a request given up on must be answered within this, or restart
-    check_interval: float = 2.0  # seconds between checks of a server's memory and answers
-    crash_limit: int = 5  # crashes within 5 minutes before a server is marked failed
-    max_file_bytes: int = 8 * 1024 * 1024  # larger files are refused, never sent to servers
+    request_timeout: Seconds = 30.0
+    method_timeouts: dict[str, Seconds] = field(default_factory=dict)
+    initialize_timeout: Seconds = 60.0
+    settle_timeout: GraceSeconds = 10.0
+    ready_timeout: GraceSeconds = 20.0
+    max_open_documents: Count = 200
+    folder_diagnostics_files: Amount = 100  # files opened per server for a folder's diagnostics
+    shutdown_timeout: GraceSeconds = 3.0
+    max_rss_mb: Count = 4096  # per server, unless its own max_rss_mb says otherwise
+    cancel_grace: Seconds = 30.0  # a request given up on must be answered within this, or restart
+    check_interval: Seconds = 2.0  # seconds between checks of a server's memory and answers
+    crash_limit: Count = 5  # crashes within 5 minutes before a server is marked failed
+    max_file_bytes: Count = 8 * 1024 * 1024  # larger files are refused, never sent to servers
 
 
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -157,11 +166,28 @@ class Config(Struct, forbid_unknown_fields=True, kw_only=True):
     languages: dict[str, LanguageConfig] = field(default_factory=dict)
 
 
-class ProjectConfig(Struct, forbid_unknown_fields=True, kw_only=True):
-    """`.codeward.toml`: it may only narrow. It can never name a command."""
+class ProjectPolicy(Struct, forbid_unknown_fields=True, kw_only=True):
+    """A project's approvals: only ever stricter than the user's. No limit (the confirm
+    timeout is the user's alone)."""
 
-    policy: PolicyConfig | None = None
-    servers: dict[str, list[str]] = field(default_factory=dict)  # language -> chosen servers
+    git_write: Approval | None = None
+    git_destructive: Approval | None = None
+
+
+class ProjectConfig(Struct, forbid_unknown_fields=True, kw_only=True):
+    """`.codeward.toml`: it may only narrow: stricter approvals, and for a language a choice
+    among the servers the user's config gives it (at least one). It can never name a
+    command, set a limit or turn a language's servers off (which would reach a fallback
+    program such as prettier)."""
+
+    policy: ProjectPolicy | None = None
+    # language -> the servers chosen among the configured ones
+    servers: dict[str, Annotated[list[str], Meta(min_length=1)]] = field(default_factory=dict)
+
+
+# What only the user's config may set: limits, routing and programs.
+_USER_ONLY = ("daemon", "lua", "git", "lsp", "languages")
+USER_CONFIG = "$XDG_CONFIG_HOME/codeward/config.toml"
 
 
 def config_path() -> Path:
@@ -206,4 +232,36 @@ def load_project_config(root: Path) -> ProjectConfig:
         parsed = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f".codeward.toml: not valid TOML: {exc}") from None
+    _refuse_user_settings(parsed)
     return _decode(parsed, ProjectConfig, ".codeward.toml")
+
+
+def _refuse_user_settings(parsed: dict[str, Any]) -> None:
+    """A clear error for what a project may not set (the rest is msgspec's to check)."""
+    for section in _USER_ONLY:
+        if section in parsed:
+            raise ConfigError(
+                f".codeward.toml: [{section}] is the user's to set ({USER_CONFIG}); a "
+                "project may only choose stricter approvals ([policy]) and among the "
+                "configured servers ([servers]): remove it."
+            )
+    policy = parsed.get("policy")
+    if isinstance(policy, dict) and "confirm_timeout" in policy:
+        raise ConfigError(
+            f".codeward.toml: policy.confirm_timeout is a limit, the user's to set "
+            f"({USER_CONFIG}); a project may only make git_write and git_destructive "
+            "stricter: remove it."
+        )
+    servers = parsed.get("servers")
+    for language, chosen in servers.items() if isinstance(servers, dict) else ():
+        if isinstance(chosen, dict):
+            raise ConfigError(
+                f".codeward.toml: [servers.{language}] configures a server; a project "
+                f"may only choose among configured ones (`{language} = [...]` under "
+                "[servers]) and never name a command."
+            )
+        if chosen == []:
+            raise ConfigError(
+                f".codeward.toml: servers.{language} is empty; a project may choose among "
+                "a language's configured servers but never turn them all off."
+            )

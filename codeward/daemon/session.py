@@ -17,7 +17,8 @@ from typing import Any
 import msgspec
 import trio
 
-from codeward.daemon.config import Config, PolicyConfig, load_project_config
+from codeward.daemon import child_path
+from codeward.daemon.config import Config, ConfigError, PolicyConfig, load_project_config
 from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.lsp import LanguageService, SharedServers, repository_of
@@ -33,7 +34,8 @@ ProgressListener = Callable[[dict[str, Any]], None]
 
 
 def effective_config(config: Config, root: Path) -> Config:
-    """The user's config narrowed by the project's `.codeward.toml` (policy and server choice)."""
+    """The user's config narrowed by the project's `.codeward.toml` (stricter approvals, a
+    choice among each language's configured servers); raises ConfigError."""
     project = load_project_config(root)
     changes: dict[str, Any] = {}
     if project.policy is not None:
@@ -43,8 +45,17 @@ def effective_config(config: Config, root: Path) -> Config:
         for language, chosen in project.servers.items():
             current = languages.get(language)
             if current is None:
-                continue
+                raise ConfigError(
+                    f".codeward.toml: servers.{language}: no language {language!r} is "
+                    "configured; name one of codeward's languages (or one of the user's)."
+                )
             keep = [name for name in current.servers if name in chosen]
+            if not keep:
+                raise ConfigError(
+                    f".codeward.toml: servers.{language} names none of the servers "
+                    f"configured for {language} ({', '.join(current.servers) or 'none'}); a "
+                    "project may only choose among them, never turn them all off."
+                )
             languages[language] = type(current)(
                 patterns=current.patterns, servers=keep, language_id=current.language_id
             )
@@ -260,9 +271,14 @@ class SessionManager:
                 ErrorKind.INVALID_ARGUMENTS, f"The project's .codeward.toml cannot be used: {exc}"
             ) from None
         trusted = self.trust.is_trusted(path)
-        session = Session(
-            secrets.token_hex(8), path, config, self.budget, trusted=trusted, shared=self.shared
-        )
+        child_path.enter_root(path)  # no program codeward starts finds one of it on PATH
+        try:
+            session = Session(
+                secrets.token_hex(8), path, config, self.budget, trusted=trusted, shared=self.shared
+            )
+        except BaseException:
+            child_path.leave_root(path)
+            raise
         self.sessions[session.id] = session
         self._by_root[path] = session
         self._nursery.start_soon(self._run_session, session)
@@ -279,6 +295,7 @@ class SessionManager:
             log.exception("session %s failed", session.id)
             session.started.set()
         finally:
+            child_path.leave_root(session.root)
             self.sessions.pop(session.id, None)
             if self._by_root.get(session.root) is session:
                 del self._by_root[session.root]

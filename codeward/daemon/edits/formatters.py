@@ -1,7 +1,15 @@
 """Formatting without a formatting server: the language's standard formatter from the
 user's PATH (gofmt, ruff format, clang-format, shfmt, prettier), given the text on stdin,
 with no shell, a timeout, the root as its working folder, and its process group killed on
-timeout or cancellation."""
+timeout or cancellation.
+
+In an untrusted root none may run the project's code. gofmt has no config; ruff's
+(`pyproject.toml`, `ruff.toml`), clang-format's (`.clang-format`) and shfmt's
+(`.editorconfig`) are data. prettier's can be code (`.prettierrc.cjs`, `prettier.config.mjs`,
+a `package.json` `"prettier"` naming a module, plugins): untrusted, it runs with
+`--no-config --no-plugin-search` (the latter is prettier 2's; prettier 3 searches for no
+plugins and only warns about it). A formatter whose config could run code and that cannot
+be told to ignore it would not be used untrusted (`untrusted_args` None)."""
 
 from __future__ import annotations
 
@@ -10,6 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeward.daemon.child_path import clean_path
 from codeward.daemon.git.runner import run_process
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -24,9 +33,13 @@ class Formatter:
     program: str
     args: tuple[str, ...]  # "{path}" stands for the file's root-relative path
     install: str  # what to install when it is missing
+    # In an untrusted root: the arguments that keep it from loading project config that can
+    # run code, before `args` (() when its config is data); None: not run there at all.
+    untrusted_args: tuple[str, ...] | None = ()
 
-    def argv(self, program: str, shown: str) -> list[str]:
-        return [program, *(a.replace("{path}", shown) for a in self.args)]
+    def argv(self, program: str, shown: str, *, trusted: bool = True) -> list[str]:
+        guard = () if trusted else self.untrusted_args or ()
+        return [program, *guard, *(a.replace("{path}", shown) for a in self.args)]
 
 
 GOFMT = Formatter("gofmt", "gofmt", (), "install Go (gofmt comes with it)")
@@ -46,7 +59,11 @@ SHFMT = Formatter(
     "shfmt", "shfmt", ("-filename", "{path}"), "install shfmt (Debian: apt install shfmt)"
 )
 PRETTIER = Formatter(
-    "prettier", "prettier", ("--stdin-filepath", "{path}"), "npm install --global prettier"
+    "prettier",
+    "prettier",
+    ("--stdin-filepath", "{path}"),
+    "npm install --global prettier",
+    untrusted_args=("--no-config", "--no-plugin-search"),
 )
 
 BY_LANGUAGE: dict[str, Formatter] = {
@@ -85,13 +102,25 @@ def formatter_for(language: str) -> Formatter | None:
 
 def _env() -> dict[str, str]:
     env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
-    env.setdefault("PATH", os.defpath)
+    env["PATH"] = clean_path(env.get("PATH", os.defpath))
     return env
 
 
-async def run_formatter(formatter: Formatter, root: Path, shown: str, text: str) -> str:
+async def run_formatter(
+    formatter: Formatter, root: Path, shown: str, text: str, *, trusted: bool
+) -> str:
     """The formatted `text` of the file `shown` (root-relative); `lsp_unavailable` when the
-    formatter is not on PATH, `timeout`, or `lsp_error` when it refuses the text."""
+    formatter is not on PATH or may not run in the untrusted root, `timeout`, or
+    `lsp_error` when it refuses the text."""
+    if not trusted and formatter.untrusted_args is None:
+        raise ToolError(
+            ErrorKind.LSP_UNAVAILABLE,
+            f"No language server formats {shown!r}, and {formatter.name} would load the "
+            "project's configuration, which can run the project's code: it does not run in "
+            "an untrusted root; trust the root (codeward trust) to format it.",
+            formatter=formatter.name,
+            restricted=True,
+        )
     env = _env()
     program = shutil.which(formatter.program, path=env["PATH"])
     if program is None:
@@ -102,7 +131,7 @@ async def run_formatter(formatter: Formatter, root: Path, shown: str, text: str)
             formatter=formatter.name,
         )
     done = await run_process(
-        formatter.argv(program, shown),
+        formatter.argv(program, shown, trusted=trusted),
         cwd=root,
         env=env,
         timeout=TIMEOUT,
@@ -117,7 +146,9 @@ async def run_formatter(formatter: Formatter, root: Path, shown: str, text: str)
         )
     if done.exit_code != 0 or done.truncated:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        reason = said[0] if said else f"exit code {done.exit_code}"
+        # prettier 3 warns about prettier 2's --no-plugin-search first: the error follows
+        errors = [line for line in said if not line.startswith("[warn]")] or said
+        reason = errors[0] if errors else f"exit code {done.exit_code}"
         raise ToolError(
             ErrorKind.LSP_ERROR,
             f"{formatter.name} could not format {shown!r} ({reason[:300]}); nothing was "

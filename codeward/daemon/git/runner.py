@@ -32,6 +32,7 @@ from pathlib import Path
 import trio
 
 from codeward.daemon import guardian
+from codeward.daemon.child_path import clean_path
 from codeward.daemon.process_groups import group_gone, signal_group, stop_group
 from codeward.daemon.reads import read_available
 from codeward.daemon.reaper import Started
@@ -84,7 +85,7 @@ def git_env(*, read_only: bool, base: dict[str, str] | None = None) -> dict[str,
     """A minimal environment: no inherited GIT_* variables, prompts and pagers off."""
     source = os.environ if base is None else base
     env = {name: value for name in PASSED_ENV if (value := source.get(name)) is not None}
-    env.setdefault("PATH", os.defpath)
+    env["PATH"] = clean_path(env.get("PATH", os.defpath))
     env.update(FIXED_ENV)
     if read_only:
         env["GIT_OPTIONAL_LOCKS"] = "0"

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath
 
+from codeward.daemon.child_path import clean_path
+
 _PYTHON_DIR = re.compile(r"python\d+(\.\d+)?t?$")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*$")
 _ELIXIR_APPS = frozenset({"elixir", "eex", "ex_unit", "iex", "logger", "mix"})
@@ -177,7 +179,8 @@ def go_env() -> GoEnv:
     modcaches = [os.environ.get("GOMODCACHE", "")]
     gopath = os.environ.get("GOPATH", "") or os.path.expanduser("~/go")
     modcaches += [os.path.join(p, "pkg", "mod") for p in gopath.split(os.pathsep) if p]
-    go = shutil.which("go")
+    path = clean_path()
+    go = shutil.which("go", path=path)
     if go is not None:
         try:
             out = subprocess.run(
@@ -186,7 +189,16 @@ def go_env() -> GoEnv:
                 text=True,
                 timeout=10,
                 check=False,
-                env={**os.environ, "GOPROXY": "off", "GOFLAGS": ""},
+                # not in the daemon's working folder (a project's go.mod could name a
+                # toolchain to fetch and run), and never another toolchain
+                cwd="/",
+                env={
+                    **os.environ,
+                    "PATH": path,
+                    "GOPROXY": "off",
+                    "GOFLAGS": "",
+                    "GOTOOLCHAIN": "local",
+                },
             ).stdout.splitlines()
         except (OSError, subprocess.SubprocessError):
             out = []

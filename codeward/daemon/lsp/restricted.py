@@ -34,8 +34,10 @@ default server was reviewed:
   JSON, HTML, CSS, TOML (offline), Dockerfile servers and intelephense read files and run
   nothing: unchanged.
 - svelte-language-server loads the project's `svelte.config.js`/`vite.config.*` and its
-  `node_modules` (svelte, typescript, prettier): `isTrusted: false`, which loads no config
-  and only its own packages.
+  `node_modules` (svelte, typescript, prettier): `isTrusted: false`, which loads neither
+  and only its own packages. It still resolves the project's prettier config (code, in a
+  `.prettierrc.cjs`) for formatting, TypeScript code actions and completions: those are
+  off (`SVELTE_OFF`), and format_code says why.
 - jdtls imports Gradle projects by running their build (and the Gradle wrapper), Maven
   projects by running their plugins: both imports off, so it sees plain Java folders.
 - ElixirLS and Lexical compile the project with mix: they do not start.
@@ -62,9 +64,9 @@ from typing import Any
 
 import msgspec
 
+from codeward.daemon import child_path
 from codeward.daemon.config import ServerConfig
 from codeward.daemon.lsp.ignored import ignored_name
-from codeward.daemon.paths import is_inside
 
 
 class NotInRestrictedMode(Exception):
@@ -107,15 +109,13 @@ def rustup_default() -> str:
 def from_root(path: str, root: Path) -> bool:
     """Whether `path` (resolved) lies inside `root` and not inside the daemon's own
     installation (a root may hold the daemon's virtualenv: codeward's own repository)."""
-    real = Path(os.path.realpath(path))
-    return is_inside(real, root) and not is_inside(real, Path(os.path.realpath(sys.prefix)))
+    return child_path.from_root(path, (root,))
 
 
 def safe_path(root: Path, path: str | None = None) -> str:
-    """PATH without empty or relative entries, and without entries inside `root`."""
-    entries = (os.environ.get("PATH", "") if path is None else path).split(os.pathsep)
-    kept = [e for e in entries if os.path.isabs(e) and not from_root(e, root)]
-    return os.pathsep.join(dict.fromkeys(kept))
+    """PATH without empty or relative entries, and without entries inside `root` or any
+    live session's root (`child_path`)."""
+    return child_path.clean_path(path, root=root)
 
 
 def _basedpyright(config: ServerConfig, root: Path) -> ServerConfig:
@@ -211,11 +211,31 @@ def _typescript(config: ServerConfig, root: Path) -> ServerConfig:
     return msgspec.structs.replace(config, init_options=options)
 
 
+# svelte-language-server's features that resolve the project's prettier config (prettier's
+# `resolveConfig`, which runs a `.prettierrc.cjs`, `prettier.config.mjs` or a package.json
+# "prettier" module) whatever `isTrusted` says: its formatting, its TypeScript code actions
+# (quick fixes, organize imports) and completions, its HTML completions of on:/bind:.
+SVELTE_OFF: dict[str, Any] = {
+    "svelte": {"format": {"enable": False}},
+    "typescript": {"codeActions": {"enable": False}, "completions": {"enable": False}},
+    "html": {"completions": {"enable": False}},
+}
+# Servers whose formatting is off in an untrusted root, and why (format_code says it).
+FORMATTING_OFF = {
+    "svelte-language-server": "its formatting loads the project's prettier config, which "
+    "can run the project's code",
+}
+
+
 def _svelte(config: ServerConfig, root: Path) -> ServerConfig:
     # untrusted: no svelte.config.js or vite.config.* loaded, and svelte, typescript and
     # prettier from the server's own installation, never the project's node_modules
-    options = merged(config.init_options or {}, {"isTrusted": False})
-    return msgspec.structs.replace(config, init_options=options)
+    # (`isTrusted: false`); the features that resolve the project's prettier config off,
+    # at initialize and in every configuration sent after it (user settings cannot undo it)
+    plugin = {"svelte": {"plugin": SVELTE_OFF}}
+    options = merged(config.init_options or {}, {"isTrusted": False, "configuration": plugin})
+    settings = merged(config.settings, plugin)
+    return msgspec.structs.replace(config, init_options=options, settings=settings)
 
 
 JAVA_SETTINGS: dict[str, Any] = {

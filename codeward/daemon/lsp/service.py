@@ -63,7 +63,8 @@ per request, the rest making the answer `partial`), and
 `await service.server_diagnostics(path)`: each server's own items, for code actions.
 
 The session's hooks: `files_changed(paths)`, `status()`, `park(reason)`,
-`restart_failed()`, `await set_restricted(bool)`, `busy`, `last_used`. A server that was
+`restart_failed()`, `await set_restricted(bool)`, `busy`, `last_used`;
+`formatting_off(server)` says why a server does not format in an untrusted root. A server that was
 not installed is looked for again (its default command resolved anew) on the next need,
 at most once every `LOOKUP_INTERVAL` seconds of the trio clock.
 
@@ -103,6 +104,7 @@ from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Previewer, hold_for_preview
 from codeward.daemon.lsp.project import WALK_LIMIT, project_files
+from codeward.daemon.lsp.restricted import FORMATTING_OFF
 from codeward.daemon.lsp.routing import Languages, unsupported
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.shared import Repository, SharedServers, repository_of
@@ -282,6 +284,10 @@ class LanguageService:
     @property
     def restricted(self) -> bool:
         return self.pool.restricted
+
+    def formatting_off(self, server: str) -> str | None:
+        """Why server `server` does not format in this (untrusted) root, else None."""
+        return FORMATTING_OFF.get(server) if self.pool.restricted else None
 
     @property
     def busy(self) -> bool:

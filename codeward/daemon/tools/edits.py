@@ -165,6 +165,15 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
         if exc.kind not in unformatted or ranged or formatter is None:
             raise
         return await _format_with(ctx, source, formatter, apply=args.apply)
+    why = manager.formatting_off(answer.server)
+    if why is not None:
+        raise ToolError(
+            ErrorKind.LSP_UNAVAILABLE,
+            f"{answer.server} does not format {source.shown!r} in an untrusted root: {why}; "
+            "trust the root (codeward trust) to format it.",
+            server=answer.server,
+            restricted=True,
+        )
     edits = shapes.answer(answer.result, answer.server, method) or []
     result, after = await write_checked(
         ctx,
@@ -190,7 +199,7 @@ async def _format_with(
         read_file, source.path, root, ctx.session.config.lsp.max_file_bytes
     )
     old = data.decode("utf-8")
-    new = await run_formatter(formatter, root, source.shown, old)
+    new = await run_formatter(formatter, root, source.shown, old, trusted=ctx.session.trusted)
     edit = whole_text_edit(source.path.as_uri(), old, new)
     basis = Basis({source.path: (0, content_hash(data))})
     result, after = await write_checked(ctx, edit, "utf-32", basis, apply=apply)
