@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +70,41 @@ def write(repo: Path, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
+
+
+@contextlib.contextmanager
+def git_daemon(base: Path) -> Iterator[str]:
+    """`git daemon --inetd` serving the repositories under `base` (pushes too) on a socket
+    of ours on 127.0.0.1, one daemon per connection: the network remote of the tests
+    (codeward refuses local ones). Yields `git://127.0.0.1:PORT/`."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    children: list[subprocess.Popen[bytes]] = []
+    argv = ["git", "daemon", "--inetd", f"--base-path={base}", "--export-all",
+            "--enable=receive-pack", "--informative-errors", str(base)]  # fmt: skip
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the fixture is done
+                return
+            with conn:
+                children.append(subprocess.Popen(argv, stdin=conn, stdout=conn,
+                                                 stderr=subprocess.DEVNULL))  # fmt: skip
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"git://127.0.0.1:{server.getsockname()[1]}/"
+    finally:
+        server.shutdown(socket.SHUT_RDWR)
+        server.close()
+        thread.join(timeout=30)
+        for child in children:
+            child.kill()
+            child.wait(timeout=30)
 
 
 class Approver:

@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from tests.git_repos import (
     Changes,
     commit_all,
     git,
+    git_daemon,
     git_home,
     make_repo,
     private_home,
@@ -47,12 +49,16 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def remote(repo: Path, tmp_path: Path) -> Path:
-    bare = tmp_path / "remote.git"
+def remote(repo: Path, tmp_path: Path) -> Iterator[Path]:
+    """A bare repository served by `git daemon` as the repository's origin (a network
+    remote: codeward refuses local ones)."""
+    served = tmp_path / "served"
+    bare = served / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
-    git(repo, "remote", "add", "origin", str(bare))
-    git(repo, "push", "-q", "-u", "origin", "main")
-    return bare
+    with git_daemon(served) as url:
+        git(repo, "remote", "add", "origin", url + "remote.git")
+        git(repo, "push", "-q", "-u", "origin", "main")
+        yield bare
 
 
 def fail_kind(excinfo: pytest.ExceptionInfo[ToolError]) -> ErrorKind:
@@ -136,7 +142,10 @@ async def test_tags_remotes_and_stashes(repo: Path, remote: Path) -> None:
     assert tags["output"] == "v1\n"
     assert tags["parsed"]["tags"][0]["name"] == "v1"
     remotes = await run(repo, "remote", ["-v"])
-    assert remotes["parsed"]["remotes"][0]["fetch_url"] == str(remote)
+    assert (
+        remotes["parsed"]["remotes"][0]["fetch_url"]
+        == git(repo, "remote", "get-url", "origin").strip()
+    )
     write(repo, "a.txt", "wip\n")
     git(repo, "stash", "-q")
     stashes = await run(repo, "stash", ["list"])
@@ -374,11 +383,12 @@ async def test_parse_runs_pass_the_policy_too(repo: Path) -> None:
 async def test_error_messages_hide_paths_outside_the_project(
     repo: Path, tmp_path: Path, name: str
 ) -> None:
-    git(repo, "remote", "add", "gone", str(tmp_path / name))
-    plain = subprocess.run(["git", "fetch", "gone"], cwd=repo, capture_output=True, text=True)
-    assert str(tmp_path) in plain.stderr  # what git itself says
+    git(repo, "worktree", "add", "-q", "-b", "other", str(tmp_path / name))
+    plain = subprocess.run(["git", "checkout", "other"], cwd=repo, capture_output=True,
+                           text=True)  # fmt: skip
+    assert str(tmp_path) in plain.stderr  # what git itself says: the other work tree's path
     with pytest.raises(ToolError) as info:
-        await run(repo, "fetch", ["gone"])
+        await run(repo, "checkout", ["other"])
     assert info.value.kind is ErrorKind.GIT_FAILED
     shown = [info.value.message, info.value.details["stderr"], info.value.details["output"]]
     for text in shown:

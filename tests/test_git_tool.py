@@ -182,6 +182,7 @@ async def test_abbreviations_refused(repo: Path, open_client: OpenClient) -> Non
 async def test_options_that_turn_a_read_into_a_write(repo: Path, open_client: OpenClient) -> None:
     client = await open_client(repo)
     git(repo, "branch", "keep")
+    git(repo, "remote", "add", "o", "https://example.invalid/o.git")
     error = await tool_error(client, subcommand="branch", args=["--column", "-D", "keep"])
     assert error.kind == "blocked_destructive"
     created = await tool_error(client, subcommand="branch", args=["--column", "NEW"])
@@ -254,10 +255,11 @@ async def test_config_reading_outside_files_refused(
 async def test_git_failed_stderr_is_scrubbed(
     repo: Path, open_client: OpenClient, tmp_path: Path
 ) -> None:
-    git(repo, "remote", "add", "gone", str(tmp_path / "no where.git"))
-    client = await open_client(repo)
-    error = await tool_error(client, subcommand="fetch", args=["gone"])
-    assert error.kind == "git_failed"
+    git(repo, "worktree", "add", "-q", "-b", "other", str(tmp_path / "no where"))
+    confirmer = ConfirmingClient(True)
+    client = await open_client(repo, capabilities={"confirm": True}, on_request=confirmer)
+    error = await tool_error(client, subcommand="checkout", args=["other"])
+    assert error.kind == "git_failed"  # git names the work tree that has it checked out
     for text in (error.message, error.data["stderr"], error.data["output"]):
         assert str(tmp_path) not in text and "no where" not in text
     assert "<path>" in error.data["stderr"]

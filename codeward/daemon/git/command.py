@@ -11,7 +11,7 @@ from typing import Any
 import trio
 
 from codeward.daemon.config import GitConfig, PolicyConfig
-from codeward.daemon.git import changes, config_scan, parse, status
+from codeward.daemon.git import changes, config_scan, parse, remotes, status
 from codeward.daemon.git.config_scan import ConfigEntry
 from codeward.daemon.git.messages import failure_message
 from codeward.daemon.git.policy import Decision, Tier, classify
@@ -57,7 +57,11 @@ async def run_git(
     env = git_env(read_only=decision.tier is Tier.READ)
     git = find_git(env)
     repo = await inspect(git, root)
+    urls = remotes.check(root, decision.subcommand, decision.args, repo.entries, repo.git_dir,
+                         repo.common_dir)  # fmt: skip
     tier, reason = _effective_tier(decision, repo)
+    if urls:  # the approval names what the command contacts
+        reason = f"{reason}: {remotes.describe(urls)}"
     argv = ["git", decision.subcommand, *decision.args]
     await _authorize(decision, tier, reason, argv, allow_destructive, policy, approve)
 
@@ -136,10 +140,16 @@ async def run_git(
     if plan is not None:
         outputs = [done] * len(plan) if reuse else [results[i] for i in range(1, len(plan) + 1)]
         parsed = _combine(decision.subcommand, plan, outputs)
+    if decision.subcommand == "remote":  # remotes' URLs: a local one is a path outside
+        output = scrub(output, root)
+        for entry in (parsed or {}).get("remotes") or []:
+            for key in ("fetch_url", "push_url"):
+                if entry[key] is not None:
+                    entry[key] = scrub(entry[key], root)
     return {
         "exit_code": done.exit_code,
         "output": output,
-        "stderr": stderr,
+        "stderr": scrub(stderr, root),  # git's messages: `From /other/repo`, `remote: ...`
         "truncated": done.truncated,
         "parsed": parsed,
     }

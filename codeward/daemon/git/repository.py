@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
 
 from codeward.daemon.files import read_file
-from codeward.daemon.git import config_scan
+from codeward.daemon.git import config_scan, containment
 from codeward.daemon.git.messages import failure_message
 from codeward.daemon.git.runner import Completed, git_argv, git_env, run_process
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -74,6 +74,11 @@ async def inspect(git: str, root: Path) -> Repository:
     if cached is not None and cached[1] == _signature(cached[0], cached[2]):
         return cached[2]
     repo, places = await _inspect(git, root)
+    nested = [path for path in repo.watched if path.name == ".git"]
+    contained = await trio.to_thread.run_sync(
+        containment.check, root, repo.git_dir, repo.common_dir, repo.entries, nested
+    )
+    repo = replace(repo, watched=(*repo.watched, *contained))
     unsafe = config_scan.find_unsafe(repo.entries, places)
     if unsafe:
         raise _unsafe_error(root, places, repo.entries, unsafe)

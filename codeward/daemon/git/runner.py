@@ -47,6 +47,7 @@ HARDENED_CONFIG = (
     "core.pager=cat",
     "protocol.ext.allow=never",
     "protocol.fd.allow=never",
+    "protocol.file.allow=never",  # local paths and file://: another repository, its hooks
 )
 # Subcommands that take `--no-ext-diff --no-textconv`.
 DIFF_COMMANDS = frozenset({"diff", "log", "show"})
