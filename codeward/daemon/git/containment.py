@@ -197,7 +197,11 @@ def _check_alternates(home: Home, objects: Path, watched: list[Path], depth: int
             path = line.removeprefix("file://") if line.lower().startswith("file://") else line
             target = Path(os.path.realpath(objects / path))
             if not home.has(target):
-                raise _unsafe(f"{shown} lists objects outside the project", shown)
+                raise _unsafe(
+                    f"{shown} lists objects outside the project (a clone made with "
+                    "--reference or --shared: `git repack -a -d`, then remove the file)",
+                    shown,
+                )
             if name == "alternates" and depth > 1 and target != objects:
                 _check_alternates(home, target, watched, depth - 1)
 
