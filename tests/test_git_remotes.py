@@ -249,3 +249,24 @@ async def test_a_successful_runs_stderr_shows_no_outside_path(
     result = await run(repo, "push", ["origin", "main"])
     assert result["exit_code"] == 0
     assert "stored in <path>" in result["stderr"] and str(tmp_path) not in result["stderr"]
+
+
+async def test_a_submodules_local_remote_is_not_fetched(
+    repo: Path, other: Path, served: tuple[Path, str]
+) -> None:
+    """A fetch recursing into a submodule whose remote is local: git's own refusal holds."""
+    subprocess.run(["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                    str(other), "sub"], cwd=repo, check=True, capture_output=True)  # fmt: skip
+    commit_all(repo, "sub")
+    git(repo, "push", "-q", "origin", "main")
+    git(repo, "config", "fetch.recurseSubmodules", "true")
+    before = git(repo / "sub", "rev-parse", "origin/main")
+    write(other, "more.txt", "more\n")
+    commit_all(other, "more")
+    with pytest.raises(ToolError) as info:
+        await run(repo, "fetch", ["origin"])
+    assert info.value.kind is ErrorKind.GIT_FAILED
+    assert "transport 'file' not allowed" in info.value.details["stderr"]
+    assert git(repo / "sub", "rev-parse", "origin/main") == before
+    subprocess.run(["git", "fetch", "-q", "origin"], cwd=repo, check=True)  # plain git does
+    assert git(repo / "sub", "rev-parse", "origin/main") != before

@@ -26,6 +26,7 @@ _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@:]*)
 # `remote` actions that connect to the remote (`add` only with `-f`)
 _CONTACTING = frozenset({"show", "prune", "update", "set-head", "add"})
 LEGACY_FILE_BYTES = 64 * 1024
+_OTHER_REPOSITORIES = frozenset({"submodule", "nested"})  # config_scan's scopes of others
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,8 @@ class _Config:
         self.remotes: list[str] = []
         self.rewrites: dict[str, list[tuple[str, str]]] = {"insteadof": [], "pushinsteadof": []}
         for entry in entries:
+            if entry.scope in _OTHER_REPOSITORIES:
+                continue  # a submodule's or nested repository's own remotes: not this one's
             section, _, rest = entry.key.partition(".")
             sub, _, var = rest.rpartition(".")
             section, var = section.lower(), var.lower()
