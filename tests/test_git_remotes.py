@@ -61,7 +61,8 @@ async def refused(root: Path, subcommand: str, args: list[str]) -> ToolError:
 
 CONTACTING = [
     ("fetch", []), ("fetch", ["origin"]), ("fetch", ["--all"]), ("fetch", ["--multiple", "origin"]),
-    ("pull", []), ("pull", ["origin", "main"]), ("push", []), ("push", ["origin", "main"]),
+    ("pull", []), ("pull", ["origin", "main"]), ("pull", ["--all"]), ("push", []),
+    ("push", ["origin", "main"]),
     ("push", ["--repo=origin"]), ("remote", ["show", "origin"]), ("remote", ["update"]),
     ("remote", ["prune", "origin"]), ("remote", ["set-head", "origin", "--auto"]),
 ]  # fmt: skip
@@ -87,6 +88,18 @@ async def test_a_local_remote_is_refused_for_every_command_that_contacts_it(
         await run(repo, "show", ["origin/main:secret.txt"])
     listed = await run(repo, "remote", ["-v"])  # listing contacts nothing: runs, scrubbed
     assert str(tmp_path) not in listed["output"] + str(listed["parsed"])
+    assert url == "relative" or listed["parsed"]["remotes"][0]["fetch_url"] == "<path>"
+    got = await run(repo, "remote", ["get-url", "origin"])
+    assert str(tmp_path) not in got["output"]
+
+
+async def test_network_urls_are_listed_as_they_are(repo: Path) -> None:
+    urls = ["me@host.invalid:/srv/git/p.git", "ssh://host.invalid/srv/p.git", NETWORK]
+    for k, url in enumerate(urls):
+        git(repo, "remote", "add", f"r{k}", url)
+    listed = await run(repo, "remote", ["-v"])
+    assert [r["fetch_url"] for r in listed["parsed"]["remotes"]] == urls
+    assert all(url in listed["output"] for url in urls)
 
 
 async def test_a_local_remote_inside_the_root_is_refused_too(repo: Path) -> None:
@@ -270,3 +283,14 @@ async def test_a_submodules_local_remote_is_not_fetched(
     assert git(repo / "sub", "rev-parse", "origin/main") == before
     subprocess.run(["git", "fetch", "-q", "origin"], cwd=repo, check=True)  # plain git does
     assert git(repo / "sub", "rev-parse", "origin/main") != before
+
+
+async def test_groups_and_several_remotes(repo: Path, other: Path) -> None:
+    git(repo, "remote", "add", "net", "https://127.0.0.1:1/unreachable.git")
+    git(repo, "remote", "add", "loc", str(other))
+    git(repo, "config", "remotes.both", "net loc")
+    for args in (["both"], ["--multiple", "net", "loc"], ["--all"]):
+        error = await refused(repo, "fetch", args)
+        assert error.details["keys"] == ["remote.loc.url"], args
+    assert (await refused(repo, "remote", ["update", "both"])).details["keys"] == ["remote.loc.url"]
+    assert (await refused(repo, "fetch", ["net"])).kind is ErrorKind.GIT_FAILED  # network

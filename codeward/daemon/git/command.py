@@ -141,11 +141,11 @@ async def run_git(
         outputs = [done] * len(plan) if reuse else [results[i] for i in range(1, len(plan) + 1)]
         parsed = _combine(decision.subcommand, plan, outputs)
     if decision.subcommand == "remote":  # remotes' URLs: a local one is a path outside
-        output = scrub(output, root)
+        output = remotes.scrub_urls(output, root)
         for entry in (parsed or {}).get("remotes") or []:
             for key in ("fetch_url", "push_url"):
                 if entry[key] is not None:
-                    entry[key] = scrub(entry[key], root)
+                    entry[key] = remotes.scrub_urls(entry[key], root)
     return {
         "exit_code": done.exit_code,
         "output": output,

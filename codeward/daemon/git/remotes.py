@@ -21,6 +21,7 @@ from codeward.daemon.git.tables import SPECS
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
+_WORD = re.compile(r"[^\s]+")
 _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@:]*):[^/@]*@")
 # `remote` actions that connect to the remote (`add` only with `-f`)
@@ -88,6 +89,18 @@ def describe(urls: Sequence[Url]) -> str:
 def shown_url(url: str) -> str:
     """`url` without a password (`https://user:secret@host` shows as `https://user@host`)."""
     return _USERINFO.sub(r"\g<scheme>\g<user>@", url)
+
+
+def scrub_urls(text: str, root: Path) -> str:
+    """`text` (what `git remote` lists) with each local URL that is an absolute path or
+    `file://` shown as `paths.scrub` shows it; network URLs (`host:/srv/x.git` too) stay."""
+
+    def shown(match: re.Match[str]) -> str:
+        word = match.group(0)
+        local = is_local(word) and (word.startswith("/") or word.lower().startswith("file://"))
+        return scrub(word, root) if local else word
+
+    return _WORD.sub(shown, text)
 
 
 def current_branch(git_dir: Path) -> str | None:
@@ -169,9 +182,9 @@ def _names(
         if action == "set-head" and not parsed.has("auto"):
             return [], True
         return rest[:1] if action == "set-head" else rest, True
-    if subcommand == "fetch" and parsed.has("all"):
+    if subcommand != "push" and parsed.has("all"):  # fetch --all, pull --all
         return config.remotes, True
-    if subcommand == "fetch" and parsed.has("multiple"):
+    if subcommand == "fetch" and parsed.has("multiple") and operands:
         return list(operands), True
     repo = parsed.values("repo") if subcommand == "push" else []
     if operands or repo:
