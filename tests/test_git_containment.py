@@ -55,7 +55,7 @@ async def unsafe(root: Path, subcommand: str = "status", args: list[str] | None 
     return error.details["file"]
 
 
-@pytest.mark.parametrize("how", ["absolute", "relative", "quoted", "nested"])
+@pytest.mark.parametrize("how", ["absolute", "relative", "quoted", "nested", "padded"])
 async def test_alternates_outside_are_refused(
     repo: Path, other: Path, tmp_path: Path, how: str
 ) -> None:
@@ -66,6 +66,7 @@ async def test_alternates_outside_are_refused(
         "relative": "../../../elsewhere/.git/objects",
         "quoted": f'"{other}/.git/\\157bjects"',
         "nested": str(repo / "store" / "objects"),
+        "padded": "# padding\n" * 20_000 + f"{other}/.git/objects",  # past 64 KiB
     }[how]
     if how == "nested":  # an alternate inside the root whose own alternates lead out
         (repo / "store" / "objects" / "info").mkdir(parents=True)
@@ -75,6 +76,14 @@ async def test_alternates_outside_are_refused(
     assert await unsafe(repo) in (".git/objects/info/alternates",
                                   "store/objects/info/alternates")  # fmt: skip
     assert await unsafe(repo, "show", [blob])
+
+
+async def test_alternates_too_long_to_check(repo: Path) -> None:
+    alternates = repo / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text("# padding\n" * 200_000)  # 2 MB
+    with pytest.raises(ToolError) as info:
+        await run(repo, "status")
+    assert "too long to check" in info.value.message
 
 
 async def test_alternates_inside_the_root_are_fine(repo: Path) -> None:

@@ -26,7 +26,7 @@ from codeward.daemon.git.config_scan import ConfigEntry
 from codeward.daemon.paths import is_inside
 from codeward.protocol.errors import ErrorKind, ToolError
 
-SMALL_FILE_BYTES = 64 * 1024  # a gitfile, commondir, alternates: a few lines
+SMALL_FILE_BYTES = 1024 * 1024  # a gitfile, commondir, alternates: a few lines
 ALTERNATE_DEPTH = 5  # git follows alternates of alternates this deep
 WALK_ENTRIES = 1_000_000  # entries of git directories walked for symbolic links, at most
 _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
@@ -190,7 +190,10 @@ def _check_alternates(home: Home, objects: Path, watched: list[Path], depth: int
         shown = home.shown(listing)
         if not home.has(Path(os.path.realpath(listing))):
             raise _unsafe(f"{shown} is a symbolic link to a file outside the project", shown)
-        for line in _lines(listing):
+        lines = _lines(listing)
+        if lines is None:
+            raise _unsafe(f"{shown} is too long to check", shown)
+        for line in lines:
             if name == "http-alternates" and _URL_SCHEME.match(line) and not line.lower(
             ).startswith("file://"):  # fmt: skip
                 continue  # another server's objects, fetched over the network
@@ -251,8 +254,9 @@ def _target(dot_git: Path) -> Path | None:
     return Path(os.path.realpath(dot_git.parent / target)) if target else None
 
 
-def _read(path: Path) -> str:
-    """A small regular file's text ('' when absent or anything else: a FIFO is not waited on)."""
+def read_small(path: Path) -> str | None:
+    """A small regular file's text: '' when absent or no regular file (a FIFO is never
+    waited on), None when longer than `SMALL_FILE_BYTES` (too long to check)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -260,22 +264,32 @@ def _read(path: Path) -> str:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return ""
-        return os.read(fd, SMALL_FILE_BYTES).decode("utf-8", "surrogateescape")
+        data = b""
+        while len(data) <= SMALL_FILE_BYTES:
+            chunk = os.read(fd, SMALL_FILE_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
     except OSError:
         return ""
     finally:
         os.close(fd)
+    return None if len(data) > SMALL_FILE_BYTES else data.decode("utf-8", "surrogateescape")
 
 
 def _read_line(path: Path) -> str:
-    text = _read(path)
+    text = read_small(path) or ""
     return text.splitlines()[0].strip() if text.strip() else ""
 
 
-def _lines(path: Path) -> list[str]:
-    """The entries of an alternates file: no blank lines or comments, C quotes undone."""
+def _lines(path: Path) -> list[str] | None:
+    """The entries of an alternates file: no blank lines or comments, C quotes undone
+    (None: too long to check)."""
+    text = read_small(path)
+    if text is None:
+        return None
     found = []
-    for raw in _read(path).splitlines():
+    for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codeward.daemon.git.config_scan import ConfigEntry
+from codeward.daemon.git.containment import read_small
 from codeward.daemon.git.grammar import Parsed, parse_args
 from codeward.daemon.git.tables import SPECS
 from codeward.daemon.paths import scrub
@@ -26,7 +27,6 @@ _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@:]*):[^/@]*@")
 # `remote` actions that connect to the remote (`add` only with `-f`)
 _CONTACTING = frozenset({"show", "prune", "update", "set-head", "add"})
-LEGACY_FILE_BYTES = 64 * 1024
 _OTHER_REPOSITORIES = frozenset({"submodule", "nested"})  # config_scan's scopes of others
 
 
@@ -105,11 +105,7 @@ def scrub_urls(text: str, root: Path) -> str:
 
 def current_branch(git_dir: Path) -> str | None:
     """The branch HEAD names (`ref: refs/heads/NAME`), or None when detached or unreadable."""
-    try:
-        with open(git_dir / "HEAD", "rb") as file:
-            head = file.read(4096).decode("utf-8", "replace").strip()
-    except OSError:
-        return None
+    head = (read_small(git_dir / "HEAD") or "").strip()
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
@@ -233,11 +229,7 @@ def _nick(name: str) -> bool:
 def _legacy(common_dir: Path, name: str) -> list[tuple[str, str]]:
     """URLs from `remotes/<name>` (`URL: ...` lines), else `branches/<name>` (one line)."""
     for folder in ("remotes", "branches"):
-        try:
-            with open(common_dir / folder / name, "rb") as file:
-                text = file.read(LEGACY_FILE_BYTES).decode("utf-8", "replace")
-        except OSError:
-            continue
+        text = read_small(common_dir / folder / name) or ""
         origin = f"{folder}/{name}"
         if folder == "remotes":
             found = [(line[4:].strip(), origin) for line in text.splitlines()
