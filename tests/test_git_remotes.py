@@ -294,3 +294,18 @@ async def test_groups_and_several_remotes(repo: Path, other: Path) -> None:
         assert error.details["keys"] == ["remote.loc.url"], args
     assert (await refused(repo, "remote", ["update", "both"])).details["keys"] == ["remote.loc.url"]
     assert (await refused(repo, "fetch", ["net"])).kind is ErrorKind.GIT_FAILED  # network
+
+
+async def test_a_default_remote_config_names_a_path(repo: Path, other: Path) -> None:
+    """`branch.<b>.remote` and `remote.pushDefault` may hold a URL or path themselves."""
+    for value in (".", str(other)):  # `.`: a branch tracking a local branch
+        git(repo, "config", "branch.main.remote", value)
+        for subcommand in ("fetch", "pull"):
+            error = await refused(repo, subcommand, [])
+            assert error.kind is ErrorKind.UNSAFE_REPOSITORY_CONFIG
+            assert error.details["keys"] == ["branch.main.remote"]
+            assert str(other) not in error.message
+    git(repo, "config", "remote.pushDefault", str(other))
+    assert (await refused(repo, "push", [])).details["keys"] == ["remote.pushdefault"]
+    git(repo, "config", "branch.main.pushRemote", "../elsewhere")
+    assert (await refused(repo, "push", [])).details["keys"] == ["branch.main.pushremote"]

@@ -27,6 +27,7 @@ _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@:]*):[^/@]*@")
 # `remote` actions that connect to the remote (`add` only with `-f`)
 _CONTACTING = frozenset({"show", "prune", "update", "set-head", "add"})
+ARGUMENT = "argument"  # a remote named on the command line
 _OTHER_REPOSITORIES = frozenset({"submodule", "nested"})  # config_scan's scopes of others
 
 
@@ -57,11 +58,11 @@ def contacted(subcommand: str, args: Sequence[str], entries: list[ConfigEntry],
     parsed = parse_args(subcommand, tuple(args), SPECS[subcommand])
     config = _Config(entries)
     push = subcommand == "push"
-    names, given = _names(subcommand, parsed, config, git_dir)
+    names, named_by = _names(subcommand, parsed, config, git_dir)
     found: list[Url] = []
     for name in names:
         for member in config.group(name) if subcommand != "push" else [name]:
-            found += _urls(member, given, push, config, common_dir)
+            found += _urls(member, named_by, push, config, common_dir)
     return found
 
 
@@ -163,49 +164,52 @@ class _Config:
 
 def _names(
     subcommand: str, parsed: Parsed, config: _Config, git_dir: Path
-) -> tuple[list[str], bool]:
-    """The remote names (or URLs) the command uses, and whether they were given (a name
-    that is no remote is then taken as a URL, as git does)."""
+) -> tuple[list[str], str | None]:
+    """The remote names (or URLs) the command uses, and what named them: `argument`, or the
+    config key (`branch.main.remote`); a name so given that is no remote is a URL to git.
+    None: git's fallback `origin`, which is nothing when it is no remote."""
     operands = parsed.positionals
     if subcommand == "remote":
         action, rest = (operands[0], operands[1:]) if operands else ("", [])
         if action not in _CONTACTING:
-            return [], True
+            return [], ARGUMENT
         if action == "add":
-            return (rest[1:2] if parsed.has("fetch") else []), True
+            return (rest[1:2] if parsed.has("fetch") else []), ARGUMENT
         if action == "update" and not rest:
-            return config.remotes, True
+            return config.remotes, ARGUMENT
         if action == "set-head" and not parsed.has("auto"):
-            return [], True
-        return rest[:1] if action == "set-head" else rest, True
+            return [], ARGUMENT
+        return rest[:1] if action == "set-head" else rest, ARGUMENT
     if subcommand != "push" and parsed.has("all"):  # fetch --all, pull --all
-        return config.remotes, True
+        return config.remotes, ARGUMENT
     if subcommand == "fetch" and parsed.has("multiple") and operands:
-        return list(operands), True
+        return list(operands), ARGUMENT
     repo = parsed.values("repo") if subcommand == "push" else []
     if operands or repo:
-        return [operands[0] if operands else repo[-1]], True
+        return [operands[0] if operands else repo[-1]], ARGUMENT
     branch = current_branch(git_dir) or ""
-    chain = [config.last("branch", branch, "remote")] if branch else []
-    if subcommand == "push":
-        chain = [
-            config.last("branch", branch, "pushremote") if branch else None,
-            config.last("remote", "", "pushdefault"),
-            *chain,
-        ]
-    name = next((n for n in chain if n), "origin")
-    return [name], False
+    chain = [("branch", branch, "remote")] if branch else []
+    if subcommand == "push":  # git's order for a push
+        pushremote = [("branch", branch, "pushremote")] if branch else []
+        chain = [*pushremote, ("remote", "", "pushdefault"), *chain]
+    for section, sub, var in chain:
+        name = config.last(section, sub, var)
+        if name:
+            return [name], ".".join(part for part in (section, sub, var) if part)
+    return ["origin"], None
 
 
-def _urls(name: str, given: bool, push: bool, config: _Config, common_dir: Path) -> list[Url]:
+def _urls(
+    name: str, named_by: str | None, push: bool, config: _Config, common_dir: Path
+) -> list[Url]:
     """The URLs git uses for remote `name`: config, else the legacy files, else `name`."""
     urls = [(e.value, f"remote.{name}.url") for e in config.all("remote", name, "url") if e.value]
     pushurls = [(e.value, f"remote.{name}.pushurl")
                 for e in config.all("remote", name, "pushurl") if e.value]  # fmt: skip
     if not urls and not pushurls and _nick(name):
         urls = _legacy(common_dir, name)
-    if not urls and not pushurls and given:
-        urls = [(name, "argument")]
+    if not urls and not pushurls and named_by is not None:
+        urls = [(name, named_by)]
     found: list[Url] = []
     for url, origin in urls:
         rewritten, key = config.rewrite(url, "insteadof")
@@ -243,28 +247,37 @@ def _legacy(common_dir: Path, name: str) -> list[tuple[str, str]]:
 
 
 def _refusal(root: Path, subcommand: str, url: Url) -> ToolError:
-    what = f"git {subcommand}"
+    what, name = f"git {subcommand}", scrub(url.remote, root)
     if url.rewrite is not None:
         base, var = url.rewrite
         key = f"url.{scrub(base, root)}.{var}"
         return ToolError(
             ErrorKind.UNSAFE_REPOSITORY_CONFIG,
-            f"{what} would reach {url.remote!r} through a local path: {key} in the config "
+            f"{what} would reach {name!r} through a local path: {key} in the config "
             "rewrites its URL to one. codeward lets git contact network remotes only (a local "
             "repository is read or its hooks run); remove that rule, or run git yourself.",
             keys=[key],
         )
-    if url.origin == "argument":
+    if url.origin == ARGUMENT:
         return ToolError(
             ErrorKind.ARGUMENT_NOT_ALLOWED,
-            f"{scrub(url.remote, root)!r} is no configured remote, so git would read it as a "
+            f"{name!r} is no configured remote, so git would read it as a "
             "local path; give a configured remote's name or a network URL (https://, ssh://, "
             "git://, host:path).",
         )
-    if url.origin.startswith("remote."):
+    if url.origin.startswith(("remotes/", "branches/")):
         return ToolError(
             ErrorKind.UNSAFE_REPOSITORY_CONFIG,
-            f"{what} would contact remote {url.remote!r}, whose {url.origin} is a local path "
+            f"{what} would contact remote {name!r}, which the repository's "
+            f".git/{url.origin} file makes a local path. codeward lets git contact network "
+            "remotes only; remove that file, or run git yourself.",
+            keys=[],
+            file=f".git/{url.origin}",
+        )
+    if url.origin.endswith((".url", ".pushurl")):
+        return ToolError(
+            ErrorKind.UNSAFE_REPOSITORY_CONFIG,
+            f"{what} would contact remote {name!r}, whose {url.origin} is a local path "
             "or file:// URL. codeward lets git contact network remotes only (a local "
             "repository is read or its hooks run); set a network URL with `git remote "
             "set-url`, or run git yourself.",
@@ -272,9 +285,9 @@ def _refusal(root: Path, subcommand: str, url: Url) -> ToolError:
         )
     return ToolError(
         ErrorKind.UNSAFE_REPOSITORY_CONFIG,
-        f"{what} would contact remote {url.remote!r}, which the repository's .git/{url.origin} "
-        "file makes a local path. codeward lets git contact network remotes only; remove "
-        "that file, or run git yourself.",
-        keys=[],
-        file=f".git/{url.origin}",
+        f"{what} would contact {name!r}, which {url.origin} names: no "
+        "configured remote, so git takes it as a local path (`.`: this repository itself). "
+        "codeward lets git contact network remotes only; name a remote in the command, or "
+        "run git yourself (`git merge` needs no remote).",
+        keys=[url.origin],
     )
