@@ -202,26 +202,26 @@ def _names(
 def _urls(
     name: str, named_by: str | None, push: bool, config: _Config, common_dir: Path
 ) -> list[Url]:
-    """The URLs git uses for remote `name`: config, else the legacy files, else `name`."""
+    """The URLs git fetches from (or pushes to) for remote `name`, as git's remote.c makes
+    them: the first `url` (else the legacy files, else `name` itself when named), rewritten
+    by `insteadOf`; a push goes to the `pushurl`s (rewritten by `insteadOf`), else to the
+    `pushInsteadOf` rewrites of the urls, else to the urls."""
     urls = [(e.value, f"remote.{name}.url") for e in config.all("remote", name, "url") if e.value]
+    if not urls and _nick(name):
+        urls = _legacy(common_dir, name)
+    if not urls and named_by is not None:  # no remote: git takes the name as a URL
+        urls = [(name, named_by)]
     pushurls = [(e.value, f"remote.{name}.pushurl")
                 for e in config.all("remote", name, "pushurl") if e.value]  # fmt: skip
-    if not urls and not pushurls and _nick(name):
-        urls = _legacy(common_dir, name)
-    if not urls and not pushurls and named_by is not None:
-        urls = [(name, named_by)]
+    if push and not pushurls:
+        aliases = [(url, origin, config.rewrite(url, "pushinsteadof")) for url, origin in urls]
+        pushed = [Url(name, new, origin, key) for _, origin, (new, key) in aliases if key]
+        if pushed:
+            return pushed
     found: list[Url] = []
-    for url, origin in urls:
+    for url, origin in pushurls if push and pushurls else urls if push else urls[:1]:
         rewritten, key = config.rewrite(url, "insteadof")
         found.append(Url(name, rewritten, origin, key))
-        if push and not pushurls:  # git pushes to a url's pushInsteadOf rewrite, if any
-            rewritten, key = config.rewrite(url, "pushinsteadof")
-            if key is not None:
-                found.append(Url(name, rewritten, origin, key))
-    if push:  # pushurls get insteadOf only, and are all git pushes to when set
-        for url, origin in pushurls:
-            rewritten, key = config.rewrite(url, "insteadof")
-            found.append(Url(name, rewritten, origin, key))
     return found
 
 
