@@ -52,7 +52,7 @@ class Home:
         """`path` for a message: root-relative, else from its git directory's name."""
         if is_inside(path, self.root):
             return path.relative_to(self.root).as_posix() if path != self.root else "."
-        for git_dir in self.git_dirs:
+        for git_dir in sorted(self.git_dirs, key=lambda d: len(d.parts)):  # outermost first
             if is_inside(path, git_dir):
                 rest = path.relative_to(git_dir).as_posix() if path != git_dir else ""
                 return f"{git_dir.name}/{rest}".rstrip("/")
