@@ -55,6 +55,11 @@ FILES = {
     "src/demo/Util.java": UTIL,
     "src/demo/Main.java": MAIN,
     "src/demo/Ugly.java": "package demo;\nclass Ugly{int   a=1;}\n",
+    "src/demo/Shape.java": "package demo;\n\npublic interface Shape {\n    int area();\n}\n",
+    "src/demo/Square.java": (
+        "package demo;\n\npublic class Square implements Shape {\n"
+        "    public int area() {\n        return 4;\n    }\n}\n"
+    ),
 }
 
 
@@ -108,6 +113,26 @@ async def test_java(open_client: OpenClient, project: Path) -> None:
     # Formatting, shown and not applied.
     formatted = await client.tool("format_code", path="src/demo/Ugly.java", apply=False)
     assert formatted["changed"] and "+    int a = 1;" in formatted["diff"]
+
+    # Type hierarchy, both ways, and the signature of a call being written.
+    square = at(project, "src/demo/Square.java", "Square")
+    supers = await client.tool("type_hierarchy", **square)
+    assert supers["item"]["name"] == "Square" and supers["direction"] == "supertypes"
+    assert ("Shape", "src/demo/Shape.java", 3) in [
+        (t["name"], t["path"], t["line"]) for t in supers["types"]
+    ]
+    shape = at(project, "src/demo/Shape.java", "Shape")
+    subs = await client.tool("type_hierarchy", **shape, direction="subtypes")
+    assert [(t["name"], t["path"], t["line"]) for t in subs["types"]] == [
+        ("Square", "src/demo/Square.java", 3)
+    ]
+    assert subs["count"] == 1 and not subs["partial"]
+    inside = at(project, "src/demo/Main.java", "twice(2", offset=len("twice("))
+    helped = await client.tool("signature_help", **inside)
+    assert helped["status"] == "found"
+    (signature,) = helped["signatures"]
+    assert "twice(int x)" in signature["label"] and helped["active_parameter"] == 0
+    assert [p["label"] for p in signature["parameters"]] == ["int x"]
 
     # A quick fix at the error, then a rename across files.
     (project / "src/demo/Main.java").write_text(MAIN)

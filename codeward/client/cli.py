@@ -284,7 +284,8 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
 COMMANDS = (
     "daemon", "status", "stop", "sessions", "tools", "call", "git", "lua", "diagnostics",
     "hover", "definition", "references", "implementations", "type-definition", "symbols",
-    "calls", "format", "actions", "rename", "edit", "mcp", "trust", "servers",
+    "calls", "types", "signature", "format", "actions", "rename", "edit", "mcp", "trust",
+    "servers",
 )  # fmt: skip
 
 
@@ -401,6 +402,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     direction.add_argument(
         "--outgoing", dest="direction", action="store_const", const="outgoing", help="callees"
     )
+    types = command("types", cmd_types, "supertypes (default) or subtypes of a type")
+    types.add_argument("position", metavar="PATH:LINE:COL")
+    way = types.add_mutually_exclusive_group()
+    way.add_argument(
+        "--supertypes",
+        dest="direction",
+        action="store_const",
+        const="supertypes",
+        default="supertypes",
+        help="what it extends or implements (default)",
+    )
+    way.add_argument(
+        "--subtypes",
+        dest="direction",
+        action="store_const",
+        const="subtypes",
+        help="what extends or implements it",
+    )
+    signature = command("signature", cmd_signature, "the signature of the call at a position")
+    signature.add_argument("position", metavar="PATH:LINE:COL")
     fmt = command("format", cmd_format, "format a file (or some of its lines)")
     fmt.add_argument("path", metavar="PATH")
     fmt.add_argument("--lines", metavar="START-END", help="only these lines")
@@ -703,6 +724,19 @@ def cmd_symbols(inv: Invocation) -> int:
 def cmd_calls(inv: Invocation) -> int:
     arguments = _at(inv, inv.args.position) | {"direction": inv.args.direction}
     inv.show("calls", inv.tool("call_hierarchy", arguments), render.calls)
+    return EXIT_OK
+
+
+def cmd_types(inv: Invocation) -> int:
+    arguments = _at(inv, inv.args.position) | {"direction": inv.args.direction}
+    inv.show("types", inv.tool("type_hierarchy", arguments), render.types)
+    return EXIT_OK
+
+
+def cmd_signature(inv: Invocation) -> int:
+    inv.show(
+        "signature", inv.tool("signature_help", _at(inv, inv.args.position)), render.signatures
+    )
     return EXIT_OK
 
 

@@ -133,6 +133,29 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         },
         {"item": OBJ},
     ),
+    "type_hierarchy": obj(
+        {
+            "status": STATUS,
+            "direction": {"type": "string", "enum": ["supertypes", "subtypes"]},
+            "types": array(obj({"name": STR}, {"kind": null_or(STR), **LOCATION["properties"]})),
+            "count": INT,
+            "partial": BOOL,
+        },
+        {"item": OBJ},
+    ),
+    "signature_help": obj(
+        {
+            "status": STATUS,
+            "signatures": array(
+                obj(
+                    {"label": STR},
+                    {"docs": STR, "parameters": array(obj({"label": STR}, {"docs": STR}))},
+                )
+            ),
+            "partial": BOOL,
+        },
+        {"active_signature": INT, "active_parameter": null_or(INT)},
+    ),
     "format_code": obj(
         {"changed": BOOL, "diff": STR, "applied": BOOL}, {**AFTER, "formatter": STR}
     ),

@@ -233,6 +233,40 @@ def calls(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def types(result: dict[str, Any]) -> list[str]:
+    """`path:line:col: kind name: preview` for each supertype or subtype."""
+    lines = []
+    for item in result.get("types") or []:
+        if isinstance(item, dict):
+            name = f"{item.get('kind') or 'type'} {item.get('name', '?')}"
+            preview = item.get("preview")
+            lines.append(location_line(item, f"{name}: {preview}" if preview else name))
+    return lines
+
+
+def signatures(result: dict[str, Any]) -> list[str]:
+    """Each signature on a line (`>` before the active one), the active parameter named,
+    then each signature's documentation."""
+    lines: list[str] = []
+    active = result.get("active_signature")
+    parameter = result.get("active_parameter")
+    for n, signature in enumerate(result.get("signatures") or []):
+        if not isinstance(signature, dict):
+            continue
+        mark = "> " if n == active and len(result.get("signatures") or []) > 1 else ""
+        lines.append(f"{mark}{signature.get('label', '?')}")
+        params = signature.get("parameters") or []
+        if n == active and isinstance(parameter, int) and 0 <= parameter < len(params):
+            current = params[parameter]
+            if isinstance(current, dict):
+                docs = str(current.get("docs") or "")
+                lines.append(f"  at parameter {parameter + 1}: {current.get('label', '?')}"
+                             + (f": {docs}" if docs else ""))  # fmt: skip
+        docs = str(signature.get("docs") or "")
+        lines.extend(f"  {line}" for line in docs.splitlines() if line.strip())
+    return lines
+
+
 def edit(result: dict[str, Any]) -> list[str]:
     """The diff of a format, rename, applied code action or edit, then what it did to the
     diagnostics."""
@@ -388,6 +422,8 @@ _COMMANDS = {
     "find_references": "references",
     "get_symbols": "symbols",
     "call_hierarchy": "calls",
+    "type_hierarchy": "types",
+    "signature_help": "signature",
     "format_code": "format",
     "get_code_actions": "actions",
     "rename_symbol": "rename",
@@ -490,7 +526,7 @@ def git(result: dict[str, Any]) -> list[str]:
 
 
 def _count_line(tool: str, result: dict[str, Any]) -> list[str]:
-    if tool not in ("find_references", "find_implementations", "call_hierarchy"):
+    if tool not in ("find_references", "find_implementations", "call_hierarchy", "type_hierarchy"):
         return []
     count = _count(result.get("count"))
     if not count:
@@ -498,9 +534,13 @@ def _count_line(tool: str, result: dict[str, Any]) -> list[str]:
     noun = {"find_references": "reference", "find_implementations": "implementation"}.get(
         tool, "call"
     )
+    if tool == "type_hierarchy":
+        noun = "supertype" if result.get("direction") == "supertypes" else "subtype"
     line = f"{count} {noun}{'s' if count != 1 else ''}"
     item = result.get("item")
-    way = {"incoming": "to", "outgoing": "from"}.get(str(result.get("direction")))
+    way = {"incoming": "to", "outgoing": "from", "supertypes": "of", "subtypes": "of"}.get(
+        str(result.get("direction"))
+    )
     if isinstance(item, dict) and item.get("name") and way:  # `3 calls to compute`
         line += f" {way} {item['name']}"
     return [line]
@@ -516,6 +556,8 @@ _TEXT = {
     "find_references": references,
     "get_symbols": outline,
     "call_hierarchy": calls,
+    "type_hierarchy": types,
+    "signature_help": signatures,
     "format_code": edit,
     "get_code_actions": actions,
     "rename_symbol": edit,

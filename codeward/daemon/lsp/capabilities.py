@@ -35,6 +35,10 @@ _PROVIDERS: dict[str, tuple[str, str | None]] = {
     "textDocument/prepareCallHierarchy": ("call_hierarchy_provider", None),
     "callHierarchy/incomingCalls": ("call_hierarchy_provider", None),
     "callHierarchy/outgoingCalls": ("call_hierarchy_provider", None),
+    "textDocument/prepareTypeHierarchy": ("type_hierarchy_provider", None),
+    "typeHierarchy/supertypes": ("type_hierarchy_provider", None),
+    "typeHierarchy/subtypes": ("type_hierarchy_provider", None),
+    "textDocument/signatureHelp": ("signature_help_provider", None),
     "textDocument/diagnostic": ("diagnostic_provider", None),
     "workspace/diagnostic": ("diagnostic_provider", "workspace_diagnostics"),
 }
@@ -42,6 +46,8 @@ _PROVIDERS: dict[str, tuple[str, str | None]] = {
 _REGISTERED_AS = {
     "callHierarchy/incomingCalls": "textDocument/prepareCallHierarchy",
     "callHierarchy/outgoingCalls": "textDocument/prepareCallHierarchy",
+    "typeHierarchy/supertypes": "textDocument/prepareTypeHierarchy",
+    "typeHierarchy/subtypes": "textDocument/prepareTypeHierarchy",
     "workspace/diagnostic": "textDocument/diagnostic",
     "codeAction/resolve": "textDocument/codeAction",
     "textDocument/prepareRename": "textDocument/rename",

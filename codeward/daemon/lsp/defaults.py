@@ -233,7 +233,12 @@ def default_servers() -> dict[str, ServerConfig]:
             command=_command(c["svelte-language-server"], "--stdio"),
         ),
         "jdtls": ServerConfig(
-            command=_jdtls_command(c["jdtls"]), max_rss_mb=4096, ready_when="service_ready"
+            command=_jdtls_command(c["jdtls"]),
+            # signature help is off unless its setting says so
+            settings={"java": {"signatureHelp": {"enabled": True}}},
+            registers=["textDocument/signatureHelp"],
+            max_rss_mb=4096,
+            ready_when="service_ready",
         ),
         "elixir-ls": ServerConfig(command=_command(c["elixir-ls"])),
         "lexical": ServerConfig(command=_command(c["lexical"])),

@@ -107,6 +107,18 @@ def client_capabilities() -> lsp.ClientCapabilities:
             ),
             rename=lsp.RenameClientCapabilities(dynamic_registration=True, prepare_support=True),
             call_hierarchy=lsp.CallHierarchyClientCapabilities(**_DYNAMIC),
+            type_hierarchy=lsp.TypeHierarchyClientCapabilities(dynamic_registration=False),
+            signature_help=lsp.SignatureHelpClientCapabilities(
+                dynamic_registration=True,
+                signature_information=lsp.ClientSignatureInformationOptions(
+                    documentation_format=[lsp.MarkupKind.Markdown, lsp.MarkupKind.PlainText],
+                    parameter_information=lsp.ClientSignatureParameterInformationOptions(
+                        label_offset_support=True
+                    ),
+                    active_parameter_support=True,
+                ),
+                context_support=True,
+            ),
         ),
         window=lsp.WindowClientCapabilities(
             work_done_progress=True,

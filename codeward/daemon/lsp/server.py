@@ -81,6 +81,7 @@ REGISTRATION_GRACE = 2.0  # seconds a new server may take to register its capabi
 # answers a cancelled workspace pull only when the next pull comes): not expected to answer.
 LONG_POLLS = frozenset({"workspace/diagnostic"})
 EXECUTE_COMMAND = "workspace/executeCommand"
+METHOD_NOT_FOUND = -32601
 T = TypeVar("T")
 
 
@@ -443,6 +444,17 @@ class LanguageServer:
             )
         if isinstance(exc, ResponseError):
             message = scrub(exc.message, self.root)
+            if exc.code == METHOD_NOT_FOUND:  # offered, yet not there (clangd 14's typeHierarchy)
+                return ToolError(
+                    ErrorKind.UNSUPPORTED_BY_SERVER,
+                    f"The {self.name} language server does not offer {method}: it answered "
+                    "that it has no such method; use another tool, or configure a server "
+                    "that offers it.",
+                    server=self.name,
+                    servers=[self.name],
+                    method=method,
+                    capability=method,
+                )
             if any(text in exc.message for text in self.config.broken_when):
                 self.halt(f"it broke answering {method} ({message})")
                 return ToolError(

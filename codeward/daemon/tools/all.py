@@ -5,5 +5,6 @@ from codeward.daemon.tools import (
     edit_file,  # noqa: F401
     edits,  # noqa: F401
     git_tool,  # noqa: F401
+    hierarchy,  # noqa: F401
     intel,  # noqa: F401
 )
