@@ -237,6 +237,16 @@ def test_a_folder_swapped_after_it_was_opened_keeps_the_write_inside(
     assert everything(project) == {"sub.real/a.go": expected}
 
 
+def test_a_folder_moved_away_before_the_write_is_stale(project: Path) -> None:
+    (project / "sub").mkdir()
+    plan = prepare(project, create(project / "sub" / "new.go", "x\n"), "utf-16", Basis())
+    (project / "sub").rename(project / "elsewhere")
+    with pytest.raises(ToolError) as info:
+        commit(plan)
+    assert info.value.kind is ErrorKind.STALE_EDIT and "moved or removed" in info.value.message
+    assert everything(project) == {}
+
+
 def test_a_failed_create_leaves_no_staging_file(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

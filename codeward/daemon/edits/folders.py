@@ -44,7 +44,10 @@ class Folders:
         held = self._fds.get(folder)
         if held is not None:
             return held
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _moved(shown, exc) from None
         try:
             if is_git_dir(fd):
                 raise in_git_dir(shown)
@@ -130,9 +133,16 @@ def _moved(shown: str, exc: OSError) -> ToolError:
             "written; give a path inside the root.",
             path=shown,
         )
+    if exc.errno == errno.ENOENT:
+        return ToolError(
+            ErrorKind.STALE_EDIT,
+            f"A folder of {shown!r} was moved or removed after the edit was computed, so "
+            "nothing was written; run the tool again.",
+            path=shown,
+        )
     return ToolError(
-        ErrorKind.STALE_EDIT,
-        f"A folder of {shown!r} was moved or removed after the edit was computed, so nothing "
-        "was written; run the tool again.",
+        ErrorKind.FILE_NOT_FOUND,
+        f"A folder of {shown!r} cannot be opened ({exc.strerror}), so nothing was written; "
+        "check its permissions.",
         path=shown,
     )
