@@ -127,7 +127,7 @@ async def test_allowed_class_calls_end_near_the_deadline(client: RpcClient) -> N
 
 async def test_legitimate_class_patterns_still_work(client: RpcClient) -> None:
     source = r"""
-        local text = ('alpha_1, beta; gamma-2\n'):rep(5000)    -- 115 KB
+        local text = ('alpha_1, beta; gamma-2\n'):rep(2^20 // 23)    -- 1 MiB
         local words = 0
         for _ in text:gmatch('[%w_]+') do words = words + 1 end
         local cleaned, n = text:gsub('[,;]', '')
@@ -140,4 +140,5 @@ async def test_legitimate_class_patterns_still_work(client: RpcClient) -> None:
     """
     with trio.fail_after(10):
         result = (await client.call("lua/eval", {"source": source}))["result"]
-    assert result == [20000, 10000, 105000, 25000, "alpha_1", 21, 30000, True]
+    lines = 2**20 // 23
+    assert result == [4 * lines, 2 * lines, 21 * lines, 5 * lines, "alpha_1", 21, 6 * lines, True]
