@@ -296,6 +296,16 @@ async def test_edit_file_refuses_a_git_directory_of_any_name(
     assert everything(project) == before
 
 
+def test_a_gitfile_and_dot_git_folders_stay_refused(project: Path) -> None:
+    (project / ".git").write_text("gitdir: elsewhere\n")  # a linked worktree's gitfile
+    (project / "sub" / ".git").mkdir(parents=True)
+    for path in (project / ".git", project / "sub" / ".git" / "config"):
+        edit = {"documentChanges": [{"kind": "create", "uri": path.as_uri(), "options": {}}]}
+        with pytest.raises(ToolError) as info:
+            prepare(project, edit, "utf-16", Basis())
+        assert info.value.details["reason"] == "git directory"
+
+
 def test_a_workspace_edit_into_a_git_directory_is_refused(project: Path) -> None:
     make_git_dir(project / "mirror")
     hook = project / "mirror" / "hooks" / "post-update"

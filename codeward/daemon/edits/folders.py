@@ -88,12 +88,15 @@ def is_git_dir(folder: Path | int) -> bool:
 
 
 def git_dir_holding(root: Path, path: Path) -> str | None:
-    """The root-relative git directory `path` (canonical, inside `root`) lies in, if any: a
-    folder named `.git`, or any folder from the root down that is a git directory."""
+    """The root-relative git directory `path` (canonical, inside `root`) is or lies in, if
+    any: anything named `.git` (a folder, or a worktree's gitfile), or any folder from the
+    root down that is a git directory."""
     parts = path.relative_to(root).parts
+    if ".git" in parts:
+        return Path(*parts[: parts.index(".git") + 1]).as_posix()
     for depth in range(len(parts)):
         folder = root.joinpath(*parts[:depth])
-        if (depth and parts[depth - 1] == ".git") or is_git_dir(folder):
+        if is_git_dir(folder):
             return folder.relative_to(root).as_posix()
     return None
 
