@@ -326,11 +326,11 @@ def test_rollback_when_a_replace_fails(
     real_replace = os.replace
     failed: list[str] = []
 
-    def replace(src: Any, dst: Any) -> None:
-        if Path(dst) == root / failing and not failed:
+    def replace(src: Any, dst: Any, **at: Any) -> None:  # names in their folder's descriptor
+        if Path(dst).name == failing and not failed:
             failed.append(str(dst))
             raise PermissionError(13, "Permission denied")
-        real_replace(src, dst)
+        real_replace(src, dst, **at)
 
     monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(ToolError) as info:
@@ -353,11 +353,12 @@ def test_unwritable_folder_fails_before_anything_changes(
     def no_space(*args: Any, **kwargs: Any) -> Any:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("codeward.daemon.edits.atomic.tempfile.mkstemp", no_space)
+    monkeypatch.setattr(os, "fsync", no_space)  # staging a.py's new content fails
     with pytest.raises(ToolError) as info:
         commit(plan)
     assert kind_of(info) is ErrorKind.FILE_NOT_FOUND and "No space" in info.value.message
     assert a.read_text() == "a\n"
+    assert [p.name for p in root.iterdir()] == ["a.py"]  # no staged file left
 
 
 def test_binary_and_special_files(root: Path) -> None:

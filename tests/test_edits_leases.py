@@ -96,9 +96,9 @@ def test_a_file_open_elsewhere_takes_the_replace_path(
         replaced: list[str] = []
         real_replace = os.replace
 
-        def replace(src: Any, dst: Any) -> None:
+        def replace(src: Any, dst: Any, **at: Any) -> None:
             replaced.append(Path(dst).name)
-            real_replace(src, dst)
+            real_replace(src, dst, **at)
 
         monkeypatch.setattr(os, "replace", replace)
         monkeypatch.setattr(leases_module, "LEASE_PATIENCE", 0.0)
@@ -121,10 +121,10 @@ def test_a_file_renamed_over_during_the_write_is_stale_and_kept(
     real_same = atomic._same_file
     (root / "theirs.tmp").write_text("theirs\n")
 
-    def same_file(path: Path, fd: int) -> bool:
+    def same_file(path: Path, fd: int, folder: int) -> bool:
         if path.name == "b.py" and (root / "theirs.tmp").exists():
             os.rename(root / "theirs.tmp", path)
-        return real_same(path, fd)
+        return real_same(path, fd, folder)
 
     monkeypatch.setattr(atomic, "_same_file", same_file)
     with pytest.raises(ToolError) as info:
@@ -170,12 +170,12 @@ def test_leases_need_sigio_ignored(root: Path) -> None:
     try:
         plan = prepare(root, two_file_edit(root), "utf-16", Basis())
         assert not leases_module.leases_usable()
-        assert leases_module.lease_all(plan.changes) is None
+        assert leases_module.lease_all(plan.changes, {}) is None
     finally:
         signal.signal(signal.SIGIO, previous)
 
 
-def _no_replace(src: Any, dst: Any) -> None:
+def _no_replace(src: Any, dst: Any, **at: Any) -> None:
     raise AssertionError(f"the lease path replaced {dst}")
 
 

@@ -1,8 +1,12 @@
 """Writing a prepared edit atomically: every file or none.
 
-Each new content goes to a temporary file in the same folder (fsynced, with the old file's
-permission bits and owner), and only when all are staged does `os.replace` put them in
-place; a deleted file is first moved aside, and a new file is linked only where none exists.
+Each file is reached through its folder, opened from the root's descriptor one name at a time
+without following links (`folders.py`), so a folder swapped for a link after the edit was
+checked cannot redirect any write, staging files included; a file with other hard links is
+refused (`hard link`), never written. Each new content goes to a temporary file in the same
+folder (fsynced, with the old file's permission bits and owner), and only when all are
+staged does `os.replace` put them in place; a deleted file is first moved aside, and a new
+file is linked only where none exists.
 Just before each replace the file's bytes are compared with those the edit was computed
 from, and the replaced file is kept open: after the last replace, a file that changed in
 between (a write that landed after the check) rolls everything back as `stale_edit`, that
@@ -26,10 +30,10 @@ import logging
 import os
 import secrets
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from codeward.daemon.edits.folders import Folders, check_links, hard_link
 from codeward.daemon.edits.leases import Leased, lease_all, unlease
 from codeward.daemon.edits.plan import EditPlan, FileChange, stale
 from codeward.daemon.files import Missing, read_file
@@ -54,16 +58,25 @@ def _current(root: Path, change: FileChange) -> tuple[bytes | None, os.stat_resu
     but a regular file of at most the planned size makes the edit stale."""
     limit = len(change.before) if change.before is not None else 0
     try:
-        return read_file(change.path, root, limit)
+        data, st = read_file(change.path, root, limit)
     except Missing:
         return None, None
     except ToolError:
         raise stale(change.shown) from None
+    check_links(st, change.shown)
+    return data, st
 
 
-def _stage(path: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> str:
-    """A fsynced temporary file beside `path` holding `data`; its name."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".codeward")
+def _stage(path: Path, data: bytes, mode: int, owner: tuple[int, int] | None, at: int) -> str:
+    """A fsynced temporary file beside `path`, in its open folder `at`, holding `data`; its
+    name there."""
+    while True:
+        temp = _aside_name(path)
+        try:
+            fd = os.open(temp, _NEW, 0o600, dir_fd=at)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -75,18 +88,17 @@ def _stage(path: Path, data: bytes, mode: int, owner: tuple[int, int] | None) ->
             os.fsync(f.fileno())
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=at)
         raise
     return temp
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _aside_name(path: Path) -> str:
+    """A fresh name beside `path` for a staged copy or a file moved aside."""
+    return f".{path.name}.{secrets.token_hex(6)}.codeward"
 
 
 def _failed(change: FileChange, exc: OSError) -> ToolError:
@@ -113,38 +125,45 @@ def commit(plan: EditPlan) -> None:
             owners[change.path] = (st.st_uid, st.st_gid)
     default_mode = 0o666 & ~_umask()
     staged: list[tuple[FileChange, str | None]] = []
-    try:
-        for change in plan.changes:
-            temp = None
-            if change.after is not None:
-                mode = default_mode if change.mode is None else change.mode
-                try:
-                    temp = _stage(change.path, change.after, mode, owners.get(change.path))
-                except OSError as exc:
-                    raise _failed(change, exc) from None
-            staged.append((change, temp))
-        leased = lease_all(plan.changes)
-        if leased is not None:
-            _write_in_place(leased)
-        else:
-            _replace_all(staged, default_mode, owners)
-    finally:
-        for _, temp in staged:
-            if temp is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(temp)
-    for folder in {c.path.parent for c in plan.changes}:
-        _fsync_dir(folder)
+    with Folders(plan.root) as folders:
+        at = {c.path: folders.of(c.path, c.shown) for c in plan.changes}
+        try:
+            for change in plan.changes:
+                temp = None
+                if change.after is not None:
+                    mode = default_mode if change.mode is None else change.mode
+                    owner = owners.get(change.path)
+                    try:
+                        temp = _stage(change.path, change.after, mode, owner, at[change.path])
+                    except OSError as exc:
+                        raise _failed(change, exc) from None
+                staged.append((change, temp))
+            leased = lease_all(plan.changes, at)
+            if leased is not None:
+                _write_in_place(leased, at)
+            else:
+                _replace_all(staged, default_mode, owners, at)
+        finally:
+            for change, temp in staged:
+                if temp is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(temp, dir_fd=at[change.path])
+        for fd in set(at.values()):
+            with contextlib.suppress(OSError):
+                os.fsync(fd)
 
 
 def _replace_all(
-    staged: list[tuple[FileChange, str | None]], mode: int, owners: dict[Path, tuple[int, int]]
+    staged: list[tuple[FileChange, str | None]],
+    mode: int,
+    owners: dict[Path, tuple[int, int]],
+    at: dict[Path, int],
 ) -> None:
     """Put every staged file in place, each checked against its bytes just before its
     replace; then check that no write reached a replaced file in between. Any failure
     puts every file back and raises."""
     undo: list[Callable[[], None]] = []
-    aside: list[str] = []
+    aside: list[tuple[str, int]] = []  # files moved aside, by name in their folder
     held: list[tuple[FileChange, int]] = []  # the replaced files, still open
     restore: dict[Path, bytes | None] = {}  # what a file gets back when rolled back
     current = staged[0][0] if staged else None
@@ -153,23 +172,28 @@ def _replace_all(
             for change, temp in staged:
                 current = change
                 restore[change.path] = change.before
+                folder, name = at[change.path], change.path.name
                 if change.before is None:  # a new file: made only if still absent
                     assert temp is not None
-                    _create(change, temp)
-                    undo.append(lambda c=change: os.unlink(c.path))
+                    _create(change, temp, folder)
+                    undo.append(lambda n=name, f=folder: os.unlink(n, dir_fd=f))
                     continue
-                held.append((change, _open_unchanged(change)))
+                held.append((change, _open_unchanged(change, folder)))
                 if temp is None:  # a deletion: move it aside until everything else is in place
-                    backup = str(
-                        change.path.parent / f".{change.path.name}.{secrets.token_hex(6)}.codeward"
-                    )
-                    os.replace(change.path, backup)
-                    aside.append(backup)
-                    undo.append(lambda c=change, b=backup: os.replace(b, c.path))
-                else:
-                    os.replace(temp, change.path)
+                    backup = _aside_name(change.path)
+                    os.replace(name, backup, src_dir_fd=folder, dst_dir_fd=folder)
+                    aside.append((backup, folder))
                     undo.append(
-                        lambda c=change: _restore(c, restore[c.path], mode, owners.get(c.path))
+                        lambda n=name, b=backup, f=folder: os.replace(
+                            b, n, src_dir_fd=f, dst_dir_fd=f
+                        )
+                    )
+                else:
+                    os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+                    undo.append(
+                        lambda c=change, f=folder: _restore(
+                            c, restore[c.path], mode, owners.get(c.path), f
+                        )
                     )
             # A write that reached a file after its check went to the file now replaced.
             for change, fd in held:
@@ -191,12 +215,12 @@ def _replace_all(
     finally:
         for _, fd in held:
             os.close(fd)
-    for backup in aside:
+    for backup, folder in aside:
         with contextlib.suppress(OSError):
-            os.unlink(backup)
+            os.unlink(backup, dir_fd=folder)
 
 
-def _write_in_place(leased: Leased) -> None:
+def _write_in_place(leased: Leased, at: dict[Path, int]) -> None:
     """Check and write each leased file through its descriptor; any failure writes the old
     bytes back and raises. The leases are released at the end, whatever happens."""
     written: list[tuple[FileChange, int]] = []
@@ -216,7 +240,7 @@ def _write_in_place(leased: Leased) -> None:
                     os.fchmod(fd, change.mode)
             for change, fd in leased.files:  # still the file at its path: not moved away
                 current = change
-                if not _same_file(change.path, fd):
+                if not _same_file(change.path, fd, at[change.path]):
                     raise stale(change.shown)
             # Held only while writing: programs waiting to open go on before the fsyncs.
             unlease(fd for _, fd in leased.files)
@@ -246,32 +270,38 @@ def _overwrite(fd: int, data: bytes) -> None:
     os.ftruncate(fd, len(data))
 
 
-def _same_file(path: Path, fd: int) -> bool:
+def _same_file(path: Path, fd: int, folder: int) -> bool:
+    """Whether `path` (in its open `folder`) is still the file open as `fd`."""
     try:
-        on_disk = os.stat(path, follow_symlinks=False)
+        on_disk = os.stat(path.name, dir_fd=folder, follow_symlinks=False)
     except OSError:
         return False
     held = os.fstat(fd)
     return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
 
 
-def _create(change: FileChange, temp: str) -> None:
+def _create(change: FileChange, temp: str, folder: int) -> None:
     """Link the staged file at `change.path`, which must not exist (never overwritten)."""
     try:
-        os.link(temp, change.path)
+        name = change.path.name
+        os.link(temp, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
     except FileExistsError:
         raise stale(change.shown) from None
 
 
-def _open_unchanged(change: FileChange) -> int:
+def _open_unchanged(change: FileChange, folder: int) -> int:
     """A descriptor of `change.path`, whose bytes must still be `change.before`."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(change.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(change.path.name, flags, dir_fd=folder)
     except OSError:  # gone, or a symlink or something else put in its place
         raise stale(change.shown) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode) or _read_fd(fd) != change.before:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or _read_fd(fd) != change.before:
             raise stale(change.shown)
+        if st.st_nlink > 1:  # linked elsewhere since it was read
+            raise hard_link(change.shown)
     except BaseException:
         os.close(fd)
         raise
@@ -289,16 +319,17 @@ def _read_fd(fd: int) -> bytes:
 
 
 def _restore(
-    change: FileChange, data: bytes | None, mode: int, owner: tuple[int, int] | None
+    change: FileChange, data: bytes | None, mode: int, owner: tuple[int, int] | None, folder: int
 ) -> None:
-    """Put back `data` at `change.path` (None: remove the file)."""
+    """Put back `data` at `change.path`, in its open `folder` (None: remove the file)."""
+    name = change.path.name
     if data is None:
-        os.unlink(change.path)
+        os.unlink(name, dir_fd=folder)
         return
-    temp = _stage(change.path, data, change.mode or mode, owner)
+    temp = _stage(change.path, data, change.mode or mode, owner, folder)
     try:
-        os.replace(temp, change.path)
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=folder)
         raise

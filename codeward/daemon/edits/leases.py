@@ -9,10 +9,11 @@ import os
 import signal
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 
+from codeward.daemon.edits.folders import hard_link
 from codeward.daemon.edits.plan import FileChange
 
 # A file open elsewhere (a reader between two reads, a writer between two lines) refuses a
@@ -43,33 +44,44 @@ def leases_usable() -> bool:
     return hasattr(fcntl, "F_SETLEASE") and signal.getsignal(signal.SIGIO) is signal.SIG_IGN
 
 
-def lease_all(changes: list[FileChange], patience: float = LEASE_PATIENCE) -> Leased | None:
-    """A write lease on every changed file, or None when any cannot be had (or a change
-    creates or deletes a file: those take the replace path)."""
+def lease_all(
+    changes: list[FileChange], at: Mapping[Path, int], patience: float = LEASE_PATIENCE
+) -> Leased | None:
+    """A write lease on every changed file (opened in its folder's descriptor `at[path]`),
+    or None when any cannot be had (or a change creates or deletes a file: those take the
+    replace path). A file with other hard links is refused (`hard link`)."""
     if not changes or not leases_usable():
         return None
     if any(c.before is None or c.after is None for c in changes):
         return None
     held: list[tuple[FileChange, int]] = []
-    for change in changes:
-        fd = _lease(change.path, patience)
-        if fd is None:
-            release(fd for _, fd in held)
-            return None
-        held.append((change, fd))
+    try:
+        for change in changes:
+            fd = _lease(change, at[change.path], patience)
+            if fd is None:
+                release(fd for _, fd in held)
+                return None
+            held.append((change, fd))
+    except BaseException:
+        release(fd for _, fd in held)
+        raise
     return Leased(held)
 
 
-def _lease(path: Path, patience: float) -> int | None:
+def _lease(change: FileChange, folder: int, patience: float) -> int | None:
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(change.path.name, flags, dir_fd=folder)
     except OSError:
         return None  # gone or not a plain file: the replace path says so precisely
     deadline = time.monotonic() + patience
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             return None
+        if st.st_nlink > 1:  # written in place, its other names would change too
+            raise hard_link(change.shown)
         while True:
             try:
                 fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)

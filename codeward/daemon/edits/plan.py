@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codeward.daemon.edits.diff import unified_diff
+from codeward.daemon.edits.folders import check_links, git_dir_holding, in_git_dir
 from codeward.daemon.edits.text import apply_text_edits
 from codeward.daemon.edits.workspace import (
     CreateFile,
@@ -82,12 +83,8 @@ class _Planner:
                 "The edit touches a file outside the project, so nothing was written; "
                 "check the symbol or the server's configuration.",
             )
-        if ".git" in path.relative_to(self.root).parts:
-            raise ToolError(
-                ErrorKind.PATH_OUTSIDE_PROJECT,
-                "The edit touches a file inside .git, so nothing was written; codeward "
-                "edits only work-tree files.",
-            )
+        if git_dir_holding(self.root, path) is not None:
+            raise in_git_dir(path.relative_to(self.root).as_posix())
         return path
 
     def load(self, uri: str) -> _File:
@@ -233,6 +230,7 @@ def _read(root: Path, path: Path, shown: str, limit: int) -> tuple[bytes | None,
         data, opened = read_file(path, root, limit)
     except Missing:
         return None, None
+    check_links(opened, shown)
     return data, stat.S_IMODE(opened.st_mode)
 
 

@@ -31,14 +31,17 @@ prelude's locals and in `package.loaded`, which scripts cannot reach):
   a Lua error "pattern too costly for a subject of N bytes: ...; split the text (e.g. by
   lines) or simplify the pattern" above `PATTERN_BUDGET` (1e7 steps, about 50 ms here).
   The pattern is parsed into items (char classes, sets, `%b`, `%f`, back-references,
-  captures, anchors, quantifiers); from the last item to the first each suffix gets a
-  worst-case cost when it fails and when it succeeds, as polynomials in the subject length
-  n: `*`, `+` and `-` multiply the cost of a failing rest by n (a rest that cannot fail,
-  such as the pattern's end or `.-` before a rest that matches empty at the subject's end,
-  costs no backtracking), `?` doubles it, `%b` and back-references scan n. An unanchored
-  call tries every start (n times the failing cost); gsub also pays for every match, which
-  is linear when successes only consume text. The n^k term is divided by k! (nested
-  quantifiers walk ordered positions). One gmatch iteration is bounded like a find.
+  captures, anchors, quantifiers), each weighing what one test of it costs: one step, and
+  for a `[set]` one more a byte of it beyond its first 8 (`%f[set]` two: it tests two
+  chars), since C reads the set whole at each test. From the last item to the first each
+  suffix gets a worst-case cost when it fails and when it succeeds, as polynomials in the
+  subject length n: `*`, `+` and `-` multiply the cost of a failing rest by n (a rest that
+  cannot fail, such as the pattern's end or `.-` before a rest that matches empty at the
+  subject's end, costs no backtracking), `?` doubles it, `%b` and back-references scan n,
+  a quantified item's scan costs its weight a char. An unanchored call tries every start
+  (n times the failing cost); gsub also pays for every match, which is linear when
+  successes only consume text. The n^k term is divided by k! (nested quantifiers walk
+  ordered positions). One gmatch iteration is bounded like a find.
   Polynomials are cached per pattern. A malformed pattern is estimated up to the fault.
 - plain finds (`plain` or no special characters) are memchr/memcmp loops, n times the
   needle length in the worst case: a search that could exceed the budget runs in windows.

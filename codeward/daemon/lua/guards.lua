@@ -3,7 +3,7 @@ local BUDGET = ...
 local type, tostring, error, select, getmetatable, rawlen, next = type, tostring, error,
   select, getmetatable, rawlen, next
 local tointeger, floor, max, min = math.tointeger, math.floor, math.max, math.min
-local byte, sub, fmt = string.byte, string.sub, string.format
+local byte, sub, fmt, reverse = string.byte, string.sub, string.format, string.reverse
 local find, match, gmatch, gsub, rep = string.find, string.match, string.gmatch, string.gsub,
   string.rep
 local pack, unpack_string, packsize = string.pack, string.unpack, string.packsize
@@ -15,6 +15,8 @@ local date = os.date
 local MAXINT = math.maxinteger
 local PLAIN_BYTES = 340        -- bytes memcmp compares in the time of one matcher step
 local PLAIN_STEP = 1.5         -- steps per candidate position of a plain search
+local SET_BYTE = 1             -- steps per byte of a set at one test (measured 0.3-0.65; `%a`: 1.05)
+local SET_FREE = 8             -- bytes of a set read within one step's own time (measured)
 local REP_DIRECT = 1 << 20     -- string.rep copies done by the C loop one at a time
 local REP_BLOCK = 4096         -- bytes copied per C iteration beyond that
 local TABLE_CHUNK = 1 << 16    -- elements per C call for tables without a metatable
@@ -67,24 +69,28 @@ end
 
 local function ptimes_n1(a) return padd(a, ptimes_n(a)) end
 
--- The index just past a `[set]` that starts at i, or nil when it is not closed.
+-- The index just past a `[set]` that starts at i, or nil when it is not closed (as lstrlib's
+-- classEnd: the first char is taken as is, `%x` escapes any char). In C calls, not a Lua
+-- step per byte: a `]` closes the set when an even run of `%` comes right before it.
 local function set_end(p, i, len)
   local j = i + 1
   if byte(p, j) == 94 then j = j + 1 end                     -- ^
-  repeat
-    if j > len then return nil end
-    local c = byte(p, j)
-    j = j + 1
-    if c == 37 then                                          -- %
-      if j > len then return nil end
-      j = j + 1
-    end
-  until byte(p, j) == 93                                     -- ]
-  return j + 1
+  if j > len then return nil end
+  j = j + (byte(p, j) == 37 and 2 or 1)                      -- %
+  while true do
+    local k = find(p, "]", j, true)
+    if not k then return nil end
+    if #match(reverse(sub(p, j, k - 1)), "^%%*") % 2 == 0 then return k + 1 end
+    j = k + 1
+  end
 end
 
--- The pattern's items, each {kind, quantifier byte or nil, matches any char}, and whether it
--- is anchored. Kinds: "one" (a single char class), "group" (a capture's `(`, `)` or `()`),
+-- Steps beyond the first that one test of a set of `bytes` bytes takes.
+local function set_cost(bytes) return SET_BYTE * max(0, bytes - SET_FREE) end
+
+-- The pattern's items, each {kind, quantifier byte or nil, matches any char, weight}, and
+-- whether it is anchored. The weight is what one test of the item costs in matcher steps: a
+-- set is read byte by byte at each test (SET_BYTE steps a byte), `%f[set]` tests two chars. Kinds: "one" (a single char class), "group" (a capture's `(`, `)` or `()`),
 -- "end" (a final `$`), "scan" (`%b` or a back-reference: up to n chars, no backtracking),
 -- "fixed" (`%f`, or a malformed rest, which Lua reports when it gets there).
 local function parse(p, anchor)
@@ -94,7 +100,7 @@ local function parse(p, anchor)
   local items, n = {}, 0
   while i <= len do
     local c = byte(p, i)
-    local kind, nexti = "one", i + 1
+    local kind, nexti, weight = "one", i + 1, 1
     if c == 40 then                                          -- (
       kind = "group"
       if byte(p, i + 1) == 41 then nexti = i + 2 end
@@ -110,7 +116,9 @@ local function parse(p, anchor)
         if i + 3 > len then kind = "bad" else kind, nexti = "scan", i + 4 end
       elseif d == 102 then                                   -- %f[set]
         local e = byte(p, i + 2) == 91 and set_end(p, i + 2, len)
-        if e then kind, nexti = "fixed", e else kind = "bad" end
+        if e then kind, nexti, weight = "fixed", e, 1 + 2 * set_cost(e - i - 4) else
+          kind = "bad"
+        end
       elseif d >= 48 and d <= 57 then                        -- %1
         kind, nexti = "scan", i + 2
       else
@@ -118,7 +126,7 @@ local function parse(p, anchor)
       end
     elseif c == 91 then                                      -- [set]
       nexti = set_end(p, i, len)
-      if not nexti then kind = "bad" end
+      if nexti then weight = 1 + set_cost(nexti - i - 2) else kind = "bad" end
     end
     local q = nil
     if kind == "bad" then
@@ -128,7 +136,7 @@ local function parse(p, anchor)
       if d == 42 or d == 43 or d == 45 or d == 63 then q, nexti = d, nexti + 1 end
     end
     n = n + 1
-    items[n] = {kind, q, c == 46 and nexti - i <= 2}
+    items[n] = {kind, q, c == 46 and nexti - i <= 2, weight}
     i = nexti
   end
   return items, anchored
@@ -140,7 +148,8 @@ end
 local function attempt(items)
   local F, S, L, E = nil, ONE, true, true
   for k = #items, 1, -1 do
-    local kind, q, any = items[k][1], items[k][2], items[k][3]
+    local kind, q, any, w = items[k][1], items[k][2], items[k][3], items[k][4]
+    local W = {w}                                            -- one test of the item
     if kind == "group" then
       S = padd(S, ONE)
       if F then F = padd(F, ONE) end
@@ -149,32 +158,32 @@ local function attempt(items)
     elseif kind == "scan" then
       F, S, E = padd(N, F or ONE), padd(N, S), false
     elseif kind == "fixed" or q == nil then
-      F, S, E = padd(ONE, F or ZERO), padd(ONE, S), false
+      F, S, E = padd(W, F or ZERO), padd(W, S), false
     elseif q == 63 then                                      -- ?: the rest, twice
       if F then
         L = L and degree(F) == 0
-        S = padd(padd(ONE, F), S)
-        F = padd(ONE, pscale(F, 2))
+        S = padd(padd(W, F), S)
+        F = padd(W, pscale(F, 2))
       else
-        S = padd(ONE, S)
+        S = padd(W, S)
       end
     elseif q == 45 then                                      -- -: the rest at each length
       if F then
         L = L and degree(F) == 0
-        local tries = padd(ONE, F)
+        local tries = padd(W, F)
         S = padd(ptimes_n(tries), S)
         if any and E then F = nil else F = ptimes_n1(tries) end
       end
     else                                                     -- * and +: scan, then back off
-      local scanned = padd(N, S)
+      local scanned = padd(pscale(N, w), S)
       if F and not (any and E) then
         S = padd(ptimes_n(F), scanned)
-        F = padd(N, ptimes_n1(F))
+        F = padd(pscale(N, w), ptimes_n1(F))
         L = false
       else
         S, F = scanned, nil
       end
-      if q == 43 then F, E = F or ONE, false end
+      if q == 43 then F, E = F or W, false end
     end
   end
   return F, S, L
@@ -193,7 +202,9 @@ local function polynomial(p, op)
   if anchored then
     total = F and pmax(F, S) or S
   elseif op == "gsub" then
-    local wins = L and ptimes_n1({2 * #items + 2}) or ptimes_n1(S)
+    local weight = #items + 2                                -- a char's share of a win
+    for k = 1, #items do weight = weight + items[k][4] end
+    local wins = L and ptimes_n1({weight}) or ptimes_n1(S)
     total = padd(F and ptimes_n1(F) or ZERO, wins)
   else
     total = F and padd(ptimes_n1(F), S) or S

@@ -13,6 +13,7 @@ import trio
 from codeward.daemon.edits import Basis, apply_workspace_edit
 from codeward.daemon.edits.aftermath import Aftermath, Report, partial_servers, remember
 from codeward.daemon.edits.diff import unified_diff
+from codeward.daemon.edits.folders import check_links, git_dir_holding, in_git_dir
 from codeward.daemon.edits.own_edits import (
     OwnEdit,
     apply_own_edits,
@@ -148,14 +149,15 @@ async def _read_target(session: Session, args: EditFileArgs) -> _Target:
     root = session.root
     path = resolve_inside(root, args.path)
     shown = relative(path, root)
-    if path == root or ".git" in path.relative_to(root).parts:
+    if path == root:
         raise ToolError(
             ErrorKind.PATH_OUTSIDE_PROJECT,
-            f"{shown!r} is not a work-tree file (codeward never edits inside .git); give a "
-            "file of the project.",
+            f"{shown!r} is not a work-tree file; give a file of the project.",
         )
+    if await trio.to_thread.run_sync(git_dir_holding, root, path) is not None:
+        raise in_git_dir(shown)
     try:
-        data, _ = await trio.to_thread.run_sync(
+        data, st = await trio.to_thread.run_sync(
             read_file, path, root, session.config.lsp.max_file_bytes
         )
     except Missing:
@@ -172,6 +174,7 @@ async def _read_target(session: Session, args: EditFileArgs) -> _Target:
                 path=shown,
             ) from None
         return _Target(path, shown, None)
+    check_links(st, shown)  # before its content shows in a diff or a preview
     return _Target(path, shown, data)
 
 
