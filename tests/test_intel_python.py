@@ -266,6 +266,11 @@ async def test_hover_symbols_and_calls(
     found = {(s["path"], s["line"], s["kind"], s["container"]) for s in result["symbols"]}
     square_area = pos(project, "pkg/shapes.py", "def area", 2)[0]
     assert ("pkg/shapes.py", square_area, "method", "Square") in found
+    # a decorator before the name and a docstring after it: found at the name
+    shape_area = pos(project, "pkg/shapes.py", "area")
+    assert [
+        (s["line"], s["character"]) for s in result["symbols"] if s["container"] == "Shape"
+    ] == [shape_area]
     assert result["symbols"][0]["name"] == "area"
     result = await client.tool("get_symbols", scope="workspace", query="Circle", limit=1)
     assert [(s["name"], s["path"], s["kind"]) for s in result["symbols"]] == [

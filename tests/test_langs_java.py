@@ -38,6 +38,22 @@ public class Main {
 }
 """
 
+DOCUMENTED = """\
+package demo;
+
+/**
+ * Documented: its javadoc comes before its name.
+ */
+public class Documented {
+    /**
+     * Halves x.
+     */
+    public static int halve(int x) {
+        return x / 2;
+    }
+}
+"""
+
 FILES = {
     ".project": (
         '<?xml version="1.0" encoding="UTF-8"?>\n<projectDescription><name>demo</name>'
@@ -60,6 +76,7 @@ FILES = {
         "package demo;\n\npublic class Square implements Shape {\n"
         "    public int area() {\n        return 4;\n    }\n}\n"
     ),
+    "src/demo/Documented.java": DOCUMENTED,
 }
 
 
@@ -109,6 +126,12 @@ async def test_java(open_client: OpenClient, project: Path) -> None:
     assert ("Util", "src/demo/Util.java", 3) in [
         (s["name"], s["path"], s["line"]) for s in found["symbols"]
     ]
+    # Javadoc before a name hides neither a class nor a method (jdtls lists methods too).
+    for query, kind, line in (("Documented", "class", 6), ("halve", "method", 10)):
+        found = await client.tool("get_symbols", scope="workspace", query=query)
+        assert [(s["name"], s["kind"], s["path"], s["line"]) for s in found["symbols"]] == [
+            (query, kind, "src/demo/Documented.java", line)
+        ]
 
     # Formatting, shown and not applied.
     formatted = await client.tool("format_code", path="src/demo/Ugly.java", apply=False)

@@ -43,8 +43,29 @@ $s = "é😀中"; $n = Util::twice(2); $bad = undefined_fn();
 echo $s, $n, Util::twice(3), $bad;
 """
 
+DOCUMENTED = """\
+<?php
+
+namespace App;
+
+/**
+ * Documented: its docblock comes before its name.
+ */
+final class Documented
+{
+    /**
+     * Halves x.
+     */
+    public static function halve(int $x): int
+    {
+        return intdiv($x, 2);
+    }
+}
+"""
+
 FILES = {
     "src/Util.php": UTIL,
+    "src/Documented.php": DOCUMENTED,
     "index.php": INDEX,
     "src/Ugly.php": "<?php\nfunction  ugly( $a ){return $a;}\n",
 }
@@ -97,6 +118,17 @@ async def test_php(open_client: OpenClient, project: Path) -> None:
     assert [(s["name"], s["container"], s["path"], s["line"]) for s in found["symbols"]] == [
         ("Util", "App", "src/Util.php", 5)
     ]
+    # A docblock before a name hides neither a class nor a method: shown at the name.
+    for query, container, preview in (
+        ("Documented", "App", "final class Documented"),
+        ("halve", "App\\Documented", "public static function halve(int $x): int"),
+    ):
+        found = await client.tool("get_symbols", scope="workspace", query=query)
+        named = at(project, "src/Documented.php", preview, offset=preview.index(query))
+        assert [
+            (s["name"], s["container"], s["line"], s["character"], s["preview"])
+            for s in found["symbols"]
+        ] == [(query, container, named["line"], named["character"], preview)]
 
     # Formatting, shown and not applied.
     formatted = await client.tool("format_code", path="src/Ugly.php", apply=False)

@@ -38,6 +38,19 @@ const c = new Counter();
 console.log(s, out, c.bump(), twice(3), bad);
 """
 
+SEALED = """\
+function frozen(target: Function, context: ClassDecoratorContext): void {
+  console.log(target, context);
+}
+
+/** A counter that nothing extends: its JSDoc and its decorator come before its name. */
+@frozen
+export class Sealed {
+  /** Its count. */
+  count = 0;
+}
+"""
+
 FILES = {
     "tsconfig.json": (
         '{"compilerOptions": {"strict": true, "target": "es2020", "module": "commonjs",'
@@ -50,6 +63,7 @@ FILES = {
         'import { half } from "./lib";\n\nconst t = "é😀"; console.log(t, half(4), half("x"));\n'
     ),
     "src/ugly.ts": "export  const   y=1\n",
+    "src/sealed.ts": SEALED,
 }
 
 
@@ -69,6 +83,19 @@ async def test_typescript_and_javascript(open_client: OpenClient, project: Path)
         ("twice", "src/util.ts", 2)
     ]
     assert not found["partial"]
+    # tsserver's range of a class begins at its decorator: the class is shown at its name.
+    found = await client.tool("get_symbols", scope="workspace", query="Sealed")
+    assert [
+        (s["name"], s["kind"], s["path"], s["line"], s["character"]) for s in found["symbols"]
+    ] == [
+        (
+            "Sealed",
+            "class",
+            "src/sealed.ts",
+            7,
+            at(project, "src/sealed.ts", "Sealed {")["character"],
+        )
+    ]
 
     # Diagnostics, columns in code points after "é😀中".
     result = await client.tool("get_diagnostics", path="src/main.ts")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -200,6 +201,53 @@ def information(
             return None
         symbol["path"] = place[0]
     return symbol
+
+
+SCAN_LINES = 200  # how far into a symbol's range its name is looked for
+# a line that a doc comment holds (`/**`, ` * `, `//`, `#`, `--`, a docstring's quotes)
+_COMMENT = re.compile(r"\s*(/\*|\*|//|#|--|;|\"\"\"|''')")
+
+
+def at_name(locator: Locator, uri: str, symbol: dict[str, Any]) -> bool:
+    """Whether a project symbol's name is in its range in the file as it is now; the symbol
+    is then shown at the name. A server's range may begin with the doc comment or the
+    decorators before the name (intelephense's docblocks, tsserver's decorators), and its
+    index may be older than the file: a symbol whose name is not there is dropped, never
+    shown with a name the file does not hold."""
+    place = locator.place(uri)
+    if place is None or not place[1] or "line" not in symbol:
+        return True  # an indicator: the standard library, not the project's files
+    words = re.findall(r"\w+", symbol["name"])
+    if not words:
+        return True
+    index = locator.index(uri)
+    if index is None:
+        return False
+    name = re.compile(rf"(?<!\w){re.escape(words[-1])}(?!\w)")
+    first = symbol["line"] - 1
+    last = min(symbol.get("end_line", symbol["line"]) - 1, first + SCAN_LINES)
+    in_comment: tuple[int, int, str] | None = None
+    for number in range(first, last + 1):
+        text = index.line(number)
+        found = name.search(text)
+        if found is None:
+            continue
+        if _COMMENT.match(text) is None:
+            if number != first:
+                _move(symbol, number, found.start(), text)
+            return True
+        in_comment = in_comment or (number, found.start(), text)
+    if in_comment is None:
+        return False
+    number, character, text = in_comment  # `/** doc */ function name()` on one line
+    if number != first:
+        _move(symbol, number, character, text)
+    return True
+
+
+def _move(symbol: dict[str, Any], number: int, character: int, text: str) -> None:
+    """Show `symbol` at its name: 0-based line `number`, code point `character`."""
+    symbol.update(line=number + 1, character=character + 1, preview=text.strip())
 
 
 def rank(query: str, name: str) -> int:

@@ -113,6 +113,14 @@ YAML_SETTINGS: dict[str, Any] = {
 }
 
 
+JAVA_DEFAULTS: dict[str, Any] = {
+    "java": {
+        "signatureHelp": {"enabled": True},
+        "symbols": {"includeSourceMethodDeclarations": True},
+    }
+}
+
+
 def default_servers() -> dict[str, ServerConfig]:
     """Every server of the catalog, its program found by `codeward.servers.locate` (on a
     PATH cleaned by `child_path`: nothing of a session's root)."""
@@ -234,8 +242,10 @@ def default_servers() -> dict[str, ServerConfig]:
         ),
         "jdtls": ServerConfig(
             command=_jdtls_command(c["jdtls"]),
-            # signature help is off unless its setting says so
-            settings={"java": {"signatureHelp": {"enabled": True}}},
+            # signature help is off unless its setting says so; workspace symbols list
+            # methods too, not only types (its default)
+            settings=JAVA_DEFAULTS,
+            init_options={"settings": JAVA_DEFAULTS},
             registers=["textDocument/signatureHelp"],
             max_rss_mb=4096,
             ready_when="service_ready",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
@@ -22,6 +21,7 @@ from codeward.daemon.intel.symbols import (
     DocumentSymbols,
     Outline,
     SymbolKind,
+    at_name,
     document_symbols,
     information,
     inside_callable,
@@ -548,7 +548,7 @@ async def _workspace_symbols(
     shaped = [
         (information(item, locator, answer.encoding), item.location.uri) for answer, item in items
     ]
-    symbols = [s for s, uri in shaped if s is not None and _named_there(locator, uri, s)]
+    symbols = [s for s, uri in shaped if s is not None and at_name(locator, uri, s)]
     if outline.kinds is not None:
         symbols = [s for s in symbols if s["kind"] in outline.kinds]
     symbols.sort(
@@ -599,20 +599,6 @@ def _workspace_found(
     if errors and not found:
         raise errors[0]
     return [(answer, symbols or []) for answer, symbols in found]
-
-
-def _named_there(locator: Locator, uri: str, symbol: dict[str, Any]) -> bool:
-    """Whether a project symbol's name is on its line in the file as it is now. A server's
-    index may be older than the file (or have read what a link pointed to a moment ago):
-    such a symbol is dropped, never shown with a name the file does not hold."""
-    place = locator.place(uri)
-    if place is None or not place[1] or "line" not in symbol:
-        return True  # an indicator: the standard library, not the project's files
-    index = locator.index(uri)
-    words = re.findall(r"\w+", symbol["name"])
-    if not words:
-        return True
-    return index is not None and words[-1] in index.line(symbol["line"] - 1)
 
 
 class _Locals:
