@@ -8,13 +8,19 @@ from tests.conftest import OpenClient
 from tests.real_servers import ask, messages, require, unsupported, where, write
 
 CONF = '[server]\nhost =   "x"\nport = 80\n'
+CARGO = {  # a Cargo workspace: tombi links a member's `workspace = true` to its root's entry
+    "Cargo.toml": '[workspace]\nmembers = ["a"]\n\n[workspace.dependencies]\nserde = "1"\n',
+    "a/Cargo.toml": (
+        '[package]\nname = "a"\nversion = "0.1.0"\n\n[dependencies]\nserde = { workspace = true }\n'
+    ),
+}
 DOCKERFILE = "FROM debian:12 AS base\n  run echo hi\nFROM base\nCOPY --from=base /a /b\n"
 TOMBI, DOCKER = "tombi", "dockerfile-language-server"
 
 
 async def test_toml(open_client: OpenClient, project: Path) -> None:
     require(TOMBI)
-    write(project, {"conf.toml": CONF})
+    write(project, {"conf.toml": CONF, **CARGO})
     client = await open_client(project)
 
     assert messages(await ask(client, "get_diagnostics", path="conf.toml")) == []
@@ -38,9 +44,20 @@ async def test_toml(open_client: OpenClient, project: Path) -> None:
     assert formatted["applied"] and (project / "conf.toml").read_text() == CONF.replace(
         "=   ", "= "
     )
-    # a plain key has no definition or references outside a schema or a Cargo workspace
+    # a plain key has no definition or references outside a schema or a Cargo workspace:
+    # tombi answers null to both (as it does when driven directly), hence not_found
     definition = await ask(client, "go_to_definition", path="conf.toml", line=2, character=1)
     assert definition["status"] == "not_found"
+    references = await ask(client, "find_references", path="conf.toml", line=2, character=1)
+    assert (references["status"], references["count"]) == ("not_found", 0)
+    # in a Cargo workspace, its answers as tombi gives them: a member's dependency to the
+    # workspace's entry, that entry to the members using it, a member's name to its manifest
+    definition = await ask(client, "go_to_definition", path="a/Cargo.toml", line=6, character=2)
+    assert where(definition["definition"]) == ("Cargo.toml", 5, 1)
+    references = await ask(client, "find_references", path="Cargo.toml", line=5, character=2)
+    assert [where(r) for r in references["references"]] == [("a/Cargo.toml", 6, 1)]
+    definition = await ask(client, "go_to_definition", path="Cargo.toml", line=2, character=13)
+    assert where(definition["definition"]) == ("a/Cargo.toml", 2, 9)
     actions = await ask(client, "get_code_actions", path="conf.toml", line=2)
     assert actions["actions"] == []
 

@@ -19,7 +19,12 @@ async def test_yaml(open_client: OpenClient, project: Path, nursery: trio.Nurser
     modeline = f"# yaml-language-server: $schema=http://127.0.0.1:{port}/schema.json\n"
     write(
         project,
-        {"ci.yaml": CI, "other.yml": "a:\n\tb: 1\n", "remote.yaml": modeline + "key: value\n"},
+        {
+            "ci.yaml": CI,
+            "other.yml": "a:\n\tb: 1\n",
+            "remote.yaml": modeline + "key: value\n",
+            "ports.yaml": "port: &port 8080\nserver:\n  listen: *port\n",
+        },
     )
     client = await open_client(project)
 
@@ -38,8 +43,14 @@ async def test_yaml(open_client: OpenClient, project: Path, nursery: trio.Nurser
 
     hover = await ask(client, "get_hover_info", path="ci.yaml", line=5, character=8)
     assert "image: debian" in hover["markdown"]
+    # An alias's definition is the node its anchor names, as yaml-language-server answers
+    # it (driven directly: targetSelectionRange 2:2 and 0:13, 0-based): a block mapping's
+    # first key, on the line after its anchor; a scalar, on the anchor's line.
     definition = await ask(client, "go_to_definition", path="ci.yaml", line=5, character=8)
     assert where(definition["definition"]) == ("ci.yaml", 3, 3)
+    assert definition["definition"]["preview"] == "image: debian"
+    definition = await ask(client, "go_to_definition", path="ports.yaml", line=3, character=12)
+    assert where(definition["definition"]) == ("ports.yaml", 1, 13)
     await unsupported(client, SERVER, "find_references", path="ci.yaml", line=2, character=8)
 
     outline = await ask(client, "get_symbols", path="ci.yaml")
