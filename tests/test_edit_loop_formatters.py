@@ -10,13 +10,15 @@ import pytest
 
 import codeward.daemon.edits.formatters as formatters
 from codeward.daemon.config import Config, DaemonConfig, LanguageConfig
+from tests.conftest import OpenClient
 from tests.intel_support import write
-from tests.lsp_support import have
+from tests.lsp_support import have, needs
 from tests.rpc import RpcClient, RpcFailure
 
 UGLY_GO = "package main\nfunc main(){\nx:=1\n_=x}\n"
 PRETTY_GO = "package main\n\nfunc main() {\n\tx := 1\n\t_ = x\n}\n"
 UGLY_SH = "if true;then\necho hi\nfi\n"
+UGLY_PY = "x  =  1\n"
 PRETTY_SH = "if true; then\n\techo hi\nfi\n"
 
 
@@ -73,6 +75,26 @@ async def test_shfmt_and_a_missing_formatter(
     assert err.kind == "lsp_unavailable" and "shfmt is not on PATH" in err.message
     assert "apt install shfmt" in err.message and err.data["formatter"] == "shfmt"
     assert (project / "run.sh").read_text() == UGLY_SH
+
+
+@needs("basedpyright")
+async def test_ruff_narrowed_out_by_the_project_is_named_not_run(
+    open_client: OpenClient, project: Path
+) -> None:
+    """The project's .codeward.toml keeps basedpyright alone for Python: basedpyright does
+    not format, and ruff (its formatter) is not run from PATH, whether it is there or not:
+    the error says the project left it out."""
+    write(project, {".codeward.toml": '[servers]\npython = ["basedpyright"]\n', "a.py": UGLY_PY})
+    client = await open_client(project)
+    err = await failure(client, "format_code", path="a.py")
+    assert err.kind == "unsupported_by_server"
+    assert err.message == (
+        "No server of this project formats 'a.py': ruff, which formats python files, is left "
+        'out by the project\'s .codeward.toml ([servers] python = ["basedpyright"]); add '
+        '"ruff" there to format with it.'
+    )
+    assert err.data["narrowed_out"] == ["ruff"] and err.data["servers"] == ["basedpyright"]
+    assert (project / "a.py").read_text() == UGLY_PY
 
 
 async def test_a_formatter_past_its_timeout_is_killed(

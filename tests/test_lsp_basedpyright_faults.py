@@ -123,7 +123,7 @@ async def test_cancelled_references_do_not_break_basedpyright(tmp_path: Path) ->
                 assert await references(manager, root) == 5
         assert server.restarts == 1 and server.state is ServerState.RUNNING
 
-        # 4. ruff's program is gone: formatting names ruff, not basedpyright.
+        # 4. ruff's command (the config's) is not there: formatting names ruff and its entry.
         with pytest.raises(ToolError) as info:
             await manager.request(
                 root / "a.py",
@@ -132,9 +132,9 @@ async def test_cancelled_references_do_not_break_basedpyright(tmp_path: Path) ->
                 wait_ready=False,
             )
         assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
-        assert (
-            info.value.details["server"] == "ruff"
-            and "codeward servers install ruff" in info.value.message
+        assert info.value.details["server"] == "ruff"
+        assert "(servers.ruff.command = `no-such-ruff-xyz server`): no program" in (
+            info.value.message
         )
 
 
@@ -151,9 +151,11 @@ async def test_a_missing_basedpyright_is_named_not_hidden_behind_ruff(tmp_path: 
             )
         assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
         assert info.value.details["server"] == "basedpyright"
-        assert info.value.message == (
-            "The basedpyright language server is not installed; "
-            "run `codeward servers install basedpyright`."
+        assert info.value.message == (  # the entry named: installing would not change it
+            "The basedpyright language server is not installed where its command in the "
+            "config says (servers.basedpyright.command = `basedpyright-langserver --stdio`): "
+            "no program "
+            "'basedpyright-langserver'; fix servers.basedpyright.command in the config."
         )
         # Diagnostics still merge what ruff says, and name basedpyright among the errors.
         with trio.fail_after(30):

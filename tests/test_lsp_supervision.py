@@ -287,7 +287,8 @@ async def test_a_gone_server_is_skipped_for_what_it_never_offered(
             await hover(manager, doc)
         assert info.value.kind is ErrorKind.LSP_UNAVAILABLE
         assert info.value.details["server"] == "primary"
-        assert "install primary-ls, or fix servers.primary.command" in info.value.message
+        assert "(servers.primary.command = `primary-ls`): no program" in info.value.message
+        assert info.value.message.endswith("; install primary-ls, or fix that entry.")
         assert str(tmp_path) not in info.value.message
         with pytest.raises(ToolError) as info:
             await manager.request(doc, "textDocument/formatting", hover_params, wait_ready=False)
@@ -300,8 +301,9 @@ async def test_the_install_hint_names_the_program_not_its_path(tmp_path: Path, d
         with pytest.raises(ToolError) as info:
             await hover(manager, doc)
     assert info.value.message == (
-        "The fake language server is not installed; install fake-ls, or fix "
-        "servers.fake.command in the config."
+        "The fake language server is not installed where its command in the config says "
+        "(servers.fake.command = `fake-ls --stdio`): no program 'fake-ls'; install fake-ls, "
+        "or fix that entry."
     )
 
 

@@ -255,8 +255,12 @@ def test_defaults_and_languages(tmp_path: Path) -> None:
     )
     theirs = effective_servers(config)["basedpyright"]
     assert theirs.command == ["my-pyright"] and theirs.settings == {}
-    # What the user's entry leaves empty keeps the built-in's (hint, cap, workarounds).
-    assert theirs.install_hint == "run `codeward servers install basedpyright`"
+    # What the user's entry leaves empty keeps the built-in's (cap, workarounds); its hint
+    # is to fix the entry, whose own command installing the built-in would not change.
+    assert theirs.install_hint == "fix servers.basedpyright.command in the config"
+    same = ServerConfig(command=servers["basedpyright"].command)
+    kept = effective_servers(Config(servers={"basedpyright": same}))["basedpyright"]
+    assert kept.install_hint == "run `codeward servers install basedpyright`"
     assert theirs.max_rss_mb == 4096
     assert "textDocument/references" in theirs.exclusive_methods and theirs.broken_when
     capped = ServerConfig(command=["ruff", "server"], max_rss_mb=64, install_hint="get it")

@@ -33,11 +33,13 @@ log = logging.getLogger(__name__)
 ProgressListener = Callable[[dict[str, Any]], None]
 
 
-def effective_config(config: Config, root: Path) -> Config:
+def effective_config(config: Config, root: Path) -> tuple[Config, dict[str, list[str]]]:
     """The user's config narrowed by the project's `.codeward.toml` (stricter approvals, a
-    choice among each language's configured servers); raises ConfigError."""
+    choice among each language's configured servers), and per language the servers that
+    narrowing left out; raises ConfigError."""
     project = load_project_config(root)
     changes: dict[str, Any] = {}
+    narrowed: dict[str, list[str]] = {}
     if project.policy is not None:
         changes["policy"] = config.policy.narrowed(project.policy)
     if project.servers:
@@ -56,13 +58,16 @@ def effective_config(config: Config, root: Path) -> Config:
                     f"configured for {language} ({', '.join(current.servers) or 'none'}); a "
                     "project may only choose among them, never turn them all off."
                 )
+            left = [name for name in current.servers if name not in chosen]
+            if left:
+                narrowed[language] = left
             languages[language] = type(current)(
                 patterns=current.patterns, servers=keep, language_id=current.language_id
             )
         changes["languages"] = languages
     if not changes:
-        return config
-    return msgspec.structs.replace(config, **changes)
+        return config, narrowed
+    return msgspec.structs.replace(config, **changes), narrowed
 
 
 class Session:
@@ -75,10 +80,13 @@ class Session:
         *,
         trusted: bool,
         shared: SharedServers | None = None,
+        narrowed: dict[str, list[str]] | None = None,
     ) -> None:
         self.id = session_id
         self.root = root
         self.config = config
+        # per language, the servers the project's .codeward.toml left out
+        self.narrowed: dict[str, list[str]] = narrowed or {}
         self.trusted = trusted
         self._trust_lock = trio.Lock()
         self.policy: PolicyConfig = config.policy
@@ -265,7 +273,7 @@ class SessionManager:
         # once, while the old one stops its servers.
         assert self._nursery is not None, "the session manager is not running"
         try:
-            config = effective_config(self.config, path)
+            config, narrowed = effective_config(self.config, path)
         except Exception as exc:  # a broken .codeward.toml
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS, f"The project's .codeward.toml cannot be used: {exc}"
@@ -274,7 +282,13 @@ class SessionManager:
         child_path.enter_root(path)  # no program codeward starts finds one of it on PATH
         try:
             session = Session(
-                secrets.token_hex(8), path, config, self.budget, trusted=trusted, shared=self.shared
+                secrets.token_hex(8),
+                path,
+                config,
+                self.budget,
+                trusted=trusted,
+                shared=self.shared,
+                narrowed=narrowed,
             )
         except BaseException:
             child_path.leave_root(path)

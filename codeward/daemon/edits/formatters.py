@@ -100,6 +100,25 @@ def formatter_for(language: str) -> Formatter | None:
     return BY_LANGUAGE.get(language)
 
 
+def narrowed_out(
+    formatter: Formatter, language: str, shown: str, kept: list[str], left_out: list[str]
+) -> ToolError | None:
+    """The error for a file whose formatter is a server the project's `.codeward.toml`
+    left out of its language's servers (`kept`): not run from PATH, said why."""
+    if formatter.program not in left_out:
+        return None
+    chosen = ", ".join(f'"{name}"' for name in kept)
+    return ToolError(
+        ErrorKind.UNSUPPORTED_BY_SERVER,
+        f"No server of this project formats {shown!r}: {formatter.program}, which formats "
+        f"{language} files, is left out by the project's .codeward.toml ([servers] "
+        f'{language} = [{chosen}]); add "{formatter.program}" there to format with it.',
+        servers=kept,
+        method="textDocument/formatting",
+        narrowed_out=[formatter.program],
+    )
+
+
 def _env() -> dict[str, str]:
     env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
     env["PATH"] = clean_path(env.get("PATH", os.defpath))

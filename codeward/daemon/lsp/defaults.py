@@ -334,15 +334,18 @@ def default_languages() -> dict[str, LanguageConfig]:
 
 def effective_servers(config: Config) -> dict[str, ServerConfig]:
     """The default servers, with the user's entries of the same name replacing them; what
-    such an entry leaves empty (install hint, memory cap, fault workarounds, readiness) is
-    kept."""
+    such an entry leaves empty (memory cap, fault workarounds, readiness) is kept, and its
+    install hint is to fix the entry when its command is not the default's (installing the
+    default would not change what runs)."""
     servers = default_servers()
     for name, entry in config.servers.items():
         default = servers.get(name)
         if default is not None:
+            own = entry.command != default.command
+            hint = f"fix servers.{name}.command in the config" if own else default.install_hint
             entry = msgspec.structs.replace(
                 entry,
-                install_hint=entry.install_hint or default.install_hint,
+                install_hint=entry.install_hint or hint,
                 max_rss_mb=entry.max_rss_mb or default.max_rss_mb,
                 exclusive_methods=entry.exclusive_methods or default.exclusive_methods,
                 broken_when=entry.broken_when or default.broken_when,

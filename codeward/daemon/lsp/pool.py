@@ -112,6 +112,7 @@ class ServerPool:
             max_message=self.config.daemon.max_message_bytes,
             on_progress=self.on_progress,
             language=language or ",".join(config.languages),
+            configured=name in self.config.servers,
         )
         if self.budget is not None:
             server.on_start = self.budget.admit

@@ -96,6 +96,7 @@ class LanguageServer:
         max_message: int,
         on_progress: ProgressSink,
         language: str = "",
+        configured: bool = False,
     ) -> None:
         self.name = name
         self.language = language
@@ -137,6 +138,7 @@ class LanguageServer:
             on_notification=self._answers.on_notification,
             on_spawn=self._freshness.reset,
             on_running=self._running,
+            configured=configured,
         )
         # Turns (FIFO): the commands (one at a time, so an edit belongs to the one running),
         # each method the server runs one at a time, and the workspace pulls.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import shlex
 import signal
 from collections.abc import Callable, Sequence
 from enum import StrEnum
@@ -88,9 +89,11 @@ class Supervisor:
         on_notification: NotificationHandler,
         on_spawn: Callable[[], None],
         on_running: OnRunning,
+        configured: bool = False,
     ) -> None:
         self.name = name
         self.config = config
+        self.configured = configured  # its command is the user's config entry, taken as given
         self.folders = folders  # its workspace folders now (the first its root's)
         self.root = folders()[0]
         self.lsp = lsp
@@ -245,7 +248,7 @@ class Supervisor:
             self.last_error = "not installed"
             return None
         except OSError as exc:
-            return f"it could not start ({exc.strerror or exc.__class__.__name__})"
+            return f"it could not be run: {exc.strerror or exc.__class__.__name__}"
         conn = LspConnection(
             self.name,
             process.stdin,
@@ -377,8 +380,19 @@ class Supervisor:
     # -- on need ----------------------------------------------------------------------
 
     def unavailable(self) -> ToolError:
-        """The `lsp_unavailable` error naming what to install."""
+        """The `lsp_unavailable` error naming what to install, or the config entry whose
+        command is not there."""
         program = os.path.basename(self.config.command[0]) if self.config.command else ""
+        if self.configured:
+            where = "" if "/" in (self.config.command or [""])[0] else " on PATH"
+            hint = self.config.install_hint or f"install {program}, or fix that entry"
+            return ToolError(
+                ErrorKind.LSP_UNAVAILABLE,
+                f"The {self.name} language server is not installed where its command in the "
+                f"config says ({self.entry()}): no program {program!r}{where}; {hint}.",
+                server=self.name,
+                entry=f"servers.{self.name}.command",
+            )
         hint = self.config.install_hint or (
             f"install {program or self.name}, or fix servers.{self.name}.command in the config"
         )
@@ -387,6 +401,22 @@ class Supervisor:
             f"The {self.name} language server is not installed; {hint}.",
             server=self.name,
         )
+
+    def entry(self) -> str:
+        """The config entry of a configured command, as messages show it (its program's
+        name, paths outside the root scrubbed)."""
+        command = self.config.command or [""]
+        shown = shlex.join([os.path.basename(command[0]), *command[1:]])
+        return f"servers.{self.name}.command = `{scrub(shown, self.root)}`"
+
+    def _failure(self, what: str, then: str) -> str:
+        """`The NAME language server {what} ({why}); {then}.`, naming the config entry and
+        telling to fix it when the command is the user's."""
+        failed = f"The {self.name} language server {what} ({self.why()})"
+        if self.configured:
+            entry = f"from its command in the config ({self.entry()})"
+            return f"{failed} {entry}; fix that entry, or {then}."
+        return f"{failed}; {then}."
 
     def why(self) -> str:
         """The last error, with the last lines it wrote to stderr (paths scrubbed)."""
@@ -403,9 +433,10 @@ class Supervisor:
                 wait = FAILED_COOLDOWN - (trio.current_time() - self._failed_at)
                 raise ToolError(
                     ErrorKind.LSP_ERROR,
-                    f"The {self.name} language server failed {len(self._crashes)} times "
-                    f"({self.why()}); fix it and retry in {wait:.0f} s, or open the "
-                    "session again.",
+                    self._failure(
+                        f"failed {len(self._crashes)} times",
+                        f"retry in {wait:.0f} s, or open the session again",
+                    ),
                     server=self.name,
                 )
             self.retry()
@@ -438,8 +469,7 @@ class Supervisor:
             if self._failed_attempt >= target:
                 raise ToolError(
                     ErrorKind.LSP_ERROR,
-                    f"The {self.name} language server could not start: {self.why()}; "
-                    "see session/list for more.",
+                    self._failure("could not start", "see session/list for more"),
                     server=self.name,
                 )
             if self.state is ServerState.IDLE:

@@ -13,7 +13,12 @@ from codeward.daemon.edits import Basis, EditResult, ServerEdits, apply_workspac
 from codeward.daemon.edits.actions import Action, collect, in_lines, matches
 from codeward.daemon.edits.aftermath import Aftermath
 from codeward.daemon.edits.batch import Replacement, combine
-from codeward.daemon.edits.formatters import Formatter, formatter_for, run_formatter
+from codeward.daemon.edits.formatters import (
+    Formatter,
+    formatter_for,
+    narrowed_out,
+    run_formatter,
+)
 from codeward.daemon.edits.identifiers import invalid_reason
 from codeward.daemon.edits.own_edits import whole_text_edit
 from codeward.daemon.edits.workspace import EditText, operations
@@ -164,6 +169,11 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
         unformatted = (ErrorKind.LSP_UNAVAILABLE, ErrorKind.UNSUPPORTED_BY_SERVER)
         if exc.kind not in unformatted or ranged or formatter is None:
             raise
+        left_out = ctx.session.narrowed.get(source.language, [])
+        kept = manager.languages.servers(source.language)
+        narrowed = narrowed_out(formatter, source.language, source.shown, kept, left_out)
+        if narrowed is not None:
+            raise narrowed from None
         return await _format_with(ctx, source, formatter, apply=args.apply)
     why = manager.formatting_off(answer.server)
     if why is not None:
