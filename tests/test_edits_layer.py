@@ -335,8 +335,9 @@ def test_rollback_when_a_replace_fails(
     monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(ToolError) as info:
         commit(plan)
-    assert failed and kind_of(info) is ErrorKind.FILE_NOT_FOUND
-    assert failing in info.value.message and "Permission denied" in info.value.message
+    assert failed and kind_of(info) is ErrorKind.WRITE_FAILED
+    assert info.value.details == {"path": failing, "reason": "not_permitted"}
+    assert failing in info.value.message and "Nothing was lost" in info.value.message
     assert {name: (root / name).read_text() for name in before} == before
     assert os.stat(root / "a.py").st_mode & 0o777 == 0o700
     assert not (root / "d.py").exists()
@@ -356,7 +357,8 @@ def test_unwritable_folder_fails_before_anything_changes(
     monkeypatch.setattr(os, "fsync", no_space)  # staging a.py's new content fails
     with pytest.raises(ToolError) as info:
         commit(plan)
-    assert kind_of(info) is ErrorKind.FILE_NOT_FOUND and "No space" in info.value.message
+    assert kind_of(info) is ErrorKind.WRITE_FAILED and "the disk is full" in info.value.message
+    assert info.value.details["reason"] == "no_space"
     assert a.read_text() == "a\n"
     assert [p.name for p in root.iterdir()] == ["a.py"]  # no staged file left
 

@@ -159,7 +159,8 @@ def test_a_failed_write_puts_the_old_bytes_back(
     monkeypatch.setattr(atomic, "_overwrite", overwrite)
     with pytest.raises(ToolError) as info:
         commit(plan)
-    assert info.value.kind is ErrorKind.FILE_NOT_FOUND and "b.py" in info.value.message
+    assert info.value.kind is ErrorKind.WRITE_FAILED and "b.py" in info.value.message
+    assert info.value.details["reason"] == "no_space"
     assert (root / "a.py").read_text() == "a = 1\n"
     assert (root / "b.py").read_text() == "b = 2\n"
 

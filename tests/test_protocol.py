@@ -214,8 +214,9 @@ def test_every_design_error_kind_exists() -> None:
         "file_not_found", "unsupported_file_type", "not_a_git_repository",
         "subcommand_not_allowed", "argument_not_allowed", "blocked_destructive",
         "confirmation_required", "confirmation_denied", "unsafe_repository_config",
-        "git_failed", "timeout", "lsp_unavailable", "lsp_error", "stale_edit", "lua_error",
-        "lua_timeout", "lua_memory", "cancelled", "output_too_large", "unsupported_by_server",
+        "git_failed", "timeout", "lsp_unavailable", "lsp_error", "stale_edit", "write_failed",
+        "lua_error", "lua_timeout", "lua_memory", "cancelled", "output_too_large",
+        "unsupported_by_server",
     }  # fmt: skip
     assert {k.value for k in ErrorKind} == kinds
 

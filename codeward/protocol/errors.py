@@ -41,6 +41,7 @@ class ErrorKind(StrEnum):
     LSP_ERROR = "lsp_error"
     UNSUPPORTED_BY_SERVER = "unsupported_by_server"
     STALE_EDIT = "stale_edit"
+    WRITE_FAILED = "write_failed"
     LUA_ERROR = "lua_error"
     LUA_TIMEOUT = "lua_timeout"
     LUA_MEMORY = "lua_memory"

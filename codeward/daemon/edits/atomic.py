@@ -26,6 +26,7 @@ file system without leases, SIGIO not ignored), the replace path above is taken.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import secrets
@@ -101,11 +102,37 @@ def _aside_name(path: Path) -> str:
     return f".{path.name}.{secrets.token_hex(6)}.codeward"
 
 
+# A write refused by the system: `write_failed`'s `data.reason`, what it means, what to do.
+_REFUSED: dict[int, tuple[str, str, str]] = {
+    errno.ENOSPC: ("no_space", "the disk is full", "free some space"),
+    errno.EDQUOT: ("no_space", "the disk quota is used up", "free some space"),
+    errno.EROFS: ("read_only", "its file system is read-only", "remount it writable"),
+    errno.EPERM: (
+        "not_permitted",
+        "writing it is not permitted",
+        "check its attributes (an immutable file: lsattr) and permissions",
+    ),
+    errno.EACCES: ("not_permitted", "writing it is not permitted", "check its permissions"),
+}
+
+
 def _failed(change: FileChange, exc: OSError) -> ToolError:
+    """The error of a file that could not be written (everything rolled back): which of
+    `_REFUSED` it was, else `file_not_found` (its folder gone, say)."""
+    refused = _REFUSED.get(exc.errno or 0)
+    if refused is not None:
+        reason, said, then = refused
+        return ToolError(
+            ErrorKind.WRITE_FAILED,
+            f"{change.shown!r} cannot be written: {said}. Nothing was lost: every file of the "
+            f"edit keeps its content; {then} and run it again.",
+            path=change.shown,
+            reason=reason,
+        )
     return ToolError(
         ErrorKind.FILE_NOT_FOUND,
         f"{change.shown!r} cannot be written ({exc.strerror or exc.__class__.__name__}), so "
-        "nothing was changed; check its permissions and free space.",
+        "nothing was changed; check that its folder still exists.",
         path=change.shown,
     )
 
@@ -114,7 +141,8 @@ def commit(plan: EditPlan) -> None:
     """Write every change of `plan`, or none of them (blocking: run it in a thread).
 
     Raises `stale_edit` when a file no longer has the content the plan was computed
-    from, and `file_not_found` when a file cannot be written (after rolling back).
+    from, and `write_failed` (a full disk, a read-only file system, a refused write) or
+    `file_not_found` when a file cannot be written (after rolling back).
     """
     owners: dict[Path, tuple[int, int]] = {}
     for change in plan.changes:
