@@ -25,6 +25,14 @@ APP = """\
 <p>{s} {n} {bad} {twice(3)}</p>
 """
 
+FIX = """\
+<script lang="ts">
+  const m = Math.flor(2.5);
+</script>
+
+<p>{m}</p>
+"""
+
 FILES = {
     "package.json": '{"name": "demo", "private": true, "type": "module"}\n',
     "tsconfig.json": (
@@ -36,6 +44,7 @@ FILES = {
     ),
     "src/App.svelte": APP,
     "src/Ugly.svelte": "<script>\nlet   a=1\n</script>\n<p>{a}</p>\n",
+    "src/Fix.svelte": FIX,
 }
 
 
@@ -100,6 +109,19 @@ async def test_svelte(open_client: OpenClient, project: Path) -> None:
     # Code actions at the script, and a rename of a component's variable.
     actions = await client.tool("get_code_actions", path="src/App.svelte", line=call["line"])
     assert "Extract to function" in [a["title"] for a in actions["actions"]]
+    # A diagnostic's quick fix: svelte-language-server offers it only when asked at the
+    # diagnostic's own range, not the line's; listed, and applied.
+    flor = at(project, "src/Fix.svelte", "flor")
+    actions = await client.tool("get_code_actions", path="src/Fix.svelte", line=flor["line"])
+    titles = [a["title"] for a in actions["actions"]]
+    assert "Change spelling to 'floor'" in titles, titles
+    await client.tool(
+        "get_code_actions",
+        path="src/Fix.svelte",
+        line=flor["line"],
+        apply="Change spelling to 'floor'",
+    )
+    assert (project / "src/Fix.svelte").read_text() == FIX.replace("flor", "floor")
     n = at(project, "src/App.svelte", "n:")
     renamed = await client.tool("rename_symbol", **n, new_name="total")
     assert renamed["files_changed"] == ["src/App.svelte"]

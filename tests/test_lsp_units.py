@@ -268,6 +268,9 @@ def test_defaults_and_languages(tmp_path: Path) -> None:
     assert (ours.max_rss_mb, ours.install_hint) == (64, "get it")
     mine = ServerConfig(command=["my-gopls"])
     assert effective_servers(Config(servers={"gopls": mine}))["gopls"].diagnosis_progress
+    mine = ServerConfig(command=["my-svelte"])
+    svelte = effective_servers(Config(servers={"svelte-language-server": mine}))
+    assert svelte["svelte-language-server"].code_actions_at == "diagnostic"
     assert effective_languages(config)["python"].servers == ["ruff"]
     languages = effective_languages(Config())
     assert language_of(tmp_path / "a.py", tmp_path, languages) == "python"

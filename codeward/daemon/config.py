@@ -132,6 +132,10 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # (measured per server: it answers each folder's files as a server of its own would).
     # None: as the built-in entry of the same name says (else False).
     folders: bool | None = None
+    # Where its quick fixes are asked: "range" (the lines asked about, with their
+    # diagnostics) or also "diagnostic" (one request more at each diagnostic's own range:
+    # svelte-language-server answers a diagnostic's fixes only for a range starting there)
+    code_actions_at: Literal["range", "diagnostic"] = "range"
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -239,6 +239,7 @@ def default_servers() -> dict[str, ServerConfig]:
         "svelte-language-server": ServerConfig(
             # its typescript: the project's, else the typescript 5 installed beside it
             command=_command(c["svelte-language-server"], "--stdio"),
+            code_actions_at="diagnostic",
         ),
         "jdtls": ServerConfig(
             command=_jdtls_command(c["jdtls"]),
@@ -357,6 +358,11 @@ def effective_servers(config: Config) -> dict[str, ServerConfig]:
                 ),
                 diagnosis_progress=entry.diagnosis_progress or default.diagnosis_progress,
                 folders=default.folders if entry.folders is None else entry.folders,
+                code_actions_at=(
+                    entry.code_actions_at
+                    if entry.code_actions_at != "range"
+                    else default.code_actions_at
+                ),
             )
         servers[name] = entry
     return servers

@@ -78,12 +78,14 @@ the method: never an empty answer), `lsp_error` (crash, failure, refusal), `time
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
 from codeward.daemon.config import Config
@@ -196,6 +198,22 @@ class Answer:
         """A follow-up request to the server that gave this answer (`callHierarchy/...`,
         `codeAction/resolve`), as that server computes it."""
         return await self.service.ask(self.server, method, params, result_type=result_type)
+
+
+def _joined(first: Answer, more: Sequence[Answer | ToolError]) -> Answer:
+    """`first` with the list results of `more` (answers of the same server) added to its
+    own, each item once."""
+    items: list[Any] = list(first.result or [])
+    seen = {msgspec.json.encode(item) for item in items}
+    for answer in more:
+        if isinstance(answer, ToolError) or not isinstance(answer.result, list):
+            continue
+        for item in answer.result:
+            key = msgspec.json.encode(item)
+            if key not in seen:
+                seen.add(key)
+                items.append(item)
+    return dataclasses.replace(first, result=items)
 
 
 class LanguageService:
@@ -589,8 +607,12 @@ class LanguageService:
         wait_ready: bool = False,
         timeout: float | None = None,
         snapshot: bool = False,
+        also: Callable[[str], Sequence[Callable[[DocumentContext], Any]]] | None = None,
     ) -> tuple[list[Answer], list[ToolError]]:
-        """`method` to every server of the file's language that offers it, concurrently."""
+        """`method` to every server of the file's language that offers it, concurrently.
+        `also(server)`: more requests of `method` to that server, sent with the first
+        after one sync; their list results are added to its own (exact repeats dropped),
+        and one that fails is left out."""
         language = self.languages.require(path)
         names = self.languages.servers(language)
         answers: list[Answer | None] = [None] * len(names)
@@ -599,18 +621,17 @@ class LanguageService:
         async def one(i: int, name: str) -> None:
             try:
                 server = await self.pool.started(name, language)
-                if await server.offers(method):
-                    answers[i] = await self._ask(
-                        server,
-                        path,
-                        language,
-                        method,
-                        params,
-                        result_type,
-                        wait_ready,
-                        timeout,
-                        snapshot,
-                    )
+                if not await server.offers(method):
+                    return
+                more = also(name) if also is not None else ()
+                asks = [(method, p, result_type) for p in (params, *more)]
+                found = await self._ask_together(
+                    server, path, language, asks, wait_ready, timeout, snapshot
+                )
+                first = found[0]
+                if isinstance(first, ToolError):
+                    raise first
+                answers[i] = _joined(first, found[1:]) if more else first
             except ToolError as exc:
                 errors.append(exc)
 

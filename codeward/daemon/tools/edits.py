@@ -3,6 +3,8 @@ layer (atomic, only inside the root, only on the content the server computed the
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import msgspec
@@ -258,11 +260,20 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         )
         end = len(doc.index.line(last - 1)) + 1
         rng = shapes.structure(doc.range(first, 1, last, end), lsp.Range)
-        method = "textDocument/codeAction"
-        return shapes.document_params(method, doc.uri, range=rng, context=context)
+        return shapes.document_params(CODE_ACTION, doc.uri, range=rng, context=context)
+
+    def at_diagnostics(server: str) -> list[Callable[[DocumentContext], Any]]:
+        """A server whose quick fixes are asked at each diagnostic's own range: one
+        request more per diagnostic of the lines (the first MAX_AT_DIAGNOSTICS)."""
+        config = manager.pool.configs.get(server)
+        if config is None or config.code_actions_at != "diagnostic":
+            return []
+        _, items = diagnostics.get(server, (None, []))
+        found = in_lines(items, first - 1, last - 1)[:MAX_AT_DIAGNOSTICS]
+        return [functools.partial(_at_diagnostic, d, args.kinds) for d in found]
 
     answers, errors = await manager.request_all(
-        source.path, "textDocument/codeAction", params, snapshot=True
+        source.path, CODE_ACTION, params, snapshot=True, also=at_diagnostics
     )
     actions, unreadable = collect(answers, source.path.as_uri(), args.kinds)
     if unreadable and len(unreadable) == len(answers):
@@ -291,6 +302,20 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
 
 PREFERRED = "preferred"
 FIX_ALL = "source.fixAll"
+CODE_ACTION = "textDocument/codeAction"
+MAX_AT_DIAGNOSTICS = 20  # requests more at diagnostics' own ranges, at most
+
+
+def _at_diagnostic(
+    diagnostic: lsp.Diagnostic, kinds: list[str] | None, doc: DocumentContext
+) -> Any:
+    """A code action request at `diagnostic`'s own range, with it alone as context."""
+    context = lsp.CodeActionContext(
+        diagnostics=[diagnostic],
+        only=kinds or None,
+        trigger_kind=lsp.CodeActionTriggerKind.Invoked,
+    )
+    return shapes.document_params(CODE_ACTION, doc.uri, range=diagnostic.range, context=context)
 
 
 async def _apply_preferred(
