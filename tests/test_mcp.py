@@ -113,8 +113,7 @@ async def agent(
 
 
 def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-                   cwd=root, check=True, capture_output=True, timeout=30)  # fmt: skip
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, timeout=30)
 
 
 @pytest.fixture
