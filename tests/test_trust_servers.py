@@ -529,12 +529,13 @@ def test_every_default_server_was_reviewed(project: Path) -> None:
     assert pylsp["signature"] == {"formatter": None}
 
 
-def test_every_tool_but_git_says_restricted() -> None:
-    """The README's claim: every tool that asks a language server marks its result."""
+def test_every_tool_but_git_and_lua_says_restricted() -> None:
+    """The README's claim: every tool that asks a language server marks its result (a
+    script's calls mark their own)."""
     import codeward.daemon.tools.all  # noqa: F401
     from codeward.daemon.tools.registry import REGISTRY
 
-    assert {t.name for t in REGISTRY if not t.servers} == {"git_command"}
+    assert {t.name for t in REGISTRY if not t.servers} == {"git_command", "run_lua"}
 
 
 async def test_trusting_during_a_request_fails_it_cleanly(

@@ -363,6 +363,14 @@ RESTRICTED = (
 )
 
 
+def restricted_remark(effects: dict[str, Any]) -> str:
+    """The restricted remark, with what the restriction took from each server asked."""
+    if not effects:
+        return RESTRICTED
+    said = "; ".join(f"{server} {what}" for server, what in effects.items())
+    return f"restricted: the root is not trusted (codeward trust), so {said}"
+
+
 def _count(value: Any) -> int | None:
     if isinstance(value, list):
         return len(value)
