@@ -81,7 +81,7 @@ def test_ci_runs_lint_then_the_readmes_test_command() -> None:
     # then a fresh user's run: an empty HOME, a part of the suite without the coverage gate
     text = "\n".join(run)
     assert 'HOME="$home" make test COVERAGE= PYTEST_ARGS="${FRESH[*]}"' in text
-    assert 'home=$(mktemp -d)' in text
+    assert "home=$(mktemp -d)" in text
     fresh = text.split("FRESH=(", 1)[1].split(")", 1)[0].split()
     assert fresh and all((TOP / name).is_file() for name in fresh), fresh
     assert "`make test`" in (TOP / "README.md").read_text(encoding="utf-8")
