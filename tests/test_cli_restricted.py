@@ -122,6 +122,7 @@ def test_what_each_restriction_takes_away_depends_on_the_root(tmp_path: Path) ->
     assert effect("typescript-language-server", config(), root) is None
     (root / "node_modules" / "typescript").mkdir(parents=True)
     assert "typescript" in (effect("typescript-language-server", config(), root) or "")
+    assert "TypeScript code actions" in (effect("svelte-language-server", config(), root) or "")
     assert effect("jdtls", config(), root) is None
     (root / "pom.xml").write_text("<project/>")
     assert "Maven" in (effect("jdtls", config(), root) or "")

@@ -81,11 +81,9 @@ def _typescript(config: ServerConfig, root: Path) -> str | None:
 
 
 def _svelte(config: ServerConfig, root: Path) -> str | None:
-    names = ("svelte.config.js", "svelte.config.mjs", "svelte.config.ts", "vite.config.js",
-             "vite.config.mjs", "vite.config.ts")  # fmt: skip
-    if any((root / name).is_file() for name in names):
-        return "loads no svelte.config or vite.config"
-    return None
+    # whatever the root holds: its formatting, TypeScript code actions and completions
+    # and HTML completions are off (they would resolve the project's prettier config)
+    return "formats nothing and offers no TypeScript code actions (nor svelte or vite config)"
 
 
 def _jdtls(config: ServerConfig, root: Path) -> str | None:
