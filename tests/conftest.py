@@ -20,6 +20,7 @@ from codeward.daemon.server import Daemon
 from codeward.daemon.tools.registry import Tool, ToolContext
 from codeward.protocol.framing import Framing
 from codeward.protocol.outputs import OUTPUT_SCHEMAS
+from tests.git_repos import git_identity
 from tests.leaks import become_subreaper, leftovers
 from tests.lsp_support import require
 from tests.rpc import RpcClient, ServerRequestHandler, connect
@@ -45,8 +46,13 @@ def no_leaked_processes() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def private_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any) -> Path:
     """`$XDG_CONFIG_HOME` of the test's own (the daemon's trusted.toml lives there): no
-    test reads or changes the user's trusted roots, and every root starts untrusted."""
+    test reads or changes the user's trusted roots, and every root starts untrusted; git
+    finds the suite's identity there."""
+    for name in list(os.environ):
+        if name.startswith("GIT_"):  # e.g. GIT_CONFIG_GLOBAL, which hides the identity
+            monkeypatch.delenv(name)
     home = tmp_path_factory.mktemp("config-home")
+    git_identity(home)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
     return home
 

@@ -43,12 +43,24 @@ def git_bytes(cwd: Path, *args: str) -> bytes:
     ).stdout
 
 
+IDENTITY = "[user]\n\tname = Test User\n\temail = test@example.com\n"
+
+
+def git_identity(config_home: Path) -> None:
+    """git's global config under `config_home` (`$XDG_CONFIG_HOME/git/config`, read beside
+    `~/.gitconfig`) with the suite's identity: every commit a test makes, itself or through
+    a daemon (which passes XDG_CONFIG_HOME to git), works for a user who has none."""
+    (config_home / "git").mkdir(parents=True, exist_ok=True)
+    (config_home / "git" / "config").write_text(IDENTITY)
+
+
 def private_home(home: Path, extra_config: str = "") -> dict[str, str]:
     """Environment variables for a HOME whose global git config the tests control."""
     home.mkdir(parents=True, exist_ok=True)
     (home / ".gitconfig").write_text(
-        "[user]\n\tname = Test User\n\temail = test@example.com\n"
-        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n" + extra_config
+        IDENTITY
+        + "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+        + extra_config
     )
     return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
 

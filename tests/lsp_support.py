@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +21,7 @@ from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConf
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import command_available, default_servers
 from codeward.daemon.lsp.service import LanguageService, SharedServers, repository_of
+from codeward.servers import catalog, locate
 
 FAKE = str(Path(__file__).with_name("fake_lsp_server.py"))
 
@@ -82,13 +85,61 @@ def methods(log: Path) -> list[str]:
 
 
 def require(*names: str) -> None:
-    """Fail, naming the install command, when a real server a test drives is missing:
-    `make test` installs every one, so a missing server is a broken set-up, never a skip."""
+    """Fail, naming the install command, when a real server a test drives is missing, or
+    one found on PATH does not run (a rustup proxy without a toolchain): `make test`
+    installs every one, so a missing server is a broken set-up, never a skip."""
     servers = default_servers()
     for name in names:
         config = servers[name]
         if not command_available(config.command, config.env):
             pytest.fail(f"{name} is not installed: {config.install_hint} (or `make test`)")
+        server = catalog.BY_NAME.get(name)
+        if server is not None and server.source == "debian":
+            why = _fails(config.command[0], server.version_args)
+            if why:
+                pytest.fail(f"{name} does not run: {why}; {config.install_hint} (or `make test`)")
+    if "rust-analyzer" in names:
+        working("cargo", CARGO_HINT)  # it loads a crate with `cargo metadata`
+        working("rustfmt", RUSTFMT_HINT)  # and formats with rustfmt
+
+
+CARGO_HINT = "install cargo: `sudo apt-get install cargo-web`, or `rustup default stable`"
+RUSTFMT_HINT = "install rustfmt: `sudo apt-get install rustfmt-web`, or `rustup default stable`"
+
+
+def working(program: str, install: str, args: tuple[str, ...] = ("--version",)) -> str:
+    """`program` as the daemon finds it on PATH, once `program ARGS` runs here; else the
+    test fails, saying what to install."""
+    found = locate.on_path(program)
+    if found is None:
+        pytest.fail(f"{program} is not installed: {install} (or `make test`)")
+    why = _fails(found, args)
+    if why:
+        pytest.fail(f"{program} does not run: {why}; {install} (or `make test`)")
+    return found
+
+
+def _fails(program: str, args: tuple[str, ...]) -> str:
+    """Why `program ARGS` fails in this environment ("" when it runs), asked once."""
+    keys = ("PATH", "HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "CARGO_HOME")
+    return _asked(program, args, tuple(os.environ.get(k, "") for k in keys))
+
+
+@functools.cache
+def _asked(program: str, args: tuple[str, ...], _environment: tuple[str, ...]) -> str:
+    try:
+        done = subprocess.run(
+            [program, *args], capture_output=True, text=True, timeout=30, check=False,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{program} {' '.join(args)}: {exc}"
+    if done.returncode == 0:
+        return ""
+    said = (done.stderr or done.stdout).strip().splitlines()
+    return f"`{program} {' '.join(args)}` exited with {done.returncode}" + (
+        f" ({said[0]})" if said else ""
+    )
 
 
 def needs(*names: str) -> pytest.MarkDecorator:

@@ -243,7 +243,8 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
     assert runs(stack) == ["codeward.daemon.mcp", *INTEL[2:]], stack
 
     # a tool a Lua script calls (`codeward.call`): the eval runs in the request's own task,
-    # and its host call goes down the tool's line (the sandbox and its host: two more steps)
+    # and its host call goes down the tool's line (the eval's entry, shared with run_lua,
+    # the sandbox and its host: three more steps)
     script = "return codeward.call('get_hover_info', {path = 'main.py', line = %d, character = %d})"
     written.clear()
     with trio.fail_after(60):
@@ -251,7 +252,11 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
             "lua/eval", {"source": script % (at["line"], at["character"])}
         )
     assert "compute" in evaluated["result"]["signature"], evaluated
-    lua = ["codeward.daemon.lua.actor", "codeward.daemon.tools.host"]
+    lua = [
+        "codeward.daemon.tools.lua_tool",
+        "codeward.daemon.lua.actor",
+        "codeward.daemon.tools.host",
+    ]
     (stack,) = written["textDocument/hover"]
     assert runs(stack) == [*INTEL[:2], *lua, *INTEL[2:]], stack
     for method, stacks in written.items():

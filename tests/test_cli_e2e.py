@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from codeward.client.autostart import try_connect
+from tests.git_repos import git_identity
 from tests.test_cli_imports import forbidden, imported_modules
 from tests.test_cli_mcp import McpProcess
 
@@ -46,6 +47,7 @@ class Env:
             "CODEWARD_SOCKET": "",
         }
         self.vars.pop("PYTHONPROFILEIMPORTTIME", None)
+        git_identity(base / "config")
 
     @property
     def log(self) -> Path:
@@ -145,15 +147,7 @@ def daemon(env: Env) -> Iterator[subprocess.Popen[bytes]]:
 def repo(env: Env) -> Path:
     root = env.base / "repo"
     root.mkdir()
-    git = [
-        "git",
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@example.com",
-        "-c",
-        "init.defaultBranch=main",
-    ]
+    git = ["git", "-c", "init.defaultBranch=main"]
     subprocess.run([*git, "init", "-q"], cwd=root, check=True, timeout=30)
     (root / "a.py").write_text("x = 1\n")
     subprocess.run([*git, "add", "a.py"], cwd=root, check=True, timeout=30)

@@ -30,6 +30,9 @@ PUBLIC: dict[str, frozenset[str] | None] = {
     f"{LSP}.uris": None,  # file URIs and paths
     f"{LSP}.defaults": None,  # the built-in languages and servers of the config
     f"{LSP}.budget": None,  # the daemon-wide cap on live servers, shared by sessions
+    # a tool call collects what the root's restriction took from the servers (and the
+    # formatter) it asked
+    f"{LSP}.restricted_effects": frozenset({"collect", "record"}),
 }
 
 

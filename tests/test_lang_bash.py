@@ -9,12 +9,22 @@ from tests.real_servers import ask, messages, require, where, write
 
 LIB = 'greet() {\n  echo "hi $1"\n}\n'
 MAIN = "#!/bin/bash\nsource ./lib.sh\ngreet   world\necho $name\n"
+# the two forms of a function, each a file of its own, asked for first
+FORMS = {"plain.sh": "hello() {\n  echo hi\n}", "keyword.sh": "function bye {\n  echo bye\n}\n"}
 
 
 async def test_bash(open_client: OpenClient, project: Path) -> None:
     require("bash-language-server")
-    write(project, {"lib.sh": LIB, "main.sh": MAIN})
+    write(project, {"lib.sh": LIB, "main.sh": MAIN, **FORMS})
     client = await open_client(project)
+
+    # The outline of a file opened before the server read its settings (it answers `[]`
+    # until then): both forms of a function.
+    for name, function in (("plain.sh", "hello"), ("keyword.sh", "bye")):
+        outline = await ask(client, "get_symbols", path=name)
+        assert [(s["name"], s["kind"], s["line"]) for s in outline["symbols"]] == [
+            (function, "function", 1)
+        ]
 
     # shellcheck's diagnostics, fresh after an edit on disk
     found = await ask(client, "get_diagnostics", path="main.sh")

@@ -78,6 +78,12 @@ def test_the_wheel_holds_the_lua_sources(tmp_path: Path) -> None:
 def test_ci_runs_lint_then_the_readmes_test_command() -> None:
     run = (TOP / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert [line for line in run if line.startswith("make")] == ["make lint", "make test"]
+    # then a fresh user's run: an empty HOME, a part of the suite without the coverage gate
+    text = "\n".join(run)
+    assert 'HOME="$home" make test COVERAGE= PYTEST_ARGS="${FRESH[*]}"' in text
+    assert "home=$(mktemp -d)" in text
+    fresh = text.split("FRESH=(", 1)[1].split(")", 1)[0].split()
+    assert fresh and all((TOP / name).is_file() for name in fresh), fresh
     assert "`make test`" in (TOP / "README.md").read_text(encoding="utf-8")
     plan = subprocess.run(
         ["make", "-n", "-B", "lint"], cwd=TOP, capture_output=True, text=True, check=True

@@ -106,17 +106,42 @@ def test_npm_servers_run_as_scripts_of_the_bundled_node(
 def test_a_rustup_proxy_without_the_component_is_passed_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """rustup's proxies (a symbolic link to rustup, or a hard link as rustup makes them)
+    are taken only when the toolchain they would run has the program: a user without a
+    default toolchain, or whose toolchain lacks it, gets the working one further on PATH,
+    and rust-analyzer is told where it is."""
     rustup_home = tmp_path / "rustup"
-    (rustup_home / "toolchains" / "stable" / "bin").mkdir(parents=True)
     monkeypatch.setenv("RUSTUP_HOME", str(rustup_home))
+    monkeypatch.delenv("RUSTUP_TOOLCHAIN", raising=False)
     proxies, real = tmp_path / "cargo-bin", tmp_path / "usr-bin"
-    install_fake(proxies, "rustup")
+    rustup = install_fake(proxies, "rustup")
     os.symlink("rustup", proxies / "rust-analyzer")
+    os.link(rustup, proxies / "cargo")
     install_fake(real, "rust-analyzer")
+    install_fake(real, "cargo")
     path = f"{proxies}:relative:{real}"
+    monkeypatch.setenv("PATH", path)
+    # no rustup toolchain at all (a fresh user)
+    assert locate.on_path("rust-analyzer") == str(real / "rust-analyzer")
+    assert locate.on_path("cargo") == str(real / "cargo")
+    assert locate.rust_tools() == {"CARGO": str(real / "cargo")}
+    # a default toolchain with cargo and without the rust-analyzer component
+    (rustup_home / "settings.toml").parent.mkdir(parents=True)
+    (rustup_home / "settings.toml").write_text(
+        'default_toolchain = "stable-x86_64-unknown-linux-gnu"\n'
+    )
+    toolchain = rustup_home / "toolchains" / "stable-x86_64-unknown-linux-gnu" / "bin"
+    install_fake(toolchain, "cargo")
+    assert locate.on_path("cargo") == str(proxies / "cargo")
     assert locate.on_path("rust-analyzer", path) == str(real / "rust-analyzer")
-    install_fake(rustup_home / "toolchains" / "stable" / "bin", "rust-analyzer")
+    assert locate.rust_tools() == {}  # PATH's first cargo works: nothing to say
+    install_fake(toolchain, "rust-analyzer")
     assert locate.on_path("rust-analyzer", path) == str(proxies / "rust-analyzer")
+    # RUSTUP_TOOLCHAIN names the toolchain: one not installed, one by its short name
+    monkeypatch.setenv("RUSTUP_TOOLCHAIN", "nightly")
+    assert locate.on_path("cargo") == str(real / "cargo")
+    monkeypatch.setenv("RUSTUP_TOOLCHAIN", "stable")
+    assert locate.on_path("cargo") == str(proxies / "cargo")
     assert locate.on_path("rustup", path) == str(proxies / "rustup")
 
 

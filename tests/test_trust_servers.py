@@ -24,10 +24,11 @@ import trio.testing
 
 from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConfig, ServerConfig
 from codeward.daemon.lsp.defaults import default_servers
-from codeward.daemon.lsp.restricted import RUST_SETTINGS, SVELTE_OFF, restricted, rustup_default
+from codeward.daemon.lsp.restricted import RUST_SETTINGS, SVELTE_OFF, restricted
+from codeward.servers import locate
 from tests.conftest import OpenClient
 from tests.intel_support import write
-from tests.lsp_support import fake_server, logged, needs
+from tests.lsp_support import CARGO_HINT, fake_server, logged, needs, working
 from tests.rpc import RpcClient, RpcFailure
 
 FAKES = {  # name: (language, pattern)
@@ -117,8 +118,9 @@ async def test_rust_analyzer_restricted_then_trusted(
     env = run["env"]
     for name in ("RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER"):
         assert env[name] == "", name
-    assert env["RUSTC"] == "rustc" and env["CARGO_NET_OFFLINE"] == "true"
-    assert env["RUSTUP_TOOLCHAIN"] == rustup_default() and env["RUSTUP_AUTO_INSTALL"] == "0"
+    assert env["RUSTC"] in (locate.on_path("rustc"), "rustc") and env["CARGO_NET_OFFLINE"] == "true"
+    assert env["RUSTUP_TOOLCHAIN"] == (locate.rustup_default() or "stable")
+    assert env["RUSTUP_AUTO_INSTALL"] == "0"
     assert_confined(run, project)
     (params,) = initialize(logs["rust-analyzer"])
     options = params["initializationOptions"]
@@ -296,31 +298,27 @@ def cargo_project(root: Path, marker: Path) -> None:
 CFG = ["rustc", "-Z", "unstable-options", "--print", "cfg"]  # as rust-analyzer asks (no build)
 
 
-def cargo(root: Path, env: dict[str, str], *args: str) -> None:
+def cargo(program: str, root: Path, env: dict[str, str], *args: str) -> None:
     subprocess.run(
-        ["cargo", *args], cwd=root, env=env, capture_output=True, timeout=120, check=False
+        [program, *args], cwd=root, env=env, capture_output=True, timeout=120, check=False
     )
 
 
-@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
 def test_cargo_runs_nothing_from_the_project_with_the_restricted_environment(
     project: Path, tmp_path: Path
 ) -> None:
     """The cargo commands rust-analyzer runs to load a project, with the environment of
-    its restricted configuration: no wrapper, configured rustc, toolchain or build script."""
+    its restricted configuration: no wrapper, configured rustc or build script."""
     marker = tmp_path / "ran"
     cargo_project(project, marker)
     config = restricted("rust-analyzer", default_servers()["rust-analyzer"], project)
+    program = config.env.get("CARGO") or working("cargo", CARGO_HINT)  # what it runs
     safe = {**os.environ, **config.env}
     plain = {k: v for k, v in os.environ.items() if k != "RUSTUP_TOOLCHAIN"}
 
-    cargo(project, plain, "metadata", "--format-version", "1")  # armed: the canaries run
+    cargo(program, project, plain, "metadata", "--format-version", "1")  # armed
     ran = marker.read_text()
     assert "wrap.sh" in ran and "fake-rustc.sh" in ran
-    (project / "rust-toolchain.toml").write_text(f'[toolchain]\npath = "{project}/toolchain"\n')
-    marker.unlink()
-    cargo(project, plain, "metadata", "--format-version", "1")
-    assert "toolchain/bin/cargo" in marker.read_text()  # armed: the project's toolchain
     marker.unlink()
 
     commands = [
@@ -329,9 +327,37 @@ def test_cargo_runs_nothing_from_the_project_with_the_restricted_environment(
         CFG,  # how rust-analyzer learns the target's cfg
     ]
     for args in commands:
-        cargo(project, {**safe, "RUSTC_BOOTSTRAP": "1"}, *args)
+        cargo(program, project, {**safe, "RUSTC_BOOTSTRAP": "1"}, *args)
         assert not marker.exists(), (args, marker.read_text())
     assert RUST_SETTINGS["cargo"]["noDeps"] is True  # what makes rust-analyzer add --no-deps
+
+
+def test_a_toolchain_file_names_no_toolchain_with_the_restricted_environment(
+    project: Path, tmp_path: Path
+) -> None:
+    """rustup's proxy runs the toolchain a `rust-toolchain.toml` names (a folder of the
+    project's): not with the restricted environment, which pins the user's default."""
+    rustup = shutil.which("rustup")
+    if rustup is None:
+        pytest.fail(
+            "rustup is not installed (its proxies read rust-toolchain.toml): install it from "
+            "https://rustup.rs (no toolchain is needed)"
+        )
+    marker = tmp_path / "ran"
+    cargo_project(project, marker)
+    (project / "rust-toolchain.toml").write_text(f'[toolchain]\npath = "{project}/toolchain"\n')
+    proxy = tmp_path / "proxy" / "cargo"
+    proxy.parent.mkdir()
+    proxy.symlink_to(rustup)  # rustup runs as the proxy its name says
+    plain = {k: v for k, v in os.environ.items() if k != "RUSTUP_TOOLCHAIN"}
+    cargo(str(proxy), project, plain, "metadata", "--format-version", "1")
+    assert "toolchain/bin/cargo" in marker.read_text()  # armed: the project's toolchain
+    marker.unlink()
+
+    config = restricted("rust-analyzer", default_servers()["rust-analyzer"], project)
+    safe = {**os.environ, **config.env, "RUSTC_BOOTSTRAP": "1"}
+    cargo(str(proxy), project, safe, "metadata", "--format-version", "1", "--no-deps")
+    assert not marker.exists(), marker.read_text()
 
 
 PRELOAD = """
@@ -343,9 +369,6 @@ __attribute__((constructor)) static void canary(void) {
 """
 
 
-@pytest.mark.skipif(
-    shutil.which("cargo") is None or shutil.which("cc") is None, reason="needs cargo and cc"
-)
 def test_cargo_env_table_beats_the_environment_so_rust_analyzer_stays_off(
     project: Path, tmp_path: Path
 ) -> None:
@@ -353,19 +376,21 @@ def test_cargo_env_table_beats_the_environment_so_rust_analyzer_stays_off(
     whatever the environment says: such a project does not start rust-analyzer."""
     from codeward.daemon.lsp.restricted import NotInRestrictedMode, rust_env
 
+    program = working("cargo", CARGO_HINT)
+    cc = working("cc", "install a C compiler: `sudo apt-get install gcc`")
     marker = tmp_path / "ran"
     write(project, {"Cargo.toml": '[package]\nname = "d"\nversion = "0.1.0"\n'})
     evil = PRELOAD.replace("MARKER", str(marker))
     write(project, {"src/main.rs": "fn main() {}\n", "evil.c": evil})
     subprocess.run(
-        ["cc", "-shared", "-fPIC", "-o", str(project / "evil.so"), str(project / "evil.c")],
+        [cc, "-shared", "-fPIC", "-o", str(project / "evil.so"), str(project / "evil.c")],
         check=True,
     )
     (project / ".cargo").mkdir()
     (project / ".cargo" / "config.toml").write_text(
         '[env]\nLD_PRELOAD = { value = "evil.so", force = true, relative = true }\n'
     )
-    cargo(project, {**os.environ, **rust_env(), "RUSTC_BOOTSTRAP": "1"}, *CFG)
+    cargo(program, project, {**os.environ, **rust_env(project), "RUSTC_BOOTSTRAP": "1"}, *CFG)
     assert "preloaded" in marker.read_text()  # armed, even with the restricted environment
     with pytest.raises(NotInRestrictedMode, match=r"\[env\]"):
         restricted("rust-analyzer", default_servers()["rust-analyzer"], project)
@@ -400,12 +425,12 @@ async def test_gopls_pins_the_toolchain_and_runs_no_cgo(
     assert "canarylib" in marker.read_text(), "the canary is armed in a trusted root"
 
 
-@pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
 def test_go_runs_no_git_config_program_with_the_restricted_environment(
     project: Path, tmp_path: Path
 ) -> None:
     """`go list` (whole packages) runs `git status` for its VCS stamp, and git runs the
     repository's `core.fsmonitor` (a canary): not with gopls's restricted environment."""
+    go = working("go", "install Go: `sudo apt-get install golang-go`", ("version",))
     marker = tmp_path / "ran"
     write(
         project,
@@ -420,10 +445,8 @@ def test_go_runs_no_git_config_program_with_the_restricted_environment(
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     subprocess.run([*git, "config", "core.fsmonitor", str(project / "fsm.sh")], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run(
-        [*git, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "x"], check=True
-    )
-    go_list = ["go", "list", "-json", "./..."]
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    go_list = [go, "list", "-json", "./..."]
     subprocess.run(go_list, cwd=project, capture_output=True, timeout=120, check=True)
     assert "fsmonitor" in marker.read_text()  # armed
     marker.unlink()
@@ -506,12 +529,13 @@ def test_every_default_server_was_reviewed(project: Path) -> None:
     assert pylsp["signature"] == {"formatter": None}
 
 
-def test_every_tool_but_git_says_restricted() -> None:
-    """The README's claim: every tool that asks a language server marks its result."""
+def test_every_tool_but_git_and_lua_says_restricted() -> None:
+    """The README's claim: every tool that asks a language server marks its result (a
+    script's calls mark their own)."""
     import codeward.daemon.tools.all  # noqa: F401
     from codeward.daemon.tools.registry import REGISTRY
 
-    assert {t.name for t in REGISTRY if not t.servers} == {"git_command"}
+    assert {t.name for t in REGISTRY if not t.servers} == {"git_command", "run_lua"}
 
 
 async def test_trusting_during_a_request_fails_it_cleanly(

@@ -81,9 +81,15 @@ async def test_prettier_runs_without_the_projects_config_untrusted(
         with trio.fail_after(60):
             result = await client.tool("format_code", path=f"{name}/x.js", apply=False)
         assert result["formatter"] == "prettier" and result["restricted"] is True
+        assert result["restricted_effects"] == {"prettier": "runs without the project's config"}
         assert "+const a = { b: 1 };" in result["diff"], result["diff"]  # prettier's defaults
         assert not marker.exists(), f"the {name} config ran untrusted"
         assert (project / name / "x.js").read_text() == UGLY
+
+    write(project, {"plain/x.js": UGLY})  # no config to leave unread: nothing affected
+    with trio.fail_after(60):
+        result = await client.tool("format_code", path="plain/x.js", apply=False)
+    assert result["restricted"] is True and "restricted_effects" not in result
 
     # the control: trusted, prettier loads the project's config (the canaries are armed)
     await client.call("trust/set", {"root": str(project)})

@@ -71,6 +71,7 @@ class Invocation:
         self.autostart: bool = not args.no_autostart
         self.timeout: float | None = args.timeout if args.timeout > 0 else None
         self._root: Path | None = None
+        self._told_restricted = False  # the restricted remark is made once per command
 
     @property
     def root(self) -> Path:
@@ -170,7 +171,19 @@ class Invocation:
             self.stdout.write(line + "\n")
         self.stdout.flush()
         for remark in render.notes(command, result):
-            self.note(remark)
+            if remark == render.RESTRICTED:
+                remark = self._restricted(result)
+            if remark:
+                self.note(remark)
+
+    def _restricted(self, result: dict[str, Any]) -> str:
+        """The restricted remark, once: when the restriction affected the answer (what it
+        took from the servers asked), or with `--verbose`; else nothing."""
+        effects = result.get("restricted_effects")
+        if self._told_restricted or not (effects or self.args.verbose):
+            return ""
+        self._told_restricted = True
+        return render.restricted_remark(effects if isinstance(effects, dict) else {})
 
 
 def _describe(params: dict[str, Any]) -> str:
@@ -271,6 +284,13 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
         default=default(DEFAULT_TIMEOUT),
         metavar="SECONDS",
         help="give up on a request after this long (0: never)",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default(False),
+        help="remark on stderr whatever applies (e.g. that the root's servers run restricted)",
     )
     group.add_argument(
         "-y",

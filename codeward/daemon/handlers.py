@@ -11,7 +11,7 @@ import msgspec
 from codeward import __version__
 from codeward.daemon.config import PolicyConfig
 from codeward.daemon.connection import Connection, Dispatch
-from codeward.daemon.tools.host import SessionHost
+from codeward.daemon.tools.lua_tool import evaluate
 from codeward.daemon.tools.registry import REGISTRY, ToolContext
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError
 from codeward.protocol.messages import Incoming
@@ -194,14 +194,8 @@ async def tools_call(conn: Connection, item: Incoming) -> Any:
 async def lua_eval(conn: Connection, item: Incoming) -> LuaEvalResult:
     params = item.params(LuaEvalParams)
     session = require_session(conn)
-    host = SessionHost(session, conn, conn.policy)
-    try:
-        result = await session.lua.eval(params.source, params.args, host)
-    except ToolError as exc:  # what the script logged before it failed helps most then
-        if host.messages:
-            exc.details.setdefault("logs", host.messages)
-        raise
-    return LuaEvalResult(result=result, logs=host.messages)
+    result, logs = await evaluate(session, conn, conn.policy, params.source, params.args)
+    return LuaEvalResult(result=result, logs=logs)
 
 
 DISPATCH = Dispatch(HANDLERS, STATEFUL_METHODS, outlives_client)

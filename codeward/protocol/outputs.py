@@ -174,6 +174,7 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         },
     ),
     "rename_symbol": obj(EDIT, {**AFTER, "partial": BOOL}),
+    "run_lua": obj({"result": {}, "logs": array(STR)}),
     "edit_file": obj(
         {"path": STR, "content_hash": STR, "diff": STR, "written": BOOL, "changed": BOOL, **AFTER},
         {"refused": BOOL, "reason": STR},

@@ -343,11 +343,32 @@ def lua(result: dict[str, Any]) -> list[str]:
     return to_json(value).splitlines()
 
 
+def script(result: dict[str, Any]) -> list[str]:
+    """run_lua's text: its value (a string as is, anything else as compact JSON), then its
+    log lines."""
+    value, logs = result.get("result"), result.get("logs")
+    if value is None:
+        lines = []
+    elif isinstance(value, str):
+        lines = value.splitlines() or [""]
+    else:
+        lines = [json.dumps(value, ensure_ascii=False, separators=(",", ":"))]
+    return [*lines, *(f"log: {line}" for line in logs or [] if isinstance(line, str))]
+
+
 # -- stderr remarks --------------------------------------------------------------------------
 
 RESTRICTED = (
     "restricted: the root is not trusted (codeward trust), so its servers run without project code"
 )
+
+
+def restricted_remark(effects: dict[str, Any]) -> str:
+    """The restricted remark, with what the restriction took from each server asked."""
+    if not effects:
+        return RESTRICTED
+    said = "; ".join(f"{server} {what}" for server, what in effects.items())
+    return f"restricted: the root is not trusted (codeward trust), so {said}"
 
 
 def _count(value: Any) -> int | None:
@@ -562,7 +583,10 @@ _TEXT = {
     "get_code_actions": actions,
     "rename_symbol": edit,
     "edit_file": edit,
+    "run_lua": script,
 }
+# What a result without a line says.
+_EMPTY = {"git_command": "no output", "run_lua": "no result"}
 
 
 def tool_text(tool: str, result: Any, *, told_restricted: bool = False) -> str:
@@ -586,15 +610,19 @@ def tool_text(tool: str, result: Any, *, told_restricted: bool = False) -> str:
     if isinstance(result.get("content_hash"), str):  # what `since` and `expected_hash` take
         remarks.insert(0, f"content_hash: {result['content_hash']}")
     if not lines and not remarks:
-        remarks.append("nothing found" if tool != "git_command" else "no output")
+        remarks.append(_EMPTY.get(tool, "nothing found"))
     return "\n".join([*lines, *(f"({r})" for r in remarks)])
 
 
 def error_text(message: str, kind: str | None, details: dict[str, Any] | None = None) -> str:
-    """A tool error as the agent reads it: the sentence, its kind, and git's own words."""
+    """A tool error as the agent reads it: the sentence, its kind, git's own words and a
+    script's logs."""
     text = f"{message} [{kind}]" if kind else message
     for key in ("stderr", "output"):
         value = (details or {}).get(key)
         if isinstance(value, str) and value.strip():
             text += "\n" + value.rstrip("\n")
+    logs = (details or {}).get("logs")  # what a script logged before it failed
+    if isinstance(logs, list):
+        text += "".join(f"\nlog: {line}" for line in logs if isinstance(line, str))
     return text

@@ -6,7 +6,8 @@ The order, for a server of the catalog:
    a virtualenv for PyPI servers, an npm prefix for npm ones);
 2. beside this interpreter (PyPI servers installed with codeward, as ruff is) or the
    project-local npm prefix `sys.prefix/npm` (what `make` installs);
-3. PATH (a rustup proxy whose toolchain lacks the program is passed over).
+3. PATH (a rustup proxy whose toolchain lacks the program, or a user without a rustup
+   toolchain, is passed over).
 
 A user's own `command` in the config comes before all of these and is taken as given.
 Standard library only: the thin client uses this too.
@@ -20,6 +21,8 @@ import os
 import re
 import sys
 import sysconfig
+import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -85,22 +88,75 @@ def find(server: Server, path: str | None = None) -> Found | None:
 
 def on_path(program: str, path: str | None = None) -> str | None:
     """`program` on PATH, skipping rustup proxies whose toolchain does not have it."""
-    for entry in (os.environ.get("PATH", "") if path is None else path).split(os.pathsep):
-        if not os.path.isabs(entry):
-            continue
-        candidate = Path(entry) / program
-        if _executable(candidate) and not _empty_rustup_proxy(candidate):
+    for candidate in _everywhere(program, path):
+        if not _empty_rustup_proxy(candidate):
             return str(candidate)
     return None
 
 
+def _everywhere(program: str, path: str | None) -> Iterator[Path]:
+    """Each executable `program` on PATH (absolute entries only), in order."""
+    for entry in (os.environ.get("PATH", "") if path is None else path).split(os.pathsep):
+        candidate = Path(entry) / program
+        if os.path.isabs(entry) and _executable(candidate):
+            yield candidate
+
+
 def _empty_rustup_proxy(path: Path) -> bool:
-    """Whether `path` is rustup's proxy for a program no installed toolchain has (rustup's
-    `rust-analyzer` proxy exists whether or not the component is installed)."""
-    if os.path.basename(os.path.realpath(path)) != "rustup" or path.name == "rustup":
+    """Whether `path` is rustup's proxy (a link to `rustup`, symbolic or hard) for a
+    program its toolchain does not have: the toolchain `RUSTUP_TOOLCHAIN` names, else
+    rustup's default (none set: no toolchain at all, as for a user without one). rustup's
+    `rust-analyzer` proxy exists whether or not the component is installed."""
+    if path.name == "rustup" or not _is_rustup(path):
         return False
-    home = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
-    return not glob.glob(os.path.join(glob.escape(home), "toolchains", "*", "bin", path.name))
+    chosen = os.environ.get("RUSTUP_TOOLCHAIN") or rustup_default()
+    if not chosen:
+        return True
+    if os.sep in chosen:  # a toolchain given by its path
+        return not _executable(Path(chosen) / "bin" / path.name)
+    toolchains = rustup_home() / "toolchains"
+    folders = [toolchains / chosen, *toolchains.glob(f"{glob.escape(chosen)}-*")]
+    return not any(_executable(folder / "bin" / path.name) for folder in folders)
+
+
+def _is_rustup(path: Path) -> bool:
+    if os.path.basename(os.path.realpath(path)) == "rustup":
+        return True
+    sibling = path.parent / "rustup"  # rustup makes its proxies hard links where it can
+    try:
+        return sibling.is_file() and os.path.samefile(path, sibling)
+    except OSError:
+        return False
+
+
+def rustup_home() -> Path:
+    return Path(os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup"))
+
+
+def rustup_default() -> str | None:
+    """The user's rustup default toolchain (rustup's settings.toml), None when none is set."""
+    try:
+        with open(rustup_home() / "settings.toml", "rb") as f:
+            value = tomllib.load(f).get("default_toolchain")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+RUST_TOOLS = ("cargo", "rustc", "rustfmt")
+
+
+def rust_tools(path: str | None = None) -> dict[str, str]:
+    """`CARGO`, `RUSTC` and `RUSTFMT` for rust-analyzer (which takes them over PATH), for
+    each of these programs whose first one on PATH is a rustup proxy without a toolchain
+    for it, when a working one comes later (Debian's, beside rustup's proxies)."""
+    found: dict[str, str] = {}
+    for program in RUST_TOOLS:
+        first = next(_everywhere(program, path), None)
+        working = on_path(program, path)
+        if working is not None and first is not None and str(first) != working:
+            found[program.upper()] = working
+    return found
 
 
 def site_packages(prefix: Path) -> Path | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from codeward.daemon.child_path import clean_path
 from codeward.daemon.git.runner import run_process
+from codeward.daemon.lsp import restricted_effects
 from codeward.protocol.errors import ErrorKind, ToolError
 
 TIMEOUT = 20.0  # seconds a formatter may take
@@ -36,6 +37,39 @@ class Formatter:
     # In an untrusted root: the arguments that keep it from loading project config that can
     # run code, before `args` (() when its config is data); None: not run there at all.
     untrusted_args: tuple[str, ...] | None = ()
+    # The config files of the root that `untrusted_args` leave unread (names, or prefixes
+    # ending in "*"), and the package.json key that names one.
+    configs: tuple[str, ...] = ()
+    package_key: str = ""
+
+    def ignored_config(self, root: Path, shown: str) -> bool:
+        """Whether the folders from the file `shown` up to the root hold config that it
+        leaves unread untrusted (the answer may differ from a trusted root's)."""
+        if not self.configs or not self.untrusted_args:
+            return False
+        folder = (root / shown).parent
+        while folder == root or root in folder.parents:
+            if self._configured(folder):
+                return True
+            folder = folder.parent
+        return False
+
+    def _configured(self, folder: Path) -> bool:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return False
+        for pattern in self.configs:
+            if any(n == pattern or (pattern.endswith("*") and n.startswith(pattern[:-1]))
+                   for n in names):  # fmt: skip
+                return True
+        if not self.package_key or "package.json" not in names:
+            return False
+        try:
+            with open(folder / "package.json", "rb") as f:
+                return f'"{self.package_key}"'.encode() in f.read()
+        except OSError:
+            return False
 
     def argv(self, program: str, shown: str, *, trusted: bool = True) -> list[str]:
         guard = () if trusted else self.untrusted_args or ()
@@ -64,6 +98,8 @@ PRETTIER = Formatter(
     ("--stdin-filepath", "{path}"),
     "npm install --global prettier",
     untrusted_args=("--no-config", "--no-plugin-search"),
+    configs=(".prettierrc*", "prettier.config.*"),
+    package_key="prettier",
 )
 
 BY_LANGUAGE: dict[str, Formatter] = {
@@ -140,6 +176,8 @@ async def run_formatter(
             formatter=formatter.name,
             restricted=True,
         )
+    if not trusted and formatter.ignored_config(root, shown):
+        restricted_effects.record(formatter.name, "runs without the project's config")
     env = _env()
     program = shutil.which(formatter.program, path=env["PATH"])
     if program is None:

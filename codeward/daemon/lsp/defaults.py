@@ -191,7 +191,10 @@ def default_servers() -> dict[str, ServerConfig]:
             folders=True,
         ),
         "rust-analyzer": ServerConfig(
-            command=_command(c["rust-analyzer"]), max_rss_mb=8192, ready_when="quiescent"
+            command=_command(c["rust-analyzer"]),
+            env=locate.rust_tools(clean_path()),
+            max_rss_mb=8192,
+            ready_when="quiescent",
         ),
         "bash-language-server": ServerConfig(
             command=_command(c["bash-language-server"], "start"),

@@ -16,6 +16,7 @@ import msgspec
 import trio
 
 from codeward.daemon.config import Config, ServerConfig
+from codeward.daemon.lsp import restricted_effects
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.defaults import command_available, effective_servers
 from codeward.daemon.lsp.restricted import NotInRestrictedMode
@@ -53,6 +54,8 @@ class ServerPool:
         self.servers: dict[str, LanguageServer] = {}
         self.nursery: trio.Nursery | None = None
         self._missing: dict[str, tuple[float, ToolError]] = {}  # not installed: when, why
+        # what each server's restricted configuration takes away in this root, if anything
+        self.effects: dict[str, str | None] = {}
 
     def status(self) -> list[dict[str, Any]]:
         return [server.status() for server in self.servers.values()]
@@ -148,8 +151,9 @@ class ServerPool:
         if not self.restricted:
             return config
         try:
-            return restricted_config(name, config, self.root)
+            restricted = restricted_config(name, config, self.root)
         except NotInRestrictedMode as exc:
+            self.effects[name] = f"does not start in an untrusted root: {exc}"
             raise ToolError(
                 ErrorKind.LSP_UNAVAILABLE,
                 f"The {name} language server does not start in an untrusted root: {exc}; "
@@ -157,6 +161,8 @@ class ServerPool:
                 server=name,
                 restricted=True,
             ) from None
+        self.effects[name] = restricted_effects.effect(name, config, self.root)
+        return restricted
 
     async def started(self, name: str, language: str = "") -> LanguageServer:
         """The actor of server `name`, running (started on first need).
@@ -164,7 +170,12 @@ class ServerPool:
         A server that was not installed is looked for again, at most once per
         LOOKUP_INTERVAL: its default command is resolved anew (a `pip install` into the
         daemon's environment shows up without a restart) and the program searched for."""
-        server = self.server_for(name, language)
+        try:
+            server = self.server_for(name, language)
+        finally:
+            what = self.effects.get(name) if self.restricted else None
+            if what:  # the call consulted a server its restriction changes here
+                restricted_effects.record(name, what)
         if server.state is ServerState.UNAVAILABLE:
             self._look_again(server)
         try:
@@ -208,6 +219,7 @@ class ServerPool:
         """The root's trust changed: every server stops, and those that were running start
         again in the configuration of the new trust (restricted or normal)."""
         self.restricted = restricted
+        self.effects.clear()
         old = dict(self.servers)
         self.servers.clear()  # the same table: the service's parts hold it
         active = [

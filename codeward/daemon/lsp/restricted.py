@@ -20,7 +20,8 @@ default server was reviewed:
   acquisition (which runs npm); without an installed typescript it does not start.
 - rust-analyzer runs build scripts, proc macros, `cargo check` and cargo's configured
   wrappers: all off, `cargo metadata` without dependencies (it then runs no rustc), cargo's
-  wrappers and compiler overridden from the environment, the toolchain pinned to the
+  wrappers and compiler overridden from the environment (cargo, rustc, rustdoc and
+  rustfmt by absolute path, none from inside the root), the toolchain pinned to the
   user's rustup default (a `rust-toolchain.toml` cannot name one), config rustflags
   overridden, offline. A root with a `rust-project.json` (which may name a sysroot whose
   programs it would run), a `rust-analyzer.toml` (which may set its commands) or a cargo
@@ -67,6 +68,7 @@ import msgspec
 from codeward.daemon import child_path
 from codeward.daemon.config import ServerConfig
 from codeward.daemon.lsp.ignored import ignored_name
+from codeward.servers import locate
 
 
 class NotInRestrictedMode(Exception):
@@ -93,17 +95,6 @@ def codeward_python() -> str:
         if candidate and os.path.isabs(candidate) and os.access(candidate, os.X_OK):
             return os.path.realpath(candidate)
     return os.path.realpath(sys.executable)
-
-
-def rustup_default() -> str:
-    """The user's rustup default toolchain (rustup's settings.toml), else `stable`."""
-    home = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
-    try:
-        with open(os.path.join(home, "settings.toml"), "rb") as f:
-            value = tomllib.load(f).get("default_toolchain")
-    except (OSError, tomllib.TOMLDecodeError):
-        value = None
-    return value if isinstance(value, str) and value else "stable"
 
 
 def from_root(path: str, root: Path) -> bool:
@@ -293,19 +284,24 @@ RUST_SETTINGS: dict[str, Any] = {
 }
 
 
-def rust_env() -> dict[str, str]:
-    """Environment that beats `.cargo/config.toml` and `rust-toolchain.toml`."""
+def rust_env(root: Path) -> dict[str, str]:
+    """Environment that beats `.cargo/config.toml` and `rust-toolchain.toml`: the cargo,
+    rustc, rustdoc and rustfmt outside `root` by absolute path (rust-analyzer takes
+    `CARGO`, `RUSTC`, `RUSTFMT` over PATH; cargo takes `RUSTC`, `RUSTDOC` over its config)."""
+    safe = safe_path(root)
+    tools = {name.upper(): locate.on_path(name, safe) for name in ("cargo", "rustfmt")}
     return {
+        **{name: program for name, program in tools.items() if program},
         "RUSTC_WRAPPER": "",
         "RUSTC_WORKSPACE_WRAPPER": "",
         "CARGO_BUILD_RUSTC_WRAPPER": "",
         "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER": "",
-        "RUSTC": "rustc",
-        "RUSTDOC": "rustdoc",
+        "RUSTC": locate.on_path("rustc", safe) or "rustc",
+        "RUSTDOC": locate.on_path("rustdoc", safe) or "rustdoc",
         "CARGO_ENCODED_RUSTFLAGS": "",  # beats build.rustflags (e.g. -Zcodegen-backend=...)
         "CARGO_ENCODED_RUSTDOCFLAGS": "",
         "CARGO_NET_OFFLINE": "true",
-        "RUSTUP_TOOLCHAIN": rustup_default(),
+        "RUSTUP_TOOLCHAIN": locate.rustup_default() or "stable",
         "RUSTUP_AUTO_INSTALL": "0",
     }
 
@@ -328,7 +324,7 @@ def _rust_analyzer(config: ServerConfig, root: Path) -> ServerConfig:
         raise NotInRestrictedMode(found)
     settings = merged(config.settings, {"rust-analyzer": RUST_SETTINGS})
     options = merged(config.init_options or {}, RUST_SETTINGS)
-    env = {**config.env, **rust_env()}
+    env = {**config.env, **rust_env(root)}
     return msgspec.structs.replace(config, settings=settings, init_options=options, env=env)
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from codeward.daemon.config import PolicyConfig
 from codeward.daemon.git import run_git
 from codeward.daemon.tools.registry import REGISTRY, Caller, ToolContext
+from codeward.protocol.errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
     from codeward.daemon.session import Session
@@ -49,6 +50,11 @@ class SessionHost:
         )
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if tool == "run_lua":
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                "A script cannot run another script (run_lua); do that work in this one.",
+            )
         found = REGISTRY.get(tool)
         args: Any = REGISTRY.validate(found, arguments)
         if tool == "git_command":

@@ -497,13 +497,7 @@ async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
 async def _document_symbols(
     manager: LanguageService, source: SourceFile, limit: int, outline: Outline
 ) -> dict[str, Any]:
-    answer = await manager.request(
-        source.path,
-        "textDocument/documentSymbol",
-        _document_params("textDocument/documentSymbol"),
-        wait_ready=False,
-    )
-    tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
+    tree, answer = await _outline_of(manager, source)
     locator = Locator(manager)
     budget = Budget(limit)
     symbols = document_symbols(
@@ -628,17 +622,27 @@ class _Locals:
 
     async def _tree(self, path: str) -> tuple[DocumentSymbols, Answer] | None:
         try:
-            source = source_file(self.manager, path)
-            answer = await self.manager.request(
-                source.path,
-                "textDocument/documentSymbol",
-                _document_params("textDocument/documentSymbol"),
-                wait_ready=False,
-            )
-            tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
+            tree, answer = await _outline_of(self.manager, source_file(self.manager, path))
         except ToolError:
             return None
         return tree or [], answer
+
+
+async def _outline_of(
+    manager: LanguageService, source: SourceFile
+) -> tuple[DocumentSymbols | None, Answer]:
+    """The server's symbol tree of `source`, asked without waiting for its analysis (a
+    parse is enough); an empty tree is asked again once the server has analysed the file:
+    bash-language-server answers `[]` for a file opened before it has read its settings."""
+    params = _document_params("textDocument/documentSymbol")
+    answer = await manager.request(
+        source.path, "textDocument/documentSymbol", params, wait_ready=False
+    )
+    tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
+    if not tree:
+        answer = await manager.request(source.path, "textDocument/documentSymbol", params)
+        tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
+    return tree, answer
 
 
 _OUTLINE = frozenset({"class", "interface", "struct", "enum", "module", "namespace", "package"})

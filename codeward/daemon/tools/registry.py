@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from codeward.daemon.lsp import restricted_effects
 from codeward.protocol.errors import ErrorKind, ToolError
 from codeward.protocol.outputs import OUTPUT_SCHEMAS
 from codeward.protocol.tools import ToolSpec, tidy_schema
@@ -47,9 +48,16 @@ class NoCaller:
 
 @dataclass(frozen=True)
 class ToolContext:
+    """One tool call: made in the task that awaits the handler, where it starts collecting
+    what the servers the call consults lose to the root's restriction (`effects`)."""
+
     session: Session
     caller: Caller
     policy: PolicyConfig | None = None  # the caller's narrowing of the session's policy
+    effects: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        restricted_effects.collect(self.effects)
 
 
 Handler = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
@@ -68,9 +76,12 @@ class Tool:
 
     def finish(self, ctx: ToolContext, result: dict[str, Any]) -> dict[str, Any]:
         """The handler's `result` as the caller returns it: `restricted: true` beside it when
-        its servers run in their restricted configuration (an untrusted root)."""
+        its servers run in their restricted configuration (an untrusted root), and
+        `restricted_effects` naming what that took away from the servers it consulted."""
         if self.servers and ctx.session.restricted:
             result["restricted"] = True
+            if ctx.effects:
+                result["restricted_effects"] = dict(ctx.effects)
         return result
 
     @functools.cached_property
