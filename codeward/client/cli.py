@@ -362,7 +362,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     diags.add_argument("--severity", choices=["error", "warning", "information", "hint"])
     diags.add_argument("--limit", type=int)
     diags.add_argument(
-        "--since", metavar="HASH", help="only what changed since this content_hash of the file"
+        "--since",
+        metavar="HASH|REV",
+        help="only what changed since this content_hash of the file, or since a git revision "
+        "(HEAD, a branch, merge-base:main): the delta of every file the change touched",
     )
     for name, func, help_text in _POSITION_COMMANDS:
         sub = command(name, func, help_text)

@@ -88,6 +88,10 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "resolved": RESOLVED,
             "remaining": SEVERITY_COUNTS,
             "partial_servers": array(STR),
+            "commit": STR,
+            "files": array(FILE_DELTA),
+            "introduced_count": INT,
+            "resolved_count": INT,
         },
     ),
     "get_hover_info": obj(

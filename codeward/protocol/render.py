@@ -162,7 +162,9 @@ def tools(result: dict[str, Any]) -> list[str]:
 
 def diagnostics(result: dict[str, Any]) -> list[str]:
     """`path:line:col: severity: message [code]`, one line each (as compilers print); with
-    `since`, the delta."""
+    `since`, the delta (of each changed file, for a revision)."""
+    if "files" in result:
+        return change_lines(result)
     if "since" in result:
         return delta_lines(result, f"since {str(result['since'])[:19]}")
     return [
@@ -307,6 +309,19 @@ def delta_lines(report: dict[str, Any], head: str) -> list[str]:
     return [line, *(f"+ {_diagnostic_line(d)}" for d in introduced)] + [
         f"- {_diagnostic_line(d)}" for d in gone
     ]
+
+
+def change_lines(result: dict[str, Any]) -> list[str]:
+    """`since REV (commit): N introduced, M resolved in K files`, then each file's delta."""
+    files = result.get("files")
+    files = files if isinstance(files, list) else []
+    commit = str(result.get("commit") or "")[:12]
+    head = (
+        f"since {result.get('since')} ({commit}): {result.get('introduced_count', 0)} "
+        f"introduced, {result.get('resolved_count', 0)} resolved in {len(files)} "
+        f"file{'s' if len(files) != 1 else ''}"
+    )
+    return [head, *diagnostics_after(files)]
 
 
 def diagnostics_after(reports: Any) -> list[str]:

@@ -1,0 +1,109 @@
+"""The diagnostics a whole change introduced and resolved: the working tree against a
+revision (`get_diagnostics since: "HEAD"`, `review_changes`).
+
+The servers are asked twice: about the working tree as it is (the "after"), then, inside a
+preview (`lsp.preview`: nothing is written, no other request sees it), about the revision's
+text of every changed file shown in memory at once (the "before"); the delta of each file
+is the one `diagnostics_after` reports (`Aftermath`), with the other open files of the same
+languages checked for breaks. An added file has no "before" (all its diagnostics are
+introduced); a deleted file no "after" (all its diagnostics are resolved), its "before"
+shown from memory at its old path. At most `lsp.folder_diagnostics_files` changed files are
+checked; the rest are `unchecked_files`.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codeward.daemon.edits.aftermath import Aftermath, Report
+from codeward.daemon.git import revision
+from codeward.daemon.lsp.types import SEVERITY_RANKS
+from codeward.daemon.paths import is_inside
+
+if TYPE_CHECKING:
+    from codeward.daemon.session import Session
+
+
+@dataclass
+class ChangeDelta:
+    changes: revision.Changes
+    checked: list[revision.FileChange]  # those the servers were asked about
+    unchecked: list[str]  # changed files with a language, past the limit
+    report: Report
+
+
+async def change_delta(session: Session, since: str, under: Path | None = None) -> ChangeDelta:
+    """The delta of the diagnostics of the working tree's change against `since` (only of
+    the files below `under`, if given)."""
+    return await delta_of(session, await changes_below(session.root, since, under))
+
+
+async def changes_below(root: Path, since: str, under: Path | None) -> revision.Changes:
+    """The working tree's change against `since`, only below `under` if given."""
+    changes = await revision.changes(root, since)
+    if under is None or under == root:
+        return changes
+    kept = [c for c in changes.files if is_inside(root / c.path, under)]
+    return revision.Changes(changes.since, changes.commit, kept)
+
+
+async def delta_of(session: Session, changes: revision.Changes) -> ChangeDelta:
+    """The diagnostics delta of `changes` (see the module doc)."""
+    root, manager = session.root, session.lsp
+    lsp = session.config.lsp
+    with_language = [c for c in changes.files if manager.language_or_none(root / c.path)]
+    checked = with_language[: lsp.folder_diagnostics_files]
+    unchecked = [c.path for c in with_language[lsp.folder_diagnostics_files :]]
+    old = await revision.blobs(
+        root, [c.old_blob for c in checked if c.old_blob is not None], lsp.max_file_bytes
+    )
+    paths = [root / c.path for c in checked]
+    deleted = {root / c.path for c in checked if c.status == "deleted"}
+    shown = {
+        root / c.path: data
+        for c in checked
+        if c.old_blob is not None and (data := old.get(c.old_blob)) is not None
+    }
+    check = Aftermath.plan(session, paths)
+    present = [p for p in check.changing if p not in deleted]
+    after = await manager.files_diagnostics(present + check.others)
+    async with manager.previewing() as previewer, AsyncExitStack() as stack:
+        for path, data in shown.items():
+            await stack.enter_async_context(previewer.show(path, data))
+        before = await manager.files_diagnostics(
+            [p for p in check.changing if p in shown] + check.others
+        )
+    check.took(before)
+    report = check.report(check.changing, deleted, after)
+    return ChangeDelta(changes, checked, unchecked, report)
+
+
+def shaped(found: ChangeDelta, severity: str | None) -> dict[str, Any]:
+    """The tool's result: the delta of each file (`diagnostics_after`'s entries), those of
+    `severity` or worse."""
+    rank = SEVERITY_RANKS[severity] if severity else 4
+    files = []
+    for report in found.report.public():
+        report["introduced"] = [d for d in report["introduced"] if _rank(d) <= rank]
+        kept = [d for d in report["resolved"]["diagnostics"] if _rank(d) <= rank]
+        report["resolved"] = {"count": len(kept), "diagnostics": kept}
+        files.append(report)
+    result: dict[str, Any] = {
+        "since": found.changes.since,
+        "commit": found.changes.commit,
+        "files": files,
+        "introduced_count": sum(len(f["introduced"]) for f in files),
+        "resolved_count": sum(f["resolved"]["count"] for f in files),
+    }
+    if any(f.get("partial") for f in files) or found.unchecked:
+        result["partial"] = True
+    if found.unchecked:
+        result["unchecked_files"] = len(found.unchecked)
+    return result
+
+
+def _rank(d: dict[str, Any]) -> int:
+    return SEVERITY_RANKS.get(d["severity"], 1)

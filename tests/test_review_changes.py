@@ -1,0 +1,196 @@
+"""The working tree's change against a revision, on a real repository with real servers
+(basedpyright and ruff for Python, gopls for Go): `get_diagnostics since: REV` and
+`review_changes`; nothing is ever written to the working tree or the index."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeward.protocol.render import tool_text
+from tests.editloop_support import SharedDaemon, no_leaked_processes, shared_client, shared_daemon
+from tests.lsp_support import needs
+from tests.rpc import RpcClient, RpcFailure
+
+__all__ = ["no_leaked_processes", "shared_client", "shared_daemon"]  # the module's fixtures
+pytestmark = needs("basedpyright", "ruff", "gopls")
+
+GO_MOD = "module example.com/review\n\ngo 1.19\n"
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root, check=True, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    return done.stdout
+
+
+def write(root: Path, files: dict[str, str | None]) -> None:
+    """Write (None: delete) files below `root`."""
+    for name, text in files.items():
+        path = root / name
+        if text is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def commit(root: Path, files: dict[str, str | None], message: str) -> None:
+    write(root, files)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+
+
+def state(root: Path) -> dict[str, Any]:
+    """Every byte of the working tree, and the index's bytes and mtime."""
+    files: dict[str, Any] = {}
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            path = Path(directory, name)
+            files[path.relative_to(root).as_posix()] = path.read_bytes()
+    index = root / ".git" / "index"
+    files[".git/index"] = (index.read_bytes(), index.stat().st_mtime_ns)
+    return files
+
+
+@pytest.fixture(scope="module")
+def repo(shared_daemon: SharedDaemon) -> Iterator[Path]:
+    """The module's project as a git repository on `main`, with a Go module."""
+    root = shared_daemon.root
+    git(root, "init", "-q", "-b", "main")
+    commit(root, {"go.mod": GO_MOD, "README": "review tests\n"}, "start")
+    yield root
+
+
+async def unchanged(client: RpcClient, root: Path, tool: str, **arguments: Any) -> dict[str, Any]:
+    """The tool's result, checking that the call wrote nothing to the tree or the index."""
+    before = state(root)
+    result = await client.tool(tool, **arguments)
+    assert state(root) == before
+    return result
+
+
+def by_file(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["file"]: f for f in result["files"]}
+
+
+def errors(report: dict[str, Any], key: str = "introduced") -> list[str]:
+    found = report[key] if key == "introduced" else report[key]["diagnostics"]
+    return [d["message"] for d in found if d["severity"] == "error"]
+
+
+async def test_python_change_against_head(shared_client: RpcClient, repo: Path) -> None:
+    commit(
+        repo,
+        {"t1/good.py": "def f() -> int:\n    return 1\n", "t1/bad.py": "x: int = 'text'\n"},
+        "t1",
+    )
+    write(repo, {"t1/good.py": "def f() -> int:\n    return 'one'\n", "t1/bad.py": "x: int = 1\n"})
+    result = await unchanged(shared_client, repo, "get_diagnostics", since="HEAD", path="t1")
+    assert result["since"] == "HEAD"
+    assert result["commit"] == git(repo, "rev-parse", "HEAD").strip()
+    files = by_file(result)
+    assert sorted(files) == ["t1/bad.py", "t1/good.py"]
+    good, bad = files["t1/good.py"], files["t1/bad.py"]
+    assert good["changed"] and bad["changed"]
+    assert len(errors(good)) == 1 and good["introduced"][0]["line"] == 2, good
+    assert errors(bad) == [] and len(errors(bad, "resolved")) == 1, bad
+    assert bad["resolved"]["diagnostics"][0]["line"] == 1
+    assert result["introduced_count"] >= 1 and result["resolved_count"] >= 1
+    text = tool_text("get_diagnostics", result).splitlines()  # what an agent reads
+    assert text[0].startswith("since HEAD (") and "in 2 files" in text[0]
+    assert any(line.startswith("+ t1/good.py:2:") for line in text), text
+    assert any(line.startswith("- t1/bad.py:1:") for line in text), text
+    # `error` keeps the errors only; the content hash `since` still works
+    only = await unchanged(
+        shared_client, repo, "get_diagnostics", since="HEAD", path="t1", severity="error"
+    )
+    assert only["introduced_count"] == 1 and only["resolved_count"] == 1
+    plain = await shared_client.tool("get_diagnostics", path="t1/good.py")
+    again = await shared_client.tool(
+        "get_diagnostics", path="t1/good.py", since=plain["content_hash"]
+    )
+    assert again["since"] == plain["content_hash"] and again["introduced"] == []
+    commit(repo, {}, "t1 done")
+
+
+async def test_go_change_against_head(shared_client: RpcClient, repo: Path) -> None:
+    commit(
+        repo,
+        {
+            "g1/a.go": "package g1\n\nfunc A() int {\n\treturn 1\n}\n",
+            "g1/b.go": 'package g1\n\nfunc B() int {\n\treturn "b"\n}\n',
+        },
+        "g1",
+    )
+    write(
+        repo,
+        {
+            "g1/a.go": 'package g1\n\nfunc A() int {\n\treturn "a"\n}\n',
+            "g1/b.go": "package g1\n\nfunc B() int {\n\treturn 2\n}\n",
+        },
+    )
+    result = await unchanged(shared_client, repo, "get_diagnostics", since="HEAD", path="g1")
+    files = by_file(result)
+    assert sorted(files) == ["g1/a.go", "g1/b.go"]
+    assert [d["line"] for d in files["g1/a.go"]["introduced"]] == [4], files["g1/a.go"]
+    assert files["g1/b.go"]["introduced"] == []
+    assert [d["line"] for d in files["g1/b.go"]["resolved"]["diagnostics"]] == [4]
+    commit(repo, {}, "g1 done")
+
+
+async def test_added_and_deleted_files(shared_client: RpcClient, repo: Path) -> None:
+    commit(repo, {"t3/gone.py": "y: str = 3\n", "t3/kept.py": "z = 1\n"}, "t3")
+    write(repo, {"t3/gone.py": None, "t3/fresh.py": "w: int = 'w'\n"})  # fresh: untracked
+    git(repo, "rm", "-q", "--cached", "t3/gone.py")  # a deletion staged, for good measure
+    result = await unchanged(shared_client, repo, "get_diagnostics", since="HEAD", path="t3")
+    files = by_file(result)
+    assert sorted(files) == ["t3/fresh.py", "t3/gone.py"]
+    assert len(errors(files["t3/fresh.py"])) == 1
+    assert errors(files["t3/fresh.py"], "resolved") == []
+    assert errors(files["t3/gone.py"]) == [] and len(errors(files["t3/gone.py"], "resolved")) == 1
+    assert files["t3/gone.py"]["remaining"]["error"] == 0
+    commit(repo, {}, "t3 done")
+
+
+async def test_a_revision_that_does_not_exist(shared_client: RpcClient, repo: Path) -> None:
+    for since in ("no-such-branch", "merge-base:no-such-branch", "HEAD~999", "--output=x"):
+        before = state(repo)
+        with pytest.raises(RpcFailure) as info:
+            await shared_client.tool("get_diagnostics", since=since)
+        assert state(repo) == before
+        assert info.value.kind == "invalid_arguments", info.value
+        assert "names no commit" in info.value.message and "merge-base:" in info.value.message
+        assert str(repo) not in info.value.message
+    with pytest.raises(RpcFailure) as info:  # a content hash (the prefix) never seen
+        await shared_client.tool("get_diagnostics", path="README", since="sha256:00")
+    assert "not a content hash" in info.value.message
+
+
+async def test_merge_base_of_a_branch(shared_client: RpcClient, repo: Path) -> None:
+    commit(repo, {"t2/a.py": "A = 1\n", "t2/b.py": "B: int = 'b'\n"}, "t2 base")
+    git(repo, "branch", "feature")
+    commit(repo, {"t2/main_only.py": "M = 1\n"}, "main moves on")
+    git(repo, "checkout", "-q", "feature")
+    commit(repo, {"t2/a.py": "A: int = 'a'\n"}, "feature breaks a")  # committed on the branch
+    write(repo, {"t2/b.py": "B: int = 2\n"})  # and b fixed in the working tree
+    result = await unchanged(
+        shared_client, repo, "get_diagnostics", since="merge-base:main", path="t2"
+    )
+    assert result["commit"] == git(repo, "merge-base", "HEAD", "main").strip()
+    files = by_file(result)
+    assert sorted(files) == ["t2/a.py", "t2/b.py"]
+    assert len(errors(files["t2/a.py"])) == 1 and len(errors(files["t2/b.py"], "resolved")) == 1
+    against_main = await unchanged(shared_client, repo, "get_diagnostics", since="main", path="t2")
+    assert "t2/main_only.py" not in by_file(against_main)  # no diagnostics: no report
+    head = await unchanged(shared_client, repo, "get_diagnostics", since="HEAD", path="t2")
+    assert sorted(by_file(head)) == ["t2/b.py"]
+    git(repo, "checkout", "-q", "-f", "main")
