@@ -161,6 +161,7 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
             "edit_file": {"path": "app.py", "mode": "preview", "edits": [
                 {"line": 1, "character": 1, "end_line": 1, "end_character": 1,
                  "new_text": "BROKEN: int = 'a'\n"}]},
+            "review_changes": {"since": "HEAD"},
         }  # fmt: skip
         assert set(calls) == set(tools), "a tool was added: call it here too"
         texts: dict[str, str] = {}
@@ -214,6 +215,7 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
     assert "app.py: 1 introduced" in texts["edit_file"]
     assert "+ app.py:1:" in texts["edit_file"]
     assert "(content_hash: sha256:" in texts["edit_file"]
+    assert texts["review_changes"].startswith("review since HEAD (")
 
 
 async def test_errors_as_results_and_as_protocol_errors(daemon: Daemon, repo: Path) -> None:

@@ -13,6 +13,7 @@ checked; the rest are `unchecked_files`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,16 +51,34 @@ async def changes_below(root: Path, since: str, under: Path | None) -> revision.
     return revision.Changes(changes.since, changes.commit, kept)
 
 
-async def delta_of(session: Session, changes: revision.Changes) -> ChangeDelta:
-    """The diagnostics delta of `changes` (see the module doc)."""
+def split_checked(
+    session: Session, changes: revision.Changes
+) -> tuple[list[revision.FileChange], list[str]]:
+    """The changed files the servers are asked about (those with a language, up to
+    `lsp.folder_diagnostics_files`), and the paths of the others with a language."""
+    root, limit = session.root, session.config.lsp.folder_diagnostics_files
+    with_language = [c for c in changes.files if session.lsp.language_or_none(root / c.path)]
+    return with_language[:limit], [c.path for c in with_language[limit:]]
+
+
+InPreview = Callable[[dict[Path, bytes]], Awaitable[None]]
+
+
+async def delta_of(
+    session: Session,
+    changes: revision.Changes,
+    old: dict[str, bytes | None] | None = None,
+    in_preview: InPreview | None = None,
+) -> ChangeDelta:
+    """The diagnostics delta of `changes` (see the module doc). `old`: the revision's blobs
+    already read, by object id; `in_preview`, given the texts shown, runs inside the preview
+    after the "before" was asked (to ask the servers more about the revision's text)."""
     root, manager = session.root, session.lsp
     lsp = session.config.lsp
-    with_language = [c for c in changes.files if manager.language_or_none(root / c.path)]
-    checked = with_language[: lsp.folder_diagnostics_files]
-    unchecked = [c.path for c in with_language[lsp.folder_diagnostics_files :]]
-    old = await revision.blobs(
-        root, [c.old_blob for c in checked if c.old_blob is not None], lsp.max_file_bytes
-    )
+    checked, unchecked = split_checked(session, changes)
+    if old is None:
+        wanted = [c.old_blob for c in checked if c.old_blob is not None]
+        old = await revision.blobs(root, wanted, lsp.max_file_bytes)
     paths = [root / c.path for c in checked]
     deleted = {root / c.path for c in checked if c.status == "deleted"}
     shown = {
@@ -76,6 +95,8 @@ async def delta_of(session: Session, changes: revision.Changes) -> ChangeDelta:
         before = await manager.files_diagnostics(
             [p for p in check.changing if p in shown] + check.others
         )
+        if in_preview is not None:
+            await in_preview(shown)
     check.took(before)
     report = check.report(check.changing, deleted, after)
     return ChangeDelta(changes, checked, unchecked, report)

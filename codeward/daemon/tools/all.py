@@ -7,4 +7,5 @@ from codeward.daemon.tools import (
     git_tool,  # noqa: F401
     hierarchy,  # noqa: F401
     intel,  # noqa: F401
+    review,  # noqa: F401
 )
