@@ -94,7 +94,10 @@ async def test_python_change_against_head(shared_client: RpcClient, repo: Path) 
         {"t1/good.py": "def f() -> int:\n    return 1\n", "t1/bad.py": "x: int = 'text'\n"},
         "t1",
     )
-    write(repo, {"t1/good.py": "def f() -> int:\n    return 'one'\n", "t1/bad.py": "x: int = 1\n"})
+    write(repo, {"t1/good.py": "def f() -> int:\n    return 'one'\n"})
+    first = await unchanged(shared_client, repo, "get_diagnostics", since="HEAD", path="t1")
+    assert [f["file"] for f in first["files"]] == ["t1/good.py"]
+    write(repo, {"t1/bad.py": "x: int = 1\n"})  # the revision's state remembered: one more file
     result = await unchanged(shared_client, repo, "get_diagnostics", since="HEAD", path="t1")
     assert result["since"] == "HEAD"
     assert result["commit"] == git(repo, "rev-parse", "HEAD").strip()

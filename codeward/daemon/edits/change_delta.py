@@ -8,21 +8,28 @@ is the one `diagnostics_after` reports (`Aftermath`), with the other open files 
 languages checked for breaks. An added file has no "before" (all its diagnostics are
 introduced); a deleted file no "after" (all its diagnostics are resolved), its "before"
 shown from memory at its old path. At most `lsp.folder_diagnostics_files` changed files are
-checked; the rest are `unchecked_files`.
+checked; the rest are `unchecked_files`. The "before" of a file is remembered while the
+revision's state stands (`_Before`): a review repeated as the work goes on asks the
+servers about the working tree only.
 """
 
 from __future__ import annotations
 
+import os
+import weakref
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codeward.daemon.edits.aftermath import Aftermath, Report
+from codeward.daemon.edits.aftermath import Aftermath, Report, partial_servers, snapshot_of
+from codeward.daemon.edits.history import Snapshot
 from codeward.daemon.git import revision
+from codeward.daemon.lsp.service import FileDiagnostics
 from codeward.daemon.lsp.types import SEVERITY_RANKS
 from codeward.daemon.paths import is_inside
+from codeward.protocol.errors import ToolError
 
 if TYPE_CHECKING:
     from codeward.daemon.session import Session
@@ -89,17 +96,63 @@ async def delta_of(
     check = Aftermath.plan(session, paths)
     present = [p for p in check.changing if p not in deleted]
     after = await manager.files_diagnostics(present + check.others)
-    async with manager.previewing() as previewer, AsyncExitStack() as stack:
-        for path, data in shown.items():
-            await stack.enter_async_context(previewer.show(path, data))
-        before = await manager.files_diagnostics(
-            [p for p in check.changing if p in shown] + check.others
-        )
-        if in_preview is not None:
-            await in_preview(shown)
+    known = _remembered(session, changes, shown)
+    wanted = [p for p in check.changing if p in shown] + check.others
+    missing = [p for p in wanted if p not in known.snapshots]
+    before: dict[Path, FileDiagnostics | ToolError] = {}
+    if missing or in_preview is not None:
+        async with manager.previewing() as previewer, AsyncExitStack() as stack:
+            for path, data in shown.items():
+                await stack.enter_async_context(previewer.show(path, data))
+            before = await manager.files_diagnostics(missing)
+            if in_preview is not None:
+                await in_preview(shown)
     check.took(before)
+    for path in wanted:
+        snapshot = known.snapshots.get(path)
+        if snapshot is not None and path not in before:
+            into = check.before_changed if path in check.changing else check.before_others
+            into[path] = snapshot
+    known.keep(before)
     report = check.report(check.changing, deleted, after)
     return ChangeDelta(changes, checked, unchecked, report)
+
+
+@dataclass
+class _Before:
+    """The diagnostics of the revision's state, remembered per file: that state (the
+    revision's text of the files shown, the other files on disk as the revision has them,
+    the added files) stands while the revision, the files shown, the added files' stats
+    and the servers' trust do, so a later review of the same change asks the servers only
+    about the working tree."""
+
+    key: tuple[Any, ...]
+    snapshots: dict[Path, Snapshot] = field(default_factory=dict)
+
+    def keep(self, answers: dict[Path, FileDiagnostics | ToolError]) -> None:
+        for path, answer in answers.items():
+            if isinstance(answer, FileDiagnostics) and not partial_servers(answer):
+                self.snapshots[path] = snapshot_of(answer)
+
+
+_BEFORE: weakref.WeakKeyDictionary[Session, _Before] = weakref.WeakKeyDictionary()
+
+
+def _remembered(session: Session, changes: revision.Changes, shown: dict[Path, bytes]) -> _Before:
+    """The remembered "before" of this revision's state (empty when it changed)."""
+    added = []
+    for change in changes.files:
+        if change.status == "added":
+            try:
+                st = os.lstat(session.root / change.path)
+            except OSError:
+                continue
+            added.append((change.path, st.st_size, st.st_mtime_ns, st.st_ino))
+    key = (changes.commit, frozenset(shown), frozenset(added), session.trusted)
+    known = _BEFORE.get(session)
+    if known is None or known.key != key:
+        known = _BEFORE[session] = _Before(key)
+    return known
 
 
 def shaped(found: ChangeDelta, severity: str | None) -> dict[str, Any]:
