@@ -95,10 +95,14 @@ class Review:
         self._asked = 0
 
     async def read_texts(self) -> None:
-        """Each changed file's text in the revision and in the working tree, and hunks."""
+        """Each changed file's text in the revision and in the working tree, and hunks (the
+        reads and the diffs in a thread: a large change would hold the event loop)."""
         limit = self.session.config.lsp.max_file_bytes
         wanted = [c.old_blob for c in self.changes.files if c.old_blob is not None]
         self.old = await revision.blobs(self.root, wanted, limit)
+        await trio.to_thread.run_sync(self._diff_all, limit)
+
+    def _diff_all(self, limit: int) -> None:
         for change in self.changes.files:
             old = self.old.get(change.old_blob, b"") if change.old_blob else b""
             new = b""
