@@ -308,4 +308,7 @@ async def test_review_of_a_go_rename_with_added_and_deleted_files(
     with pytest.raises(RpcFailure) as info:
         await shared_client.tool("review_changes", since="nope")
     assert info.value.kind == "invalid_arguments" and "names no commit" in info.value.message
+    with pytest.raises(RpcFailure) as info:  # a content hash is get_diagnostics' business
+        await shared_client.tool("review_changes", since="sha256:" + "0" * 64)
+    assert info.value.kind == "invalid_arguments" and "get_diagnostics" in info.value.message
     commit(repo, {}, "g2 done")
