@@ -102,11 +102,12 @@ async def inspect(git: str, root: Path) -> Repository:
         found = cached
     else:
         found = await _with_nested(git, root, cached)
-    if found is not cached or _identities(found.contained) != found.contained_key:
+    if found is not cached or not _contained_stands(found):
         found = await _contained(root, found)
-    unsafe = config_scan.find_unsafe(found.repo.entries, found.places)
-    if unsafe:
-        raise _unsafe_error(root, found.places, found.repo.entries, unsafe)
+    if found is not cached:  # a part ran again: its entries are checked
+        unsafe = config_scan.find_unsafe(found.repo.entries, found.places)
+        if unsafe:
+            raise _unsafe_error(root, found.places, found.repo.entries, unsafe)
     if len(_cache) >= CACHE_SIZE:
         _cache.pop(next(iter(_cache)))
     _cache[root] = found
@@ -194,26 +195,39 @@ async def _contained(root: Path, inspected: _Inspected) -> _Inspected:
 
 
 def _identities(paths: tuple[str, ...]) -> tuple[Any, ...]:
-    """What the containment check depends on in `paths`: a file's stat; a directory's
-    identity and its entries' names, with each symbolic link's target (not its mtime,
-    which every index git writes in a `.git` changes, through `index.lock`)."""
-    return tuple(_identity(path) for path in paths)
+    """What the containment check depends on in `paths`: each one's stat and, for a
+    directory, its entries' names with each symbolic link's target (`_contained_stands`)."""
+    return tuple((_stat(path), _entries(path)) for path in paths)
 
 
-def _identity(path: str) -> Any:
-    found = _stat(path)
-    if found is None or not os.path.isdir(path) or os.path.islink(path):
-        return found
+def _entries(path: str) -> frozenset[tuple[str, str | None]] | None:
+    """A directory's entries (lock files aside: git makes and removes them), each with its
+    link's target if it is a symbolic link; None for anything else."""
     try:
         with os.scandir(path) as entries:
-            names = frozenset(
+            return frozenset(
                 (entry.name, os.readlink(entry.path) if entry.is_symlink() else None)
                 for entry in entries
                 if not entry.name.endswith(".lock")
             )
-    except OSError:
-        return found
-    return (found[3], names)
+    except OSError:  # not a directory (or gone)
+        return None
+
+
+def _contained_stands(inspected: _Inspected) -> bool:
+    """Whether what the containment check read is as it was: the same stats, or (a
+    directory whose stat changed: every index git writes in a `.git` changes it, through
+    `index.lock`) the same entries, its new stat then remembered."""
+    key = list(inspected.contained_key)
+    for i, (path, (seen, names)) in enumerate(zip(inspected.contained, key, strict=True)):
+        now = _stat(path)
+        if now == seen:
+            continue
+        if names is None or now is None or now[3] != seen[3] or _entries(path) != names:
+            return False
+        key[i] = (now, names)
+    inspected.contained_key = tuple(key)
+    return True
 
 
 async def _nested_stands(inspected: _Inspected) -> bool:
