@@ -2,9 +2,13 @@
 
 Builds a small repository (20 files) and a large one (10,000 files), starts a daemon on a
 private socket, and prints, side by side in one run, the median of N `git_command status`
-calls over the socket against N direct `git status` runs (calls alternate, so machine load
-hits both alike), for the long format (targets: <= 1.3x small, <= 1.1x large) and for
-porcelain v2, with the daemon's CPU time per call (from /proc: steadier than wall time
+calls over the socket against N direct `git status` runs as a user runs them (plain: git
+takes its optional locks and refreshes the index when it may), calls alternating so machine
+load hits both alike: the long format with the index untouched between calls and with the
+index touched before each call (a file's mtime changed and the index refreshed by `git
+update-index --refresh`, as an editor's save and any `git status` or `git add` do; untimed,
+before the daemon's call and git's alike), targets <= 1.3x small, <= 1.1x large; and
+porcelain v2; with the daemon's CPU time per call (from /proc: steadier than wall time
 on a loaded machine); then the Lua round trip on the git path (an in-process eval of the
 `git_command` chunk whose host answers at once: target <= 50 us) and the cost of one Lua
 host call (an eval making N `codeward.call`s against one making none).
@@ -40,10 +44,6 @@ from codeward.daemon.tools.git_tool import run_chunk
 HOST_CALLS = 500
 SMALL = 20
 LUA_EVALS = 2000
-# git status refreshes the index when it may; the daemon's reads do not (GIT_OPTIONAL_LOCKS=0).
-# The direct runs do not either: a rewritten index would also invalidate the daemon's cached
-# repository scan, whose signature includes the index, and cost it a rescan per call.
-READ_ONLY = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
 HERE = Path(__file__).resolve().parent
 
 
@@ -72,15 +72,18 @@ def timed(fn: Any, runs: int) -> list[float]:
     return samples
 
 
-def rotated(calls: list[Any], runs: int) -> list[float]:
+def rotated(calls: list[Any], runs: int, before: Any = None) -> list[float]:
     """Medians (ms) of each of `calls`, called once per round in an order rotated every
-    round (so machine load hits all alike), after one warm-up call each."""
+    round (so machine load hits all alike), after one warm-up call each; `before`, when
+    given, runs untimed before every call."""
     for call in calls:
         call()
     samples: list[list[float]] = [[] for _ in calls]
     for i in range(runs):
         for k in range(len(calls)):
             j = (i + k) % len(calls)
+            if before is not None:
+                before()
             t0 = time.perf_counter()
             calls[j]()
             samples[j].append(time.perf_counter() - t0)
@@ -97,7 +100,23 @@ def compare_status(sides: list[Side], repo: Path, files: int, runs: int, target:
     for side in sides:
         side.client.call("session/open", {"root": str(repo)})
     print(f"\nrepository of {files} files (median of {runs} calls each, order rotated)")
-    for label, status_args in (("long format", []), ("--porcelain=v2", ["--porcelain=v2"])):
+    clean = repo / "dir000" / "file 1.txt"  # committed and unchanged: a refresh rewrites it
+    stamps = [clean.stat().st_mtime_ns - 10**9 * k for k in (1, 2)]
+
+    def touch() -> None:
+        """What an editor's save and a user's `git status` do: a file's mtime changes (to
+        one of two past times in turn: never racily clean) and the index is refreshed
+        (rewritten with the file's new stat)."""
+        stamps.reverse()
+        os.utime(clean, ns=(stamps[0], stamps[0]))
+        subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo, check=True)
+
+    cases = (
+        ("untouched", [], None),
+        ("touched", [], touch),
+        ("--porcelain=v2", ["--porcelain=v2"], None),
+    )
+    for label, status_args, before in cases:
 
         def through(client: DaemonClient, a: list[str] = status_args) -> Any:
             def call() -> None:
@@ -107,12 +126,12 @@ def compare_status(sides: list[Side], repo: Path, files: int, runs: int, target:
             return call
 
         def direct(a: list[str] = status_args) -> None:
-            subprocess.run(["git", "status", *a], cwd=repo, check=True, env=READ_ONLY,
+            subprocess.run(["git", "status", *a], cwd=repo, check=True,
                            stdout=subprocess.DEVNULL)  # fmt: skip
 
         cpu = [cpu_seconds(side.pid) for side in sides]
-        *ours, theirs = rotated([*(through(side.client) for side in sides), direct], runs)
-        cpu = [
+        *ours, theirs = rotated([*(through(side.client) for side in sides), direct], runs, before)
+        cpu = [  # a touched index costs the daemon nothing until its call
             (cpu_seconds(side.pid) - c) / (runs + 1) * 1e3
             for side, c in zip(sides, cpu, strict=True)
         ]

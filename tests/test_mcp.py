@@ -164,6 +164,7 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
                  "new_text": "BROKEN: int = 'a'\n"}]},
             "run_lua": {"source": "codeward.log('counted')\n"
                                   "return codeward.call('get_symbols', {path = 'app.py'}).count"},
+            "review_changes": {"since": "HEAD"},
         }  # fmt: skip
         assert set(calls) == set(tools), "a tool was added: call it here too"
         texts: dict[str, str] = {}
@@ -223,6 +224,7 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
     assert "+ app.py:1:" in texts["edit_file"]
     assert "(content_hash: sha256:" in texts["edit_file"]
     assert texts["run_lua"] == "7\nlog: counted"
+    assert texts["review_changes"].startswith("review since HEAD (")
 
 
 async def test_errors_as_results_and_as_protocol_errors(daemon: Daemon, repo: Path) -> None:

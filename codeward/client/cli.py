@@ -304,8 +304,8 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
 COMMANDS = (
     "daemon", "status", "stop", "sessions", "tools", "call", "git", "lua", "diagnostics",
     "hover", "definition", "references", "implementations", "type-definition", "symbols",
-    "calls", "types", "signature", "format", "actions", "rename", "edit", "mcp", "trust",
-    "servers",
+    "calls", "types", "signature", "format", "actions", "rename", "review", "edit", "mcp",
+    "trust", "servers",
 )  # fmt: skip
 
 
@@ -382,7 +382,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     diags.add_argument("--severity", choices=["error", "warning", "information", "hint"])
     diags.add_argument("--limit", type=int)
     diags.add_argument(
-        "--since", metavar="HASH", help="only what changed since this content_hash of the file"
+        "--since",
+        metavar="HASH|REV",
+        help="only what changed since this content_hash of the file, or since a git revision "
+        "(HEAD, a branch, merge-base:main): the delta of every file the change touched",
     )
     for name, func, help_text in _POSITION_COMMANDS:
         sub = command(name, func, help_text)
@@ -460,6 +463,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     rename.add_argument("position", metavar="PATH:LINE:COL")
     rename.add_argument("new_name", metavar="NEW")
     rename.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
+    review = command(
+        "review",
+        cmd_review,
+        "the working tree's change against a revision: files, symbols, who uses them, diagnostics",
+    )
+    review.add_argument(
+        "revision", metavar="REV", nargs="?", default="HEAD", help="HEAD, a branch, merge-base:main"
+    )
+    review.add_argument("--path", metavar="PATH", help="only the change below this folder")
     edit = command("edit", cmd_edit, "write a file's new content (read from stdin), checked")
     edit.add_argument("path", metavar="PATH")
     edit.add_argument(
@@ -791,6 +803,14 @@ def cmd_actions(inv: Invocation) -> int:
         choice = inv.args.apply
         arguments["apply"] = int(choice) if choice.isdigit() else choice
     inv.show("actions", inv.tool("get_code_actions", arguments), render.actions)
+    return EXIT_OK
+
+
+def cmd_review(inv: Invocation) -> int:
+    arguments: dict[str, Any] = {"since": inv.args.revision}
+    if inv.args.path:
+        arguments["path"] = inv.input_path(inv.args.path)
+    inv.show("review", inv.tool("review_changes", arguments), render.review)
     return EXIT_OK
 
 

@@ -62,6 +62,33 @@ FILE_DELTA = obj(
 AFTER = {"diagnostics_after": array(FILE_DELTA)}
 
 
+HUNK = obj({"old_start": INT, "old_lines": INT, "new_start": INT, "new_lines": INT})
+REFERENCE_GROUPS = obj(
+    {
+        "count": INT,
+        "files": array(obj({"file": STR, "count": INT, "lines": array(INT)})),
+        "truncated": BOOL,
+    },
+    {"partial": BOOL},
+)
+TOUCHED = obj(
+    {
+        "name": STR,
+        "kind": STR,
+        "change": {"type": "string", "enum": ["added", "removed", "signature", "body"]},
+        "file": STR,
+        "line": INT,
+        "character": INT,
+        "end_line": INT,
+    },
+    {"references": REFERENCE_GROUPS},
+)
+CHANGED_FILE = obj(
+    {"file": STR, "status": {"type": "string", "enum": ["added", "deleted", "modified"]}},
+    {"hunks": array(HUNK), "binary": BOOL, "symbols": array(TOUCHED), "errors": array(STR)},
+)
+
+
 def _located(one: str, many: str) -> Schema:
     return obj(
         {"status": STATUS, "count": INT, "partial": BOOL},
@@ -88,6 +115,10 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "resolved": RESOLVED,
             "remaining": SEVERITY_COUNTS,
             "partial_servers": array(STR),
+            "commit": STR,
+            "files": array(FILE_DELTA),
+            "introduced_count": INT,
+            "resolved_count": INT,
         },
     ),
     "get_hover_info": obj(
@@ -175,6 +206,17 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
     ),
     "rename_symbol": obj(EDIT, {**AFTER, "partial": BOOL}),
     "run_lua": obj({"result": {}, "logs": array(STR)}),
+    "review_changes": obj(
+        {
+            "since": STR,
+            "commit": STR,
+            "files": array(CHANGED_FILE),
+            "diagnostics": obj(
+                {"files": array(FILE_DELTA), "introduced_count": INT, "resolved_count": INT}
+            ),
+        },
+        {"partial": BOOL, "unchecked_files": INT, "references_skipped": INT},
+    ),
     "edit_file": obj(
         {"path": STR, "content_hash": STR, "diff": STR, "written": BOOL, "changed": BOOL, **AFTER},
         {"refused": BOOL, "reason": STR},

@@ -4,22 +4,28 @@
 file outside the project: its local and worktree config, its submodules' (`.git/modules`),
 and every repository nested in its work tree that git enters (a gitlink in the index whose
 directory has its own `.git`, absorbed or not), recursively. A safe result is remembered
-per root until anything that could change it does: the discovered `.git`, the index, or
-any of the config files scanned.
+per root, in parts each redone only when what it read changes: the location and config
+part (rev-parse, the repository's and its submodules' config) while the discovered `.git`
+and those config files keep their stats; the nested part (the repositories behind the
+index's gitlinks) while the nested `.git`s and their config files keep theirs and the
+index keeps its gitlinks. An index rewritten with only fresh stats (every `git status`
+that refreshes it, every `git add`) costs one read of it (`index_gitlinks`), not a rescan.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
 
 from codeward.daemon.files import read_file
-from codeward.daemon.git import config_scan, containment
+from codeward.daemon.git import config_scan, containment, index_gitlinks
 from codeward.daemon.git.messages import failure_message
 from codeward.daemon.git.runner import Completed, git_argv, git_env, run_process
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -29,6 +35,7 @@ PROBE_BYTES = 64 * 1024 * 1024
 CACHE_SIZE = 64
 NESTED_DEPTH = 4  # levels of repositories inside repositories that are scanned
 GITLINK_MODE = b"160000"
+INLINE_INDEX_BYTES = 1024 * 1024  # a larger index is read in a thread, off the event loop
 
 Stat = tuple[int, int, int, int] | None
 T = TypeVar("T")
@@ -55,41 +62,60 @@ class Repository:
             return value
 
 
-# root -> (the paths its signature stats, the signature, the repository)
-_cache: dict[Path, tuple[tuple[str, ...], tuple[Stat, ...], Repository]] = {}
+@dataclass
+class _Inspected:
+    """A safe inspection of a root, and what each of its parts read."""
+
+    repo: Repository
+    places: config_scan.Places
+    own: list[config_scan.ConfigEntry]  # the repository's config and its submodules'
+    scanned: frozenset[Path]  # the git dirs whose config `own` holds
+    config_paths: tuple[str, ...]  # what the location and config part stats (`_signature`)
+    config_stats: tuple[Stat, ...]
+    nested: bool  # whether the nested part ran (it needs a work tree and a safe config)
+    index: index_gitlinks.Read | None  # the index when the nested part listed it
+    nested_stats: tuple[Stat, ...]  # of `repo.watched`
+    contained: tuple[str, ...] = ()  # what the containment check read (`_contained`)
+    contained_key: tuple[Any, ...] = ()  # their `_identities` then
 
 
-async def probe(git: str, root: Path, args: list[str]) -> Completed:
-    """A command of the daemon's own, with the hardened argv and a read-only environment."""
+_cache: dict[Path, _Inspected] = {}
+
+
+async def probe(git: str, root: Path, args: list[str], stdin: str | None = None) -> Completed:
+    """A command of the daemon's own, with the hardened argv and a read-only environment
+    (given `stdin`, if any, on its standard input)."""
     first, *rest = args
     return await run_process(
-        git_argv(git, root, first, rest),
-        cwd=None, env=git_env(read_only=True), timeout=PROBE_TIMEOUT, output_bytes=PROBE_BYTES,
+        git_argv(git, root, first, rest), cwd=None, env=git_env(read_only=True),
+        timeout=PROBE_TIMEOUT, output_bytes=PROBE_BYTES,
+        stdin=stdin.encode() if stdin is not None else None,
     )  # fmt: skip
 
 
 async def inspect(git: str, root: Path) -> Repository:
     """Locate the repository and read its own config, refusing one that would run programs."""
-    cached = _cache.get(root)
-    if cached is not None and cached[1] == _signature(cached[0], cached[2]):
-        return cached[2]
-    repo, places = await _inspect(git, root)
-    nested = [path for path in repo.watched if path.name == ".git"]
-    contained = await trio.to_thread.run_sync(
-        containment.check, root, repo.git_dir, repo.common_dir, repo.entries, nested
-    )
-    repo = replace(repo, watched=(*repo.watched, *contained))
-    unsafe = config_scan.find_unsafe(repo.entries, places)
-    if unsafe:
-        raise _unsafe_error(root, places, repo.entries, unsafe)
+    cached = _cache.pop(root, None)
+    if cached is None or _signature(cached.config_paths, cached.repo) != cached.config_stats:
+        found = await _inspect(git, root)
+    elif await _nested_stands(cached):
+        found = cached
+    else:
+        found = await _with_nested(git, root, cached)
+    if found is not cached or not _contained_stands(found):
+        found = await _contained(root, found)
+    if found is not cached:  # a part ran again: its entries are checked
+        unsafe = config_scan.find_unsafe(found.repo.entries, found.places)
+        if unsafe:
+            raise _unsafe_error(root, found.places, found.repo.entries, unsafe)
     if len(_cache) >= CACHE_SIZE:
         _cache.pop(next(iter(_cache)))
-    paths = _signature_paths(root, repo)
-    _cache[root] = (paths, _signature(paths, repo), repo)
-    return repo
+    _cache[root] = found
+    return found.repo
 
 
-async def _inspect(git: str, root: Path) -> tuple[Repository, config_scan.Places]:
+async def _inspect(git: str, root: Path) -> _Inspected:
+    """Every part: where the repository is and its own config, then its nested ones."""
     found: dict[str, Completed] = {}
 
     async def run(name: str, args: list[str]) -> None:
@@ -122,16 +148,129 @@ async def _inspect(git: str, root: Path) -> tuple[Repository, config_scan.Places
     places = config_scan.Places(
         root=root, top=top or root, git_dir=git_dir, worktree_limit=natural or root
     )
-    entries = config_scan.parse_config_list(found["config"].stdout)
+    own = config_scan.parse_config_list(found["config"].stdout)
     scanned = {Path(os.path.realpath(git_dir)), Path(os.path.realpath(common_dir))}
-    watched: list[Path] = []
     for config_file in submodule_configs(common_dir):
-        entries += await _read_config(git, root, config_file, "submodule", None)
+        own += await _read_config(git, root, config_file, "submodule", None)
         scanned.add(Path(os.path.realpath(config_file.parent)))
-    if top is not None and not config_scan.find_unsafe(entries, places):
-        entries += await _nested(git, root, top, places, scanned, watched, NESTED_DEPTH)
+    repo = Repository(git_dir, common_dir, own)
+    paths = _signature_paths(root, repo)
+    inspected = _Inspected(
+        repo, places, own, frozenset(scanned), paths, _signature(paths, repo),
+        nested=top is not None and not config_scan.find_unsafe(own, places),
+        index=None, nested_stats=(),
+    )  # fmt: skip
+    return await _with_nested(git, root, inspected) if inspected.nested else inspected
+
+
+async def _with_nested(git: str, root: Path, inspected: _Inspected) -> _Inspected:
+    """`inspected` with its nested part done again: the index (its gitlinks read first, so
+    a change after the listing shows at the next check), then the nested repositories."""
+    repo, places = inspected.repo, inspected.places
+    index = await _read_index(repo.git_dir / "index", _hash_bytes(inspected.own))
+    watched: list[Path] = []
+    nested = await _nested(
+        git, root, places.top, places, set(inspected.scanned), watched, NESTED_DEPTH
+    )
     gitlinks = any(path.name == ".git" for path in watched)  # what `_nested` found
-    return Repository(git_dir, common_dir, entries, tuple(watched), gitlinks), places
+    repo = Repository(
+        repo.git_dir, repo.common_dir, inspected.own + nested, tuple(watched), gitlinks
+    )
+    nested_stats = tuple(_stat(str(path)) for path in watched)
+    return dataclasses.replace(
+        inspected, repo=repo, nested=True, index=index, nested_stats=nested_stats
+    )
+
+
+async def _contained(root: Path, inspected: _Inspected) -> _Inspected:
+    """The containment part (`containment.check`, in a thread: it walks the git
+    directories), run again when the other parts were or what it read changed."""
+    repo = inspected.repo
+    nested = [path for path in repo.watched if path.name == ".git"]
+    read = await trio.to_thread.run_sync(
+        containment.check, root, repo.git_dir, repo.common_dir, repo.entries, nested
+    )
+    paths = tuple(str(path) for path in read)
+    return dataclasses.replace(inspected, contained=paths, contained_key=_identities(paths))
+
+
+def _identities(paths: tuple[str, ...]) -> tuple[Any, ...]:
+    """What the containment check depends on in `paths`: each one's stat and, for a
+    directory, its entries' names with each symbolic link's target (`_contained_stands`)."""
+    return tuple((_stat(path), _entries(path)) for path in paths)
+
+
+def _entries(path: str) -> frozenset[tuple[str, str | None]] | None:
+    """A directory's entries (lock files aside: git makes and removes them), each with its
+    link's target if it is a symbolic link; None for anything else."""
+    try:
+        with os.scandir(path) as entries:
+            return frozenset(
+                (entry.name, os.readlink(entry.path) if entry.is_symlink() else None)
+                for entry in entries
+                if not entry.name.endswith(".lock")
+            )
+    except OSError:  # not a directory (or gone)
+        return None
+
+
+def _contained_stands(inspected: _Inspected) -> bool:
+    """Whether what the containment check read is as it was: the same stats, or (a
+    directory whose stat changed: every index git writes in a `.git` changes it, through
+    `index.lock`) the same entries, its new stat then remembered."""
+    key = list(inspected.contained_key)
+    for i, (path, (seen, names)) in enumerate(zip(inspected.contained, key, strict=True)):
+        now = _stat(path)
+        if now == seen:
+            continue
+        if names is None or now is None or now[3] != seen[3] or _entries(path) != names:
+            return False
+        key[i] = (now, names)
+    inspected.contained_key = tuple(key)
+    return True
+
+
+async def _nested_stands(inspected: _Inspected) -> bool:
+    """Whether the nested part of `inspected` holds: the nested `.git`s and config files
+    kept their stats, and the index its stat or, rewritten, its gitlinks (then its new
+    stat is remembered)."""
+    if not inspected.nested:
+        return True
+    if tuple(_stat(str(path)) for path in inspected.repo.watched) != inspected.nested_stats:
+        return False
+    index_path = inspected.repo.git_dir / "index"
+    before = inspected.index
+    now = _stat(str(index_path))
+    if before is None or now is None:
+        return before is None and now is None
+    if now == before.stat:
+        return True
+    if before.gitlinks is None:
+        return False
+    after = await _read_index(index_path, _hash_bytes(inspected.own), now[2])
+    if after is None or after.gitlinks != before.gitlinks:
+        return False
+    inspected.index = after
+    return True
+
+
+async def _read_index(
+    index: Path, hash_bytes: int, size: int | None = None
+) -> index_gitlinks.Read | None:
+    """`index_gitlinks.read`, in a thread when the index is large."""
+    if size is None:
+        size = (_stat(str(index)) or (0, 0, 0, 0))[2]
+    if size <= INLINE_INDEX_BYTES:
+        return index_gitlinks.read(index, hash_bytes)
+    return await trio.to_thread.run_sync(index_gitlinks.read, index, hash_bytes)
+
+
+def _hash_bytes(entries: list[config_scan.ConfigEntry]) -> int:
+    """The length of the repository's object ids: 32 bytes for SHA-256, else 20."""
+    for entry in entries:
+        if entry.key == "extensions.objectformat" and (entry.value or "").lower() == "sha256":
+            return 32
+    return 20
 
 
 async def _read_config(
@@ -257,19 +396,20 @@ def submodule_configs(common_dir: Path) -> list[Path]:
     return found
 
 
-def _stat(path: str) -> Stat:
+def _stat(path: str, *, dirs_by_identity: bool = False) -> Stat:
     try:
         st = os.lstat(path)
     except OSError:
         return None
+    if dirs_by_identity and stat.S_ISDIR(st.st_mode):
+        return (0, 0, 0, st.st_ino)  # which directory, not its entries
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
 def _signature_paths(root: Path, repo: Repository) -> tuple[str, ...]:
     """What `_signature` stats: each `.git` git would discover from root upward (up to the
     first that exists: should that change, so does a stat), the repository's config files,
-    its `modules` directory (last), then the index and what the scan watched. Made once per
-    scan, so a check is only the stats."""
+    then its `modules` directory (last). Made once per scan, so a check is only the stats."""
     found: list[str] = []
     directory = str(root)
     while True:
@@ -281,8 +421,7 @@ def _signature_paths(root: Path, repo: Repository) -> tuple[str, ...]:
     git_dir, common_dir = str(repo.git_dir), str(repo.common_dir)
     found += [
         os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree"),
-        os.path.join(common_dir, "config"), os.path.join(git_dir, "index"),
-        *(str(f) for f in repo.watched),
+        os.path.join(common_dir, "config"),
     ]  # fmt: skip
     modules = os.path.join(common_dir, "modules")
     # each once (outside a linked worktree, git_dir is common_dir), modules/ last
@@ -291,8 +430,9 @@ def _signature_paths(root: Path, repo: Repository) -> tuple[str, ...]:
 
 def _signature(paths: tuple[str, ...], repo: Repository) -> tuple[Stat, ...]:
     """What `inspect` saw: the stats of `paths` (`_signature_paths`), and of the submodules'
-    configs, wherever they are below `modules`, when it exists."""
-    found = [_stat(path) for path in paths]
+    configs, wherever they are below `modules`, when it exists. A directory counts by its
+    identity: a `.git` directory's own stat changes with every index git writes in it."""
+    found = [_stat(path, dirs_by_identity=True) for path in paths]
     if found[-1] is not None:
         found += [_stat(str(f)) for f in submodule_configs(repo.common_dir)]
     return tuple(found)

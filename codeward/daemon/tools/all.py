@@ -8,4 +8,5 @@ from codeward.daemon.tools import (
     hierarchy,  # noqa: F401
     intel,  # noqa: F401
     lua_tool,  # noqa: F401
+    review,  # noqa: F401
 )

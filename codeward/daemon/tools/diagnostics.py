@@ -7,8 +7,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from codeward.daemon.edits.aftermath import partial_servers, remember
+from codeward.daemon.edits.change_delta import change_delta, shaped
 from codeward.daemon.edits.delta import PositionMap, delta, entry, severity_counts
 from codeward.daemon.edits.history import Snapshot
+from codeward.daemon.git.revision import is_content_hash
 from codeward.daemon.intel.inputs import resolve_inside
 from codeward.daemon.lsp.service import FileDiagnostics, Found
 from codeward.daemon.lsp.types import SEVERITY_NAMES, SEVERITY_RANKS
@@ -38,8 +40,10 @@ class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
     since: Annotated[
         str | None,
         msgspec.Meta(
-            description="A `content_hash` this tool returned earlier for the same file: the "
-            "answer is then what changed since (introduced, resolved, remaining)."
+            description="A `content_hash` this tool returned earlier for the same file "
+            "(`sha256:...`): the answer is then what changed since (introduced, resolved, "
+            "remaining). Or a git revision (`HEAD`, a branch, a tag, a commit, "
+            "`merge-base:main`): the delta of every file the working tree changed against it."
         ),
     ] = None
 
@@ -54,7 +58,11 @@ class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
     "caps the list (sorted by severity, file, line) and sets `truncated`. With `since` (a "
     "`content_hash` returned earlier for that file), the answer is the delta against what "
     "was reported then: `introduced`, `resolved` and `remaining` (counts by severity); a "
-    "diagnostic that only moved with the edits in between is not introduced.",
+    "diagnostic that only moved with the edits in between is not introduced. With `since` a "
+    "git revision (`HEAD`, a branch, a commit; `merge-base:main` for the branch point), "
+    "`files` holds that delta for every file the working tree changed against it (added "
+    "and deleted ones too; only below `path`, if given) and for the other open files it "
+    "broke or fixed, the revision's text shown to the servers in memory (nothing written).",
     DiagnosticsArgs,
 )
 async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, Any]:
@@ -68,10 +76,14 @@ async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, 
         path = resolve_inside(root, args.path)
         if not path.exists():  # the full check says so, in its words
             path = resolve_input_path(root, args.path, allow_dir=True)
+    if args.since is not None and not is_content_hash(args.since):
+        found_delta = await change_delta(session, args.since, path)
+        return shaped(found_delta, args.severity)
     if args.since is not None and path.is_dir():
         raise ToolError(
             ErrorKind.INVALID_ARGUMENTS,
-            "`since` is a content hash of one file; give `path` as that file.",
+            "`since` is a content hash of one file; give `path` as that file (or give "
+            "`since` a git revision, such as `HEAD`, for the change of a folder).",
         )
     if path.is_dir():
         folder = await session.lsp.workspace_diagnostics(folder=path)

@@ -1,0 +1,152 @@
+"""The repository's inspection is redone only for what changed: an index refreshed by git
+keeps it, a gitlink added or removed, a nested `.git` or a config file changed redo their
+part; the index's gitlinks are read from real index files of every format git writes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from codeward.daemon.git import index_gitlinks, repository
+from codeward.protocol.errors import ErrorKind, ToolError
+from tests.git_repos import commit_all, git, git_home, make_repo, write
+
+__all__ = ["git_home"]
+
+GIT = shutil.which("git") or "git"
+
+
+def listed_gitlinks(repo: Path) -> frozenset[bytes]:
+    """The gitlinks as git itself lists them."""
+    out = git(repo, "ls-files", "-z", "--stage")
+    return frozenset(
+        name.encode() for info, _, name in (r.partition("\t") for r in out.split("\0") if r)
+        if info.startswith("160000")
+    )  # fmt: skip
+
+
+def add_gitlink(repo: Path, name: str, oid: str) -> None:
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{oid},{name}")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = make_repo(tmp_path / "repo")
+    for i in range(30):
+        write(root, f"d{i % 3}/file {i}.txt", f"{i}\n")
+    commit_all(root, "files")
+    return root
+
+
+def test_gitlinks_of_every_index_format(repo: Path) -> None:
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    for name in ("sub", "d1/deep sub", "z" * 5000):  # the last one's length overflows 0xFFF
+        add_gitlink(repo, name, oid)
+    index = repo / ".git" / "index"
+    expected = listed_gitlinks(repo)
+    assert len(expected) == 3
+    read = index_gitlinks.read(index, 20)
+    assert read is not None and read.gitlinks == expected
+    assert read.stat == index_gitlinks.stat_key(index.stat())
+    write(repo, "ita.txt", "x\n")
+    git(repo, "add", "--intent-to-add", "ita.txt")  # extended flags: index version 3
+    assert index.read_bytes()[4:8] == b"\x00\x00\x00\x03"
+    assert index_gitlinks.parse(index.read_bytes(), 20) == expected
+    git(repo, "update-index", "--index-version", "4")
+    assert index_gitlinks.parse(index.read_bytes(), 20) is None  # git must list it
+    git(repo, "update-index", "--index-version", "2")
+    git(repo, "update-index", "--split-index")
+    read = index_gitlinks.read(index, 20)
+    assert read is not None and read.gitlinks is None
+    assert index_gitlinks.read(repo / ".git" / "no-index", 20) is None
+
+
+def test_gitlinks_of_a_sha256_repository(tmp_path: Path) -> None:
+    root = tmp_path / "sha256"
+    root.mkdir()
+    git(root, "init", "-q", "--object-format=sha256")
+    write(root, "a.txt", "a\n")
+    commit_all(root, "a")
+    add_gitlink(root, "sub", git(root, "rev-parse", "HEAD").strip())
+    data = (root / ".git" / "index").read_bytes()
+    assert index_gitlinks.parse(data, 32) == {b"sub"} == listed_gitlinks(root)
+
+
+def test_a_fifo_index_is_not_waited_on(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "index")
+    read = index_gitlinks.read(tmp_path / "index", 20)
+    assert read is not None and read.gitlinks is None
+
+
+async def test_a_refreshed_index_keeps_the_inspection(repo: Path) -> None:
+    first = await repository.inspect(GIT, repo)
+    index = repo / ".git" / "index"
+    before = index.stat()
+    os.utime(repo / "d0" / "file 0.txt", ns=(1_000_000_000, 1_000_000_000))
+    git(repo, "update-index", "-q", "--refresh")  # what a user's `git status` does
+    assert index.stat().st_mtime_ns != before.st_mtime_ns
+    assert await repository.inspect(GIT, repo) is first
+    git(repo, "add", "-A")  # a new stat again, no gitlink
+    assert await repository.inspect(GIT, repo) is first
+
+
+async def test_a_gitlink_added_or_removed_redoes_the_nested_part(repo: Path) -> None:
+    first = await repository.inspect(GIT, repo)
+    assert not first.gitlinks
+    inner = make_repo(repo / "inner")
+    write(inner, "n.txt", "n\n")
+    commit_all(inner, "inner")
+    git(repo, "add", "inner")
+    added = await repository.inspect(GIT, repo)
+    assert added.gitlinks and added is not first
+    assert added.watched[0] == repo / "inner" / ".git"
+    git(inner, "config", "filter.cw.clean", "false")  # the nested config, by its own stat
+    with pytest.raises(ToolError) as info:
+        await repository.inspect(GIT, repo)
+    assert info.value.kind is ErrorKind.UNSAFE_REPOSITORY_CONFIG
+    git(inner, "config", "--unset", "filter.cw.clean")
+    assert (await repository.inspect(GIT, repo)).gitlinks
+    git(repo, "update-index", "--force-remove", "inner")
+    removed = await repository.inspect(GIT, repo)
+    assert not removed.gitlinks and removed.watched == ()
+
+
+async def test_an_index_unread_here_is_listed_by_git(repo: Path) -> None:
+    git(repo, "update-index", "--index-version", "4")
+    first = await repository.inspect(GIT, repo)
+    os.utime(repo / "d0" / "file 0.txt", ns=(1_000_000_000, 1_000_000_000))
+    git(repo, "update-index", "-q", "--refresh")
+    again = await repository.inspect(GIT, repo)
+    assert again is not first and again == first  # listed again, the same result
+
+
+async def test_a_config_change_redoes_the_config_part(repo: Path) -> None:
+    first = await repository.inspect(GIT, repo)
+    git(repo, "config", "core.fsmonitor", "false")  # false: safe, but a change
+    second = await repository.inspect(GIT, repo)
+    assert second is not first
+    entries = {(e.scope, e.key, e.value) for e in second.entries}
+    assert ("local", "core.fsmonitor", "false") in entries
+    git(repo, "config", "core.fsmonitor", "true")
+    with pytest.raises(ToolError) as info:
+        await repository.inspect(GIT, repo)
+    assert info.value.details["keys"] == ["core.fsmonitor"]
+
+
+async def test_the_containment_part_by_its_own_key(repo: Path, tmp_path: Path) -> None:
+    await repository.inspect(GIT, repo)
+    record = repository._cache[repo]
+    os.utime(repo / "d0" / "file 0.txt", ns=(1_000_000_000, 1_000_000_000))
+    git(repo, "update-index", "-q", "--refresh")  # index.lock came and went in .git
+    git(repo, "status")  # a plain status: it takes the lock, writes nothing
+    await repository.inspect(GIT, repo)
+    assert repository._cache[repo] is record  # no part ran again, containment included
+    outside = tmp_path / "elsewhere" / "objects"
+    outside.mkdir(parents=True)
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{outside}\n")
+    with pytest.raises(ToolError) as info:
+        await repository.inspect(GIT, repo)
+    assert info.value.kind is ErrorKind.UNSAFE_REPOSITORY_CONFIG
