@@ -62,6 +62,7 @@ class Daemon:
         self.connections: dict[int, Connection] = {}
         self.dispatch = DISPATCH
         self.started_at = 0.0  # set by run(): trio.current_time() needs the trio run
+        self.listening = trio.Event()  # the socket accepts (before `loaded`)
         self.ready = trio.Event()
         self._next_conn_id = 0
         self._stop = trio.Event()
@@ -84,6 +85,7 @@ class Daemon:
             async with listener, trio.open_nursery() as nursery:
                 nursery.start_soon(accept_loop, listener, self._serve_connection, nursery)
                 nursery.start_soon(self._signals)
+                self.listening.set()
                 log.info(
                     "codeward %s listening on %s (pid %d)",
                     __version__,
