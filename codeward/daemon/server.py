@@ -30,6 +30,8 @@ from codeward.daemon.listener import (
     open_listener,
     peer_uid,
     prepare_directory,
+    take_ready_fd,
+    tell_listening,
 )
 from codeward.protocol.errors import ErrorCode
 from codeward.protocol.framing import Framing, encode_frame
@@ -74,6 +76,7 @@ class Daemon:
         self.started_at = trio.current_time()
         # Edits take write leases (edits/leases.py), whose breaks are signalled with SIGIO.
         signal.signal(signal.SIGIO, signal.SIG_IGN)
+        ready_fd = take_ready_fd()  # an autostarting client's, closed once we listen
         activated = bool(os.environ.get("LISTEN_FDS"))
         lock_fd = -1
         if not activated:
@@ -86,6 +89,8 @@ class Daemon:
                 nursery.start_soon(accept_loop, listener, self._serve_connection, nursery)
                 nursery.start_soon(self._signals)
                 self.listening.set()
+                tell_listening(ready_fd)
+                ready_fd = -1
                 log.info(
                     "codeward %s listening on %s (pid %d)",
                     __version__,
@@ -113,6 +118,8 @@ class Daemon:
                     self.socket_path.unlink()
             if lock_fd >= 0:
                 os.close(lock_fd)
+            if ready_fd >= 0:  # never listened: the client sees the pipe close
+                os.close(ready_fd)
             log.info("stopped")
 
     async def _load(self, nursery: trio.Nursery) -> None:
