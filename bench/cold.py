@@ -14,7 +14,10 @@ and measures, in rotating order:
 Each daemon is stopped (`codeward stop`) before the next run. Prints medians and the
 ratios (targets: initialize <= 200 ms, first hover <= 1.1x the direct cold hover).
 
-Run: .venv/bin/python bench/cold.py [--runs N]
+With `--tree TREE` (a checkout of an earlier commit), the codeward side runs TREE's code:
+the figures before a change.
+
+Run: .venv/bin/python bench/cold.py [--runs N] [--tree TREE]
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import mcp  # bench/
 from common import DaemonClient  # bench/
 from lsp import DirectClient, make_project  # bench/
-from mcp import INIT, LAUNCH, REPO, Pump  # bench/
+from mcp import INIT, LAUNCH, Pump  # bench/
 
 HOVER_PATH, HOVER_LINE, HOVER_CHARACTER = "lib.py", 5, 6  # `abc` in `@abc.abstractmethod`
 
@@ -45,7 +49,7 @@ def fresh_env(home: Path) -> dict[str, str]:
         env[f"XDG_{name}_HOME"] = str(home / sub)
     runtime = home / "run"
     runtime.mkdir(mode=0o700)
-    env |= {"HOME": str(home), "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(REPO)}
+    env |= {"HOME": str(home), "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(mcp.REPO)}
     return env
 
 
@@ -133,7 +137,10 @@ def run_direct(tmp: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--tree", type=Path, help="run codeward from this checkout")
     args = parser.parse_args()
+    if args.tree:
+        mcp.REPO = args.tree.resolve()
     samples: dict[str, list[float]] = {}
     order: list[Callable[[Path], dict[str, float]]] = [run_mcp, run_status, run_direct]
     for k in range(args.runs):
@@ -146,7 +153,8 @@ def main() -> None:
                 shutil.rmtree(tmp, ignore_errors=True)
     med = {key: statistics.median(values) for key, values in samples.items()}
     load = os.getloadavg()
-    print(f"cold start, medians of {args.runs} runs (load average {load[0]:.1f} {load[1]:.1f})")
+    print(f"cold start of {mcp.REPO}, medians of {args.runs} runs "
+          f"(load average {load[0]:.1f} {load[1]:.1f})")  # fmt: skip
     rows = [
         ("codeward mcp spawn -> initialize answered (autostart)", "initialize", 0.200),
         ("codeward mcp spawn -> first hover answered", "hover", None),
