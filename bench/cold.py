@@ -96,9 +96,8 @@ def run_mcp(tmp: Path) -> dict[str, float]:
         os.environ.update(saved)
     assert result["content"], "no hover"
     client = DaemonClient(sock)
-    servers = sorted(
-        s["name"] for session in client.call("session/list", {})["sessions"] for s in session["servers"]
-    )
+    sessions = client.call("session/list", {})["sessions"]
+    servers = sorted(s["name"] for session in sessions for s in session["servers"])
     client.close()
     pump.close()
     stop_daemon(env, sock)

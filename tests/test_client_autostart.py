@@ -122,8 +122,9 @@ def test_the_real_daemon_wakes_the_client_and_hides_the_pipe_from_children(
         assert b"CODEWARD_READY_FD=" in environ
         sock.sendall(b'{"jsonrpc":"2.0","id":2,"method":"session/list"}\n')  # once loaded
         assert json.loads(replies.readline())["result"] == {"sessions": []}
-        children = [c for task in os.listdir(f"/proc/{pid}/task")
-                    for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]  # fmt: skip
+        proc = Path(f"/proc/{pid}/task")
+        tasks = [proc / task / "children" for task in os.listdir(proc)]
+        children = [child for task in tasks for child in task.read_text().split()]
         assert children  # the guardian
         for child in children:
             assert b"CODEWARD_READY_FD=" not in Path(f"/proc/{child}/environ").read_bytes()

@@ -119,7 +119,7 @@ class McpDialect:
         else:
             self._event(event, requests)
 
-    async def _when_loaded(self, event: mcp.ListTools | mcp.CallTool, requests: trio.Nursery) -> None:
+    async def _when_loaded(self, event: mcp.Event, requests: trio.Nursery) -> None:
         await self.conn.daemon.loaded.wait()
         self._event(event, requests)
 
