@@ -9,7 +9,9 @@ and measures, in rotating order:
    answered, and -> its first hover (`get_hover_info`) answered, plus the servers the
    session then runs (`session/list`: only basedpyright should be there);
 2. `codeward status` with no daemon (autostart + status): spawn -> exit;
-3. the direct client (bench/lsp.py's): basedpyright spawned -> `initialize` ->
+3. a daemon already running and loaded (bench/common.py's): a new session's
+   `session/open` + first hover, the language server's cold start through codeward;
+4. the direct client (bench/lsp.py's): basedpyright spawned -> `initialize` ->
    `initialized` -> settings -> `didOpen` -> hover answered.
 Each daemon is stopped (`codeward stop`) before the next run. Prints medians and the
 ratios (targets: initialize <= 200 ms, first hover <= 1.1x the direct cold hover).
@@ -34,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import mcp  # bench/
-from common import DaemonClient  # bench/
+from common import Daemon, DaemonClient  # bench/
 from lsp import DirectClient, make_project  # bench/
 from mcp import INIT, LAUNCH, Pump  # bench/
 
@@ -119,6 +121,26 @@ def run_status(tmp: Path) -> dict[str, float]:
     return {"status": took}
 
 
+def run_loaded(tmp: Path) -> dict[str, float]:
+    """A daemon already running and loaded: a new session's first hover (the language
+    server's cold start through codeward, without the daemon's own)."""
+    daemon = Daemon(tmp / "daemon", mcp.REPO)
+    try:
+        root = fixture(tmp / "loaded")
+        client = DaemonClient(daemon.socket)
+        client.call("session/list", {})  # answered once the daemon has loaded
+        begin = time.perf_counter()
+        client.call("session/open", {"root": str(root)})
+        hover = {"path": HOVER_PATH, "line": HOVER_LINE, "character": HOVER_CHARACTER}
+        assert client.tool("get_hover_info", hover), "no hover"
+        took = time.perf_counter() - begin
+        daemon.note_servers(client)
+        client.close()
+    finally:
+        daemon.stop()
+    return {"loaded hover": took}
+
+
 def run_direct(tmp: Path) -> dict[str, float]:
     root = fixture(tmp / "direct")
     begin = time.perf_counter()
@@ -141,9 +163,9 @@ def main() -> None:
     if args.tree:
         mcp.REPO = args.tree.resolve()
     samples: dict[str, list[float]] = {}
-    order: list[Callable[[Path], dict[str, float]]] = [run_mcp, run_status, run_direct]
+    order: list[Callable[[Path], dict[str, float]]] = [run_mcp, run_status, run_loaded, run_direct]
     for k in range(args.runs):
-        for run in order[k % 3 :] + order[: k % 3]:
+        for run in order[k % len(order) :] + order[: k % len(order)]:
             tmp = Path(tempfile.mkdtemp(prefix="codeward-cold-"))
             try:
                 for key, value in run(tmp).items():
@@ -159,6 +181,7 @@ def main() -> None:
         ("codeward mcp spawn -> first hover answered", "hover", None),
         ("  of which: first hover after initialize", "hover after initialize", None),
         ("codeward status, no daemon (autostart + status)", "status", None),
+        ("daemon running and loaded: session/open + first hover", "loaded hover", None),
         ("direct basedpyright: spawn -> initialize answered", "direct initialize", None),
         ("direct basedpyright: spawn -> didOpen -> hover answered", "direct hover", None),
     ]
@@ -169,6 +192,8 @@ def main() -> None:
     print(f"  {'first hover ratio: codeward mcp / direct (target <= 1.10)':<58} {ratio:8.2f}x")
     after = med["hover after initialize"] / med["direct hover"]
     print(f"  {'  hover after initialize / direct cold hover':<58} {after:8.2f}x")
+    loaded = med["loaded hover"] / med["direct hover"]
+    print(f"  {'  loaded daemon: first hover / direct cold hover':<58} {loaded:8.2f}x")
     servers = sorted(k.removeprefix("server ") for k in samples if k.startswith("server "))
     runs = len(samples["servers"])
     print(f"  servers the session ran after the hover (of {runs} runs): " + ", ".join(
