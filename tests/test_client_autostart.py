@@ -43,8 +43,11 @@ while True:
 """
 
 
-def listener_argv(path: Path) -> list[str]:
-    return [sys.executable, "-c", LISTENER, str(path)]
+def listener_argv(path: Path, *, tell: bool = False) -> list[str]:
+    """The fake daemon; with `tell`, it writes to $CODEWARD_READY_FD once it listens."""
+    told = 'os.write(int(os.environ["CODEWARD_READY_FD"]), b"1")\n' if tell else ""
+    return [sys.executable, "-c", LISTENER.replace("s.listen(16)\n", "s.listen(16)\n" + told),
+            str(path)]  # fmt: skip
 
 
 def pid_of(sock: socket.socket) -> int:
@@ -83,11 +86,52 @@ def test_state_dir_and_daemon_argv() -> None:
     assert argv == [
         sys.executable,
         "-m",
-        "codeward.client.cli",
-        "daemon",
+        "codeward.daemon.main",
         "--socket",
         "/run/c.sock",
     ]
+
+
+@pytest.fixture
+def slow_polling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waits between connection attempts longer than the tests' ready timeout: a client
+    that connects in time was woken by the daemon's pipe, not by polling."""
+    monkeypatch.setattr(autostart, "_FIRST_DELAY", 60.0)
+    monkeypatch.setattr(autostart, "_MAX_DELAY", 60.0)
+
+
+@pytest.mark.usefixtures("slow_polling")
+def test_the_started_daemon_wakes_the_client_once_it_listens(
+    sock_path: Path, tmp_path: Path, spawned: list[int]
+) -> None:
+    argv = listener_argv(sock_path, tell=True)
+    sock = autostart.connect(sock_path, argv=argv, log_path=tmp_path / "log", ready_timeout=30)
+    spawned.append(pid_of(sock))
+
+
+@pytest.mark.usefixtures("slow_polling")
+def test_the_real_daemon_wakes_the_client_and_hides_the_pipe_from_children(
+    sock_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    sock = autostart.connect(sock_path, log_path=tmp_path / "log", ready_timeout=30)
+    with sock, sock.makefile("rb") as replies:
+        sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n')
+        pid = json.loads(replies.readline())["result"]["pid"]
+        environ = Path(f"/proc/{pid}/environ").read_bytes()  # as it was at exec
+        assert b"CODEWARD_READY_FD=" in environ
+        sock.sendall(b'{"jsonrpc":"2.0","id":2,"method":"session/list"}\n')  # once loaded
+        assert json.loads(replies.readline())["result"] == {"sessions": []}
+        proc = Path(f"/proc/{pid}/task")
+        tasks = [proc / task / "children" for task in os.listdir(proc)]
+        children = [child for task in tasks for child in task.read_text().split()]
+        assert children  # the guardian
+        for child in children:
+            assert b"CODEWARD_READY_FD=" not in Path(f"/proc/{child}/environ").read_bytes()
+        sock.sendall(b'{"jsonrpc":"2.0","id":3,"method":"daemon/shutdown"}\n')
+        assert json.loads(replies.readline())["result"] == {}
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def test_try_connect_missing_stale_and_bad(sock_path: Path) -> None:

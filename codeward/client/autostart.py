@@ -3,7 +3,9 @@
 Two clients racing to start a daemon start one: the start happens under an exclusive
 `flock` on `<socket dir>/autostart.lock`, and whoever gets the lock connects again before
 spawning. The daemon runs detached (its own session, stdin from /dev/null) and logs to
-`$XDG_STATE_HOME/codeward/daemon.log`.
+`$XDG_STATE_HOME/codeward/daemon.log`. It gets the write end of a pipe (its number in
+`$CODEWARD_READY_FD`) and writes a byte there once it listens: the client waits on the
+pipe rather than sleeping between connection attempts.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import signal
 import socket
 import sys
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeward.client.connection import DaemonUnreachable, connect_socket
+from codeward.protocol.socket_path import READY_FD_ENV
 
 if TYPE_CHECKING:
     import subprocess
@@ -46,7 +50,7 @@ def daemon_log_path(env: Mapping[str, str] | None = None) -> Path:
 
 def daemon_argv(path: Path) -> list[str]:
     """The command that runs the daemon in the foreground on `path`."""
-    return [sys.executable, "-m", "codeward.client.cli", "daemon", "--socket", str(path)]
+    return [sys.executable, "-m", "codeward.daemon.main", "--socket", str(path)]
 
 
 def try_connect(path: Path) -> socket.socket | None:
@@ -131,30 +135,48 @@ def _start_and_wait(path: Path, argv: list[str], log_path: Path, deadline: float
             f"Cannot open the daemon log {log_path}: {exc.strerror or exc}; "
             "start the daemon with `codeward daemon`."
         ) from None
-    with log:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        log.write(f"--- {stamp} codeward autostart: {' '.join(argv)}\n".encode())
-        log.flush()
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd="/",
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise DaemonUnreachable(
-                f"Cannot start the daemon ({exc.strerror or exc}); start it with `codeward daemon`."
-            ) from None
+    ready_fd, ready_write = os.pipe()
+    try:
+        with log:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            log.write(f"--- {stamp} codeward autostart: {' '.join(argv)}\n".encode())
+            log.flush()
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd="/",
+                    start_new_session=True,
+                    pass_fds=(ready_write,),
+                    env={**os.environ, READY_FD_ENV: str(ready_write)},
+                )
+            except OSError as exc:
+                raise DaemonUnreachable(
+                    f"Cannot start the daemon ({exc.strerror or exc}); "
+                    "start it with `codeward daemon`."
+                ) from None
+            finally:
+                os.close(ready_write)
+        sock = _wait_ready(path, proc, ready_fd, log_path, deadline)
+        with warnings.catch_warnings():  # it runs on: no "still running" ResourceWarning
+            warnings.simplefilter("ignore", ResourceWarning)
+            del proc
+        return sock
+    finally:
+        os.close(ready_fd)
+
+
+def _wait_ready(
+    path: Path, proc: subprocess.Popen[bytes], ready_fd: int, log_path: Path, deadline: float
+) -> socket.socket:
+    """Connect once the daemon says it listens (or, should it say nothing, with a backoff)."""
+    signalled = False  # the pipe said something: the daemon listens, or closed it
     delay = _FIRST_DELAY
     while True:
         sock = try_connect(path)
         if sock is not None:
-            with warnings.catch_warnings():  # it runs on: no "still running" ResourceWarning
-                warnings.simplefilter("ignore", ResourceWarning)
-                del proc
             return sock
         status = proc.poll()
         if status is not None:
@@ -169,7 +191,12 @@ def _start_and_wait(path: Path, argv: list[str], log_path: Path, deadline: float
                 f"The daemon did not become ready on {path} in time; see {log_path}, "
                 "or start it with `codeward daemon`."
             )
-        time.sleep(min(delay, remaining))
+        if signalled:
+            time.sleep(min(delay, remaining))
+        elif select.select([ready_fd], [], [], min(delay, remaining))[0]:
+            os.read(ready_fd, 1)
+            signalled = True  # connect at once; then (a daemon that lost a race) back off
+            continue
         delay = min(delay * 2, _MAX_DELAY)
 
 

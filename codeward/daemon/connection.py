@@ -63,6 +63,9 @@ class Dispatch(NamedTuple):
     stateful: frozenset[str]
     # Whether a request runs to completion when its client disconnects.
     outlives_client: Callable[[Incoming], bool]
+    # Requests answered while the daemon still loads its sessions and tools (the others
+    # wait for `Host.loaded`).
+    early: frozenset[str] = frozenset()
 
 
 class Host(Protocol):
@@ -71,6 +74,7 @@ class Host(Protocol):
     config: Config
     sessions: SessionManager
     dispatch: Dispatch
+    loaded: trio.Event  # set once `sessions` and the tools are there
 
     def status(self) -> dict[str, Any]: ...
 
@@ -609,6 +613,8 @@ class Connection:
             with scope:
                 if turn.after:  # (nothing to wait for: no coroutine)
                     await turn.wait()
+                if item.method not in self._dispatch.early and not self.daemon.loaded.is_set():
+                    await self.daemon.loaded.wait()
                 if not scope.cancel_called:  # ($/cancelRequest before it started)
                     if turn.started is not None:  # the handler reads its state before it yields
                         turn.started.set()

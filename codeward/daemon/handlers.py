@@ -41,6 +41,8 @@ Handler = Callable[[Connection, Incoming], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
 # Requests that change the connection's state: they take effect before any later one starts.
 STATEFUL_METHODS = frozenset({"initialize", "session/open", "session/close"})
+# Answered at once from the daemon's start, while it still loads its sessions and tools.
+EARLY_METHODS = frozenset({"initialize", "daemon/status", "daemon/shutdown"})
 DETECT_LIMIT = 5000  # files session/open looks at to tell the project's languages
 
 
@@ -198,4 +200,4 @@ async def lua_eval(conn: Connection, item: Incoming) -> LuaEvalResult:
     return LuaEvalResult(result=result, logs=logs)
 
 
-DISPATCH = Dispatch(HANDLERS, STATEFUL_METHODS, outlives_client)
+DISPATCH = Dispatch(HANDLERS, STATEFUL_METHODS, outlives_client, EARLY_METHODS)

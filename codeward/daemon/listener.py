@@ -3,6 +3,7 @@ start lock, socket activation, the accept loop, and the peer-uid check."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import logging
@@ -17,6 +18,7 @@ from typing import NoReturn, TypeVar
 import trio
 
 from codeward.daemon.systemd import listen_fds
+from codeward.protocol.socket_path import READY_FD_ENV
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,23 @@ def open_listener(path: Path) -> tuple[trio.SocketListener, bool]:
         return trio.SocketListener(trio.socket.from_stdlib_socket(sock)), False
     sock = bind_socket(path)
     return trio.SocketListener(trio.socket.from_stdlib_socket(sock)), True
+
+
+def take_ready_fd() -> int:
+    """The pipe an autostarting client waits on ($CODEWARD_READY_FD), or -1; the variable
+    leaves the environment, so that no child sees the number."""
+    value = os.environ.pop(READY_FD_ENV, "")
+    return int(value) if value.isdigit() else -1
+
+
+def tell_listening(fd: int) -> None:
+    """Wake the autostarting client: the daemon listens (one byte, then the pipe closes)."""
+    if fd < 0:
+        return
+    with contextlib.suppress(OSError):  # the client is gone: nobody to tell
+        os.write(fd, b"1")
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 async def accept_loop(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import sys
 from pathlib import Path
@@ -45,14 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"codeward daemon: {exc}", file=sys.stderr)
         return 2
     setup_logging(args.log_level or config.daemon.log_level)
-    import codeward.daemon.tools.all  # noqa: F401  (registers every tool)
-    from codeward.daemon.server import Daemon
+    from codeward.daemon.server import Daemon  # (it loads the tools once it listens)
 
     keep_descriptors_to_ourselves()  # before anything starts a process
-    daemon = Daemon(config, socket_path(args.socket), args.config)
-    # What start-up built lives as long as the daemon: out of the collector's generations,
-    # each collection walks only what requests allocate (the daemon's CPU per request).
-    gc.freeze()
+    daemon = Daemon(config, socket_path(args.socket), args.config, freeze=True)
     try:
         trio.run(daemon.run)
     except ListenerError as exc:

@@ -33,6 +33,9 @@ class _Sessions(Protocol):
     @property
     def sessions(self) -> SessionManager: ...
 
+    @property
+    def loaded(self) -> trio.Event: ...
+
 
 class Link(Protocol):
     """The connection the dialect speaks over (`daemon.connection.Connection`), as it uses it:
@@ -111,6 +114,16 @@ class McpDialect:
         event = self.machine.receive(frame)
         if event is None:
             return
+        if isinstance(event, mcp.ListTools | mcp.CallTool) and not self.conn.daemon.loaded.is_set():
+            requests.start_soon(self._when_loaded, event, requests)  # the tools are not there yet
+        else:
+            self._event(event, requests)
+
+    async def _when_loaded(self, event: mcp.Event, requests: trio.Nursery) -> None:
+        await self.conn.daemon.loaded.wait()
+        self._event(event, requests)
+
+    def _event(self, event: mcp.Event, requests: trio.Nursery) -> None:
         if isinstance(event, mcp.Send):
             self.conn.send_body(event.data)
         elif isinstance(event, mcp.Bind):
@@ -192,6 +205,8 @@ class McpDialect:
 
     async def _open(self) -> Session:
         assert self.root is not None
+        if not self.conn.daemon.loaded.is_set():
+            await self.conn.daemon.loaded.wait()
         session, _ = await self.conn.daemon.sessions.open(self.root)
         self.conn.bind(session)
         session.attach(self.conn.id, self._on_progress)

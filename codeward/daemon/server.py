@@ -1,13 +1,20 @@
-"""The daemon: one root nursery holding the listener, the session manager and signal handling."""
+"""The daemon: one root nursery holding the listener, the session manager and signal handling.
+
+The daemon listens first, then loads the rest: its sessions, language-server and tool
+modules are imported in a worker thread while the listener already answers `initialize`
+and `daemon/status`; every other request waits for `Daemon.loaded`.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import gc
+import importlib
 import logging
 import os
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -23,25 +30,41 @@ from codeward.daemon.listener import (
     open_listener,
     peer_uid,
     prepare_directory,
+    take_ready_fd,
+    tell_listening,
 )
-from codeward.daemon.session import SessionManager
 from codeward.protocol.errors import ErrorCode
 from codeward.protocol.framing import Framing, encode_frame
 from codeward.protocol.messages import encode, error_response
 
+if TYPE_CHECKING:
+    from codeward.daemon.session import SessionManager
+
 log = logging.getLogger(__name__)
+# What the daemon loads once it listens (the sessions' module imports the language servers').
+SERVICES = ("codeward.daemon.session", "codeward.daemon.tools.all")
 
 
 class Daemon:
-    def __init__(self, config: Config, socket_path: Path, config_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        socket_path: Path,
+        config_path: Path | None = None,
+        *,
+        freeze: bool = False,
+    ) -> None:
         self.config = config
         self.config_path = config_path
         self.socket_path = socket_path
-        self.sessions = SessionManager(config)
+        self.sessions: SessionManager  # set by run() once loaded
+        self.loaded = trio.Event()  # the sessions and the tools are there
+        self._freeze = freeze  # gc.freeze() what loading built (the daemon process, not tests)
         self.guardian = Guardian(record_path(socket_path))  # kills our processes if we die
         self.connections: dict[int, Connection] = {}
         self.dispatch = DISPATCH
         self.started_at = 0.0  # set by run(): trio.current_time() needs the trio run
+        self.listening = trio.Event()  # the socket accepts (before `loaded`)
         self.ready = trio.Event()
         self._next_conn_id = 0
         self._stop = trio.Event()
@@ -53,6 +76,7 @@ class Daemon:
         self.started_at = trio.current_time()
         # Edits take write leases (edits/leases.py), whose breaks are signalled with SIGIO.
         signal.signal(signal.SIGIO, signal.SIG_IGN)
+        ready_fd = take_ready_fd()  # an autostarting client's, closed once we listen
         activated = bool(os.environ.get("LISTEN_FDS"))
         lock_fd = -1
         if not activated:
@@ -60,22 +84,25 @@ class Daemon:
             lock_fd = acquire_start_lock(self.socket_path)
         guard = self.guardian
         try:
-            await guard.start()  # first reaps what a killed predecessor left, by its record
             listener, self._bound = open_listener(self.socket_path)
             async with listener, trio.open_nursery() as nursery:
-                await nursery.start(self.sessions.run)
-                nursery.start_soon(guard.watch)
                 nursery.start_soon(accept_loop, listener, self._serve_connection, nursery)
                 nursery.start_soon(self._signals)
-                interval = systemd.watchdog_interval()
-                if interval:
-                    nursery.start_soon(systemd.run_watchdog, interval)
+                self.listening.set()
+                tell_listening(ready_fd)
+                ready_fd = -1
                 log.info(
                     "codeward %s listening on %s (pid %d)",
                     __version__,
                     self.socket_path,
                     os.getpid(),
                 )
+                await guard.start()  # first reaps what a killed predecessor left, by its record
+                nursery.start_soon(guard.watch)
+                await self._load(nursery)
+                interval = systemd.watchdog_interval()
+                if interval:
+                    nursery.start_soon(systemd.run_watchdog, interval)
                 systemd.notify("READY=1")
                 self.ready.set()
                 task_status.started(self)
@@ -91,7 +118,24 @@ class Daemon:
                     self.socket_path.unlink()
             if lock_fd >= 0:
                 os.close(lock_fd)
+            if ready_fd >= 0:  # never listened: the client sees the pipe close
+                os.close(ready_fd)
             log.info("stopped")
+
+    async def _load(self, nursery: trio.Nursery) -> None:
+        """Import the sessions' and tools' modules (in a thread: the listener answers
+        meanwhile), then start the session manager."""
+        await trio.to_thread.run_sync(_import_services)
+        from codeward.daemon.session import SessionManager  # imported by the thread
+
+        self.sessions = SessionManager(self.config)
+        await nursery.start(self.sessions.run)
+        if self._freeze:
+            # What start-up built lives as long as the daemon: out of the collector's
+            # generations, each collection walks only what requests allocate.
+            gc.freeze()
+        self.loaded.set()
+        log.info("loaded in %.0f ms", (trio.current_time() - self.started_at) * 1e3)
 
     async def _wind_down_connections(self) -> None:
         """Answer every request in flight (reads with an error, writes when they are done)
@@ -116,15 +160,17 @@ class Daemon:
     def reload_config(self) -> None:
         """SIGHUP: read the config again; new sessions use it, live ones keep theirs. The
         trusted roots are read again too, and live sessions follow them at once."""
-        self.sessions.reapply_trust()
+        if self.loaded.is_set():
+            self.sessions.reapply_trust()
         try:
             config = load_config(self.config_path)
         except ConfigError as exc:
             log.error("config not reloaded: %s", exc)
             return
         self.config = config
-        self.sessions.config = config
-        self.sessions.budget.limits = config.daemon
+        if self.loaded.is_set():
+            self.sessions.config = config
+            self.sessions.budget.limits = config.daemon
         log.info("config reloaded")
 
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
@@ -177,10 +223,15 @@ class Daemon:
             "version": __version__,
             "pid": os.getpid(),
             "uptime": round(trio.current_time() - self.started_at, 3),
-            "sessions": len(self.sessions.sessions),
+            "sessions": len(self.sessions.sessions) if self.loaded.is_set() else 0,
             "connections": len(self.connections),
             "socket": str(self.socket_path),
         }
+
+
+def _import_services() -> None:
+    for name in SERVICES:
+        importlib.import_module(name)
 
 
 async def _refuse(stream: trio.SocketStream, message: str) -> None:

@@ -6,6 +6,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+# The descriptor an autostarting client passes the daemon it starts (a pipe's write end):
+# the daemon writes one byte there as soon as it listens, so the client connects at once
+# instead of polling.
+READY_FD_ENV = "CODEWARD_READY_FD"
+
 
 def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:
     """`--socket PATH`, else `$CODEWARD_SOCKET`, else `$XDG_RUNTIME_DIR/codeward/codeward.sock`,
