@@ -384,6 +384,11 @@ class TestBackpressure:
             await conn.done.wait()
 
 
+def wire_size(value: Any) -> int:
+    """The bytes `value` takes as compact JSON, as the daemon writes it."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
 class TestBatchBound:
     LIMIT = 100_000
 
@@ -402,12 +407,12 @@ class TestBatchBound:
         ok = [r for r in replies if "result" in r]
         too_large = [r for r in replies if "error" in r]
         assert ok and too_large and len(ok) + len(too_large) == 21
-        assert sum(len(json.dumps(r)) for r in ok) <= self.LIMIT
+        assert sum(wire_size(r) for r in ok) <= self.LIMIT
         assert all(r["error"]["data"]["kind"] == "output_too_large" for r in too_large)
         messages = [r["error"]["message"] for r in too_large]
         assert any(m.startswith("This request ran") for m in messages)  # its reply dropped
         assert any(m.startswith("Not run") for m in messages)  # later ones not started
-        assert len(json.dumps(replies)) <= self.LIMIT + 300 * len(too_large)
+        assert wire_size(replies) <= self.LIMIT + 300 * len(too_large)
         (conn,) = daemon.connections.values()
         assert conn._batch_bytes == 0
         # a small batch on the same connection is whole
