@@ -95,19 +95,34 @@ class EditFileArgs(msgspec.Struct, forbid_unknown_fields=True):
     writes=lambda args: args.mode != "preview",
 )
 async def edit_file(ctx: ToolContext, args: EditFileArgs) -> dict[str, Any]:
-    session = ctx.session
-    target = await _read_target(session, args)
-    old_text = "" if target.data is None else decode_source(target.data, target.shown)
-    if args.expected_hash is not None and args.expected_hash != target.hash:
+    target = await read_target(ctx.session, args.path, create=args.create)
+    old_text = target.text()
+    check_expected(target, args.expected_hash)
+    new_text = _new_text(args, old_text)
+    return await write_edit(ctx, target, old_text, new_text, args.mode, args.severity)
+
+
+def check_expected(target: Target, expected_hash: str | None) -> None:
+    """`stale_edit` unless the file still has the content `expected_hash` (when given)."""
+    if expected_hash is not None and expected_hash != target.hash:
         now = f"it is {target.hash!r} now" if target.hash else "it does not exist"
         raise ToolError(
             ErrorKind.STALE_EDIT,
-            f"{target.shown!r} no longer has the content {args.expected_hash!r} ({now}), "
+            f"{target.shown!r} no longer has the content {expected_hash!r} ({now}), "
             "so nothing was written; read it again and retry.",
             path=target.shown,
             content_hash=target.hash,
         )
-    new_text = _new_text(args, old_text)
+
+
+async def write_edit(
+    ctx: ToolContext, target: Target, old_text: str, new_text: str, mode: Mode,
+    severity: Severity,
+) -> dict[str, Any]:  # fmt: skip
+    """Replace `old_text` (the content read as `target`) by `new_text` the way `mode` says:
+    written, previewed in the servers' memory, or written only when it introduces nothing
+    of `severity` or worse; the edit tools' one way to write their own text."""
+    session = ctx.session
     new_data = new_text.encode("utf-8")
     result: dict[str, Any] = {
         "path": target.shown,
@@ -118,18 +133,18 @@ async def edit_file(ctx: ToolContext, args: EditFileArgs) -> dict[str, Any]:
     if target.data is not None and new_data == target.data:
         return {**result, "changed": False, "diagnostics_after": []}
     result["changed"] = True
-    if args.mode == "apply":
+    if mode == "apply":
         report = await _write(session, target, old_text, new_text)
         return {**result, "written": True, "diagnostics_after": report.public()}
     report = await preview(session, target.path, new_data)
-    if args.mode == "safe":
-        refused = report.introduced(args.severity)
+    if mode == "safe":
+        refused = report.introduced(severity)
         if refused:
             return {
                 **result,
                 "refused": True,
                 "reason": f"the edit introduces {len(refused)} diagnostic"
-                f"{'s' if len(refused) != 1 else ''} of severity {args.severity} or worse",
+                f"{'s' if len(refused) != 1 else ''} of severity {severity} or worse",
                 "diagnostics_after": report.public(),
             }
         await _write(session, target, old_text, new_text, checked=False)
@@ -137,17 +152,25 @@ async def edit_file(ctx: ToolContext, args: EditFileArgs) -> dict[str, Any]:
     return {**result, "diagnostics_after": report.public()}
 
 
-class _Target:
+class Target:
+    """A file an edit tool writes, as it was read."""
+
     def __init__(self, path: Path, shown: str, data: bytes | None) -> None:
         self.path = path
         self.shown = shown
         self.data = data  # None: the file does not exist (create)
         self.hash = content_hash(data) if data is not None else None
 
+    def text(self) -> str:
+        """Its text ("" for a file to create); `unsupported_file_type` unless UTF-8 text."""
+        return "" if self.data is None else decode_source(self.data, self.shown)
 
-async def _read_target(session: Session, args: EditFileArgs) -> _Target:
+
+async def read_target(session: Session, given: str, *, create: bool = False) -> Target:
+    """The work-tree file `given` (root-relative or absolute) names, read; with `create`,
+    one that does not exist yet in an existing folder."""
     root = session.root
-    path = resolve_inside(root, args.path)
+    path = resolve_inside(root, given)
     shown = relative(path, root)
     if path == root:
         raise ToolError(
@@ -161,7 +184,7 @@ async def _read_target(session: Session, args: EditFileArgs) -> _Target:
             read_file, path, root, session.config.lsp.max_file_bytes
         )
     except Missing:
-        if not args.create:
+        if not create:
             raise ToolError(
                 ErrorKind.FILE_NOT_FOUND,
                 f"{shown!r} does not exist; give `create: true` to create it.",
@@ -173,9 +196,9 @@ async def _read_target(session: Session, args: EditFileArgs) -> _Target:
                 f"The folder of {shown!r} does not exist; edit_file creates files, not folders.",
                 path=shown,
             ) from None
-        return _Target(path, shown, None)
+        return Target(path, shown, None)
     check_links(st, shown)  # before its content shows in a diff or a preview
-    return _Target(path, shown, data)
+    return Target(path, shown, data)
 
 
 def _new_text(args: EditFileArgs, old: str) -> str:
@@ -199,7 +222,7 @@ def _new_text(args: EditFileArgs, old: str) -> str:
 
 
 async def _write(
-    session: Session, target: _Target, old: str, new: str, *, checked: bool = True
+    session: Session, target: Target, old: str, new: str, *, checked: bool = True
 ) -> Report:
     """Write `new` through the root's writer (only if the file still has the content read,
     else `stale_edit`); with `checked`, the diagnostics delta of the write."""
