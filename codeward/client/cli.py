@@ -304,8 +304,8 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
 COMMANDS = (
     "daemon", "status", "stop", "sessions", "tools", "call", "git", "lua", "diagnostics",
     "hover", "definition", "references", "implementations", "type-definition", "symbols",
-    "calls", "types", "signature", "format", "actions", "rename", "review", "edit", "mcp",
-    "trust", "servers",
+    "calls", "types", "signature", "format", "actions", "rename", "review", "edit",
+    "edit-symbol", "move", "mcp", "trust", "servers",
 )  # fmt: skip
 
 
@@ -486,6 +486,32 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--severity",
         choices=["error", "warning", "information", "hint"],
         help="with --mode safe: the least severe introduced level that refuses",
+    )
+    edit_symbol = command(
+        "edit-symbol", cmd_edit_symbol, "edit a definition by its name path (text from stdin)"
+    )
+    edit_symbol.add_argument("path", metavar="PATH")
+    edit_symbol.add_argument("symbol", metavar="SYMBOL", help="a name path: Class.method, main")
+    edit_symbol.add_argument(
+        "action", metavar="ACTION", choices=["replace_body", "replace", "insert_before",
+        "insert_after"], help="replace_body, replace, insert_before or insert_after",
+    )  # fmt: skip
+    edit_symbol.add_argument("--text", help="the new text (else read from stdin)")
+    edit_symbol.add_argument(
+        "--mode",
+        choices=["apply", "preview", "safe"],
+        default="apply",
+        help="apply (write), preview (write nothing), safe (write if it breaks nothing)",
+    )
+    edit_symbol.add_argument("--expected-hash", metavar="HASH", help="fail if the file changed")
+    move = command("move", cmd_move, "move or rename a file, its references updated")
+    move.add_argument("path", metavar="PATH")
+    move.add_argument("new_path", metavar="NEW_PATH")
+    move.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
+    move.add_argument(
+        "--force",
+        action="store_true",
+        help="move even when a language server cannot update the references",
     )
     command("mcp", cmd_mcp, "serve MCP on stdio, bridged to the daemon")
     trust = command(
@@ -839,6 +865,33 @@ def cmd_edit(inv: Invocation) -> int:
     result = inv.tool("edit_file", arguments)
     inv.show("edit", result, render.edit)
     return EXIT_TOOL_ERROR if result.get("refused") else EXIT_OK
+
+
+def cmd_edit_symbol(inv: Invocation) -> int:
+    text = inv.args.text if inv.args.text is not None else inv.stdin.read()
+    arguments: dict[str, Any] = {
+        "path": inv.input_path(inv.args.path),
+        "symbol": inv.args.symbol,
+        "action": inv.args.action,
+        "text": text,
+        "mode": inv.args.mode,
+    }
+    if inv.args.expected_hash:
+        arguments["expected_hash"] = inv.args.expected_hash
+    result = inv.tool("edit_symbol", arguments)
+    inv.show("edit-symbol", result, render.edit)
+    return EXIT_TOOL_ERROR if result.get("refused") else EXIT_OK
+
+
+def cmd_move(inv: Invocation) -> int:
+    arguments: dict[str, Any] = {
+        "path": inv.input_path(inv.args.path),
+        "new_path": inv.input_path(inv.args.new_path),
+        "mode": "preview" if inv.args.dry_run else "apply",
+        "force": inv.args.force,
+    }
+    inv.show("move", inv.tool("move_file", arguments), render.edit)
+    return EXIT_OK
 
 
 def cmd_trust(inv: Invocation) -> int:

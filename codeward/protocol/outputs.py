@@ -221,4 +221,16 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         {"path": STR, "content_hash": STR, "diff": STR, "written": BOOL, "changed": BOOL, **AFTER},
         {"refused": BOOL, "reason": STR},
     ),
+    "edit_symbol": obj(
+        {
+            "symbol": obj({"name_path": STR, "kind": STR, "line": INT, "end_line": INT}),
+            "path": STR,
+            "content_hash": STR,
+            "diff": STR,
+            "written": BOOL,
+            "changed": BOOL,
+            **AFTER,
+        },
+        {"refused": BOOL, "reason": STR},
+    ),
 }

@@ -494,7 +494,7 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
             count = len(result.get("diagnostics") or [])
         if "since" not in result:
             out.append(f"{count} diagnostic{'s' if count != 1 else ''}")
-    if command == "edit":
+    if command in ("edit", "edit-symbol"):
         if result.get("refused"):
             out.append(f"refused, nothing written: {result.get('reason')}")
         elif not result.get("changed"):
@@ -535,6 +535,7 @@ _COMMANDS = {
     "rename_symbol": "rename",
     "edit_file": "edit",
     "review_changes": "review",
+    "edit_symbol": "edit-symbol",
 }
 
 
@@ -671,6 +672,7 @@ _TEXT = {
     "edit_file": edit,
     "run_lua": script,
     "review_changes": review,
+    "edit_symbol": edit,
 }
 # What a result without a line says.
 _EMPTY = {"git_command": "no output", "run_lua": "no result"}

@@ -3,6 +3,7 @@
 from codeward.daemon.tools import (
     diagnostics,  # noqa: F401
     edit_file,  # noqa: F401
+    edit_symbol,  # noqa: F401
     edits,  # noqa: F401
     git_tool,  # noqa: F401
     hierarchy,  # noqa: F401
