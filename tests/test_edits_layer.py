@@ -420,3 +420,43 @@ async def test_apply_workspace_edit_dry_run_and_apply(root: Path, nursery: trio.
     # Nothing to change: nothing written, nobody told.
     nothing = await apply_workspace_edit(writer, {"changes": {}}, "utf-16", Basis(), apply=True)
     assert not nothing.applied and nothing.files_changed == [] and len(told) == 2
+
+
+async def test_writer_makes_the_folder_of_a_move_and_removes_it_when_refused(
+    root: Path, nursery: trio.Nursery
+) -> None:
+    a, b = root / "a.py", root / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("import a\n")
+    writer = RootWriter(root, lambda paths, created: None)
+    await nursery.start(writer.run)
+    new = root / "deep" / "er" / "a.py"
+
+    def move(basis_hash: str) -> tuple[dict[str, Any], Basis]:
+        change = {
+            "documentChanges": [
+                {"textDocument": {"uri": b.as_uri(), "version": None},
+                 "edits": [edit(0, 7, 0, 8, "deep.er.a")]},
+                {"kind": "rename", "oldUri": a.as_uri(), "newUri": new.as_uri()},
+            ]
+        }  # fmt: skip
+        return change, Basis({b: (0, basis_hash)})
+
+    # b.py is not the content the edit was computed from: nothing written, no folder left
+    change, stale = move("sha256:other")
+    with pytest.raises(ToolError) as info:
+        await writer.write(change, "utf-32", stale, folder=new.parent)
+    assert info.value.kind is ErrorKind.STALE_EDIT
+    assert not (root / "deep").exists() and a.exists() and b.read_text() == "import a\n"
+    # a folder that would be reached through a link out of the root is refused
+    (root / "out").symlink_to(root.parent)
+    with pytest.raises(ToolError) as info:
+        await writer.write({"changes": {}}, "utf-32", Basis(), folder=root / "out" / "sub")
+    assert info.value.kind is ErrorKind.PATH_OUTSIDE_PROJECT
+    assert not (root.parent / "sub").exists()
+    # written: the folders made, the file moved, the importer edited
+    change, basis = move(content_hash(b.read_bytes()))
+    plan = await writer.write(change, "utf-32", basis, folder=new.parent)
+    assert {c.shown for c in plan.changes} == {"a.py", "b.py", "deep/er/a.py"}
+    assert new.read_text() == "x = 1\n" and not a.exists()
+    assert b.read_text() == "import deep.er.a\n"

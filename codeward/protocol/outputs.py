@@ -221,6 +221,19 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         {"path": STR, "content_hash": STR, "diff": STR, "written": BOOL, "changed": BOOL, **AFTER},
         {"refused": BOOL, "reason": STR},
     ),
+    "move_file": obj(
+        {
+            "moved": BOOL,
+            "path": STR,
+            "new_path": STR,
+            "files_changed": array(STR),
+            "edits": INT,
+            "diff": STR,
+            "servers": array(STR),
+            **AFTER,
+        },
+        {"not_updated_by": array(STR), "warning": STR, "partial": BOOL},
+    ),
     "edit_symbol": obj(
         {
             "symbol": obj({"name_path": STR, "kind": STR, "line": INT, "end_line": INT}),

@@ -501,6 +501,19 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
             out.append("no change")
         elif not result.get("written"):
             out.append("preview: nothing written")
+    if command == "move":
+        where = f"{result.get('path')} -> {result.get('new_path')}"
+        files = _count(result.get("files_changed")) or 0
+        updated = f"{files} file{'s' if files != 1 else ''} updated"
+        if result.get("moved"):
+            out.append(f"moved {where}; {updated}")
+        else:
+            out.append(f"preview: nothing moved ({where}; {updated} when applied)")
+        if result.get("warning"):
+            out.append(str(result["warning"]))
+        elif result.get("not_updated_by"):
+            names = ", ".join(str(s) for s in result["not_updated_by"])
+            out.append(f"not updated by {names} (no workspace/willRenameFiles)")
     if command == "format":
         if result.get("formatter"):
             out.append(f"formatted with {result['formatter']}")
@@ -536,6 +549,7 @@ _COMMANDS = {
     "edit_file": "edit",
     "review_changes": "review",
     "edit_symbol": "edit-symbol",
+    "move_file": "move",
 }
 
 
@@ -673,6 +687,7 @@ _TEXT = {
     "run_lua": script,
     "review_changes": review,
     "edit_symbol": edit,
+    "move_file": edit,
 }
 # What a result without a line says.
 _EMPTY = {"git_command": "no output", "run_lua": "no result"}

@@ -5,6 +5,7 @@ never meet on `.git/index.lock`."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
@@ -15,6 +16,7 @@ from codeward.daemon.edits.atomic import commit
 from codeward.daemon.edits.plan import Basis, EditPlan, prepare
 from codeward.daemon.files import DEFAULT_LIMIT
 from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.paths import is_inside, real_path
 from codeward.protocol.errors import ErrorKind, ToolError
 
 FilesChanged = Callable[[Sequence[Path], Sequence[Path]], None]  # (changed, of them created)
@@ -70,13 +72,17 @@ class RootWriter:
             raise job.error
         return cast(T, job.value)
 
-    async def write(self, edit: Any, encoding: Encoding, basis: Basis) -> EditPlan:
-        """Prepare `edit` against the files as they are now and write it; the plan written."""
+    async def write(
+        self, edit: Any, encoding: Encoding, basis: Basis, *, folder: Path | None = None
+    ) -> EditPlan:
+        """Prepare `edit` against the files as they are now and write it; the plan written.
+        `folder` (inside the root) is made first with its missing parents, and removed
+        again when the edit is not written."""
 
         async def work() -> EditPlan:
             root = self.root
             plan = await trio.to_thread.run_sync(
-                _prepare_and_commit, root, edit, encoding, basis, self.limit
+                _prepare_and_commit, root, edit, encoding, basis, self.limit, folder
             )
             if plan.changes:
                 created = [c.path for c in plan.changes if c.before is None]
@@ -87,12 +93,51 @@ class RootWriter:
 
 
 def _prepare_and_commit(
-    root: Path, edit: Any, encoding: Encoding, basis: Basis, limit: int
+    root: Path, edit: Any, encoding: Encoding, basis: Basis, limit: int, folder: Path | None
 ) -> EditPlan:
-    plan = prepare(root, edit, encoding, basis, limit)
-    if plan.changes:
-        commit(plan)
+    made = _make_folder(root, folder) if folder is not None else []
+    try:
+        plan = prepare(root, edit, encoding, basis, limit)
+        if plan.changes:
+            commit(plan)
+    except BaseException:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise
     return plan
+
+
+def _make_folder(root: Path, folder: Path) -> list[Path]:
+    """Make `folder` and its missing parents, each checked to be inside the root as it is
+    made (never through a link out of it); the folders made, outermost first."""
+    missing: list[Path] = []
+    current = folder
+    while not current.is_dir():
+        missing.append(current)
+        current = current.parent
+    made: list[Path] = []
+    try:
+        for path in reversed(missing):
+            if not is_inside(Path(real_path(path.parent)), root):
+                raise ToolError(
+                    ErrorKind.PATH_OUTSIDE_PROJECT,
+                    "The new folder would be outside the project, so nothing was written.",
+                )
+            path.mkdir()
+            made.append(path)
+    except (OSError, ToolError) as exc:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        if isinstance(exc, ToolError):
+            raise
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"The folder {folder.relative_to(root).as_posix()!r} cannot be made "
+            f"({exc.strerror or exc.__class__.__name__}); nothing was written.",
+        ) from None
+    return made
 
 
 def _stopped() -> ToolError:

@@ -42,6 +42,12 @@ _PROVIDERS: dict[str, tuple[str, str | None]] = {
     "textDocument/diagnostic": ("diagnostic_provider", None),
     "workspace/diagnostic": ("diagnostic_provider", "workspace_diagnostics"),
 }
+# The file operations (`workspace.fileOperations.<name>` with filters of the files they
+# are about) that codeward sends.
+_FILE_OPERATIONS = {
+    "workspace/willRenameFiles": "will_rename",
+    "workspace/didRenameFiles": "did_rename",
+}
 # Requests a dynamic registration of another method also enables.
 _REGISTERED_AS = {
     "callHierarchy/incomingCalls": "textDocument/prepareCallHierarchy",
@@ -118,6 +124,9 @@ class Capabilities:
     def provider(method: str) -> str:
         """The capability that offers `method`, as the LSP spec names it
         (`renameProvider.prepareProvider`)."""
+        operation = _FILE_OPERATIONS.get(method)
+        if operation is not None:
+            return f"workspace.fileOperations.{_camel(operation)}"
         provider = _PROVIDERS.get(method)
         if provider is None:
             return method
@@ -131,6 +140,8 @@ class Capabilities:
         return offered
 
     def _supports(self, method: str) -> bool:
+        if method in _FILE_OPERATIONS:
+            return bool(self.file_filters(method))
         provider = _PROVIDERS.get(method)
         if provider is None:
             return bool(self.registered(method))
@@ -145,6 +156,20 @@ class Capabilities:
             if sub is None or getattr(option, sub, None):
                 return True
         return False
+
+    def file_filters(self, method: str) -> list[lsp.FileOperationFilter]:
+        """The filters of the files a file operation (`workspace/willRenameFiles`) is sent
+        about, statically and by registration; empty when the server does not take it."""
+        name = _FILE_OPERATIONS[method]
+        workspace = getattr(self.static, "workspace", None)
+        operations = getattr(workspace, "file_operations", None)
+        offered = [getattr(operations, name, None), *self.registered(method)]
+        return [
+            item
+            for option in offered
+            if isinstance(option, lsp.FileOperationRegistrationOptions)
+            for item in option.filters
+        ]
 
     def watched_file_globs(self) -> list[Any]:
         """The `FileSystemWatcher` glob patterns the server registered, as JSON data."""

@@ -65,6 +65,10 @@ def client_capabilities() -> lsp.ClientCapabilities:
                 dynamic_registration=True, symbol_kind=_SYMBOL_KINDS
             ),
             diagnostics=lsp.DiagnosticWorkspaceClientCapabilities(refresh_support=False),
+            # move_file: the edits a rename of files needs, and the rename told after it
+            file_operations=lsp.FileOperationClientCapabilities(
+                dynamic_registration=True, will_rename=True, did_rename=True
+            ),
         ),
         text_document=lsp.TextDocumentClientCapabilities(
             synchronization=lsp.TextDocumentSyncClientCapabilities(

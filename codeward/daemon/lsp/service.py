@@ -102,6 +102,7 @@ from codeward.daemon.lsp.diagnostics import (
 )
 from codeward.daemon.lsp.documents import Document
 from codeward.daemon.lsp.file_events import FileEvents
+from codeward.daemon.lsp.file_operations import rename_params, takes
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Previewer, hold_for_preview
@@ -856,6 +857,45 @@ class LanguageService:
             await on_edit(edit, actor.encoding, _versions(documents))
 
         return await actor.execute_command(command["command"], arguments, handle)
+
+    async def will_rename(self, old: Path, new: Path) -> tuple[list[Answer], list[str]]:
+        """`workspace/willRenameFiles` about moving `old` (opened first, so its project is
+        loaded) to `new`, to each server of its language whose filters take it: their
+        answers (with `versions`), and the language's servers that do not take it."""
+        language = self.languages.require(old)
+        names = self.languages.servers(language)
+        method, params = "workspace/willRenameFiles", rename_params(old, new)
+        answers: list[Answer] = []
+        errors: list[ToolError] = []
+        async with self.gate.shared():
+            for name in names:
+                try:
+                    server = await self.pool.started(name, language)
+                    await server.offers(method)  # a moment for a dynamic registration
+                    if not takes(server.capabilities.file_filters(method), old):
+                        continue
+                    doc = await self._open(server, old, language)
+                    ready = server.ready_for(doc) or await self._wait_ready(
+                        server, doc, trio.current_time()
+                    )
+                    versions = self.snapshot(name)
+                    result = await server.request(method, params)
+                    answers.append(Answer(name, result, not ready, server.encoding, self, versions))
+                except ToolError as exc:
+                    errors.append(exc)
+        if errors and len(errors) == len(names):
+            raise self.pool.missing(errors, names)
+        asked = {a.server for a in answers}
+        return answers, [name for name in names if name not in asked]
+
+    async def did_rename(self, old: Path, new: Path) -> None:
+        """`workspace/didRenameFiles` to the running servers whose filters take `new`, once
+        they heard of the files' change on disk."""
+        method = "workspace/didRenameFiles"
+        await self.events.flush()
+        for server in self.pool.live():
+            if takes(server.capabilities.file_filters(method), new):
+                server.notify(method, rename_params(old, new))
 
     def indexing(self, server: str) -> bool:
         """Whether server `server` is not ready (an index still loading, as its readiness

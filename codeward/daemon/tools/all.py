@@ -9,5 +9,6 @@ from codeward.daemon.tools import (
     hierarchy,  # noqa: F401
     intel,  # noqa: F401
     lua_tool,  # noqa: F401
+    move_file,  # noqa: F401
     review,  # noqa: F401
 )
