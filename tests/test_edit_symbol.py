@@ -238,3 +238,26 @@ async def test_go_brace_bodies(shared_client: RpcClient, shared_daemon: SharedDa
         text='return "two"', mode="safe",
     )  # fmt: skip
     assert result["refused"] and "return n * 2" in (root / "main.go").read_text()
+
+
+def test_cli_edit_symbol(shared_daemon: SharedDaemon) -> None:
+    env, root = shared_daemon.env, shared_daemon.root
+    (root / "cli.py").write_text("def main() -> None:\n    print(1)\n")
+    preview = env.run(
+        "--root", str(root), "edit-symbol", "cli.py", "main", "replace_body", "--mode",
+        "preview", cwd=root, stdin="print(2)\n",
+    )  # fmt: skip
+    assert preview.returncode == 0, preview.stderr
+    assert "+    print(2)" in preview.stdout and "preview: nothing written" in preview.stderr
+    assert (root / "cli.py").read_text() == "def main() -> None:\n    print(1)\n"
+    done = env.run(
+        "--root", str(root), "edit-symbol", "cli.py", "main", "insert_after", "--text",
+        "\n\nX = 1", cwd=root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (root / "cli.py").read_text() == "def main() -> None:\n    print(1)\n\n\nX = 1\n"
+    unknown = env.run(
+        "--root", str(root), "edit-symbol", "cli.py", "mian", "replace", "--text", "x", cwd=root
+    )
+    assert unknown.returncode == 1 and "main" in unknown.stderr
+    assert "[invalid_arguments]" in unknown.stderr

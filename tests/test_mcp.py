@@ -165,6 +165,9 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
             "run_lua": {"source": "codeward.log('counted')\n"
                                   "return codeward.call('get_symbols', {path = 'app.py'}).count"},
             "review_changes": {"since": "HEAD"},
+            "edit_symbol": {"path": "app.py", "symbol": "Impl.run", "action": "replace_body",
+                            "text": "return compute(2)", "mode": "preview"},
+            "move_file": {"path": "app.py", "new_path": "moved/app.py", "mode": "preview"},
         }  # fmt: skip
         assert set(calls) == set(tools), "a tool was added: call it here too"
         texts: dict[str, str] = {}
@@ -225,6 +228,9 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
     assert "(content_hash: sha256:" in texts["edit_file"]
     assert texts["run_lua"] == "7\nlog: counted"
     assert texts["review_changes"].startswith("review since HEAD (")
+    assert "+        return compute(2)" in texts["edit_symbol"]
+    assert "(preview: nothing written)" in texts["edit_symbol"]
+    assert "(preview: nothing moved (app.py -> moved/app.py; " in texts["move_file"]
 
 
 async def test_errors_as_results_and_as_protocol_errors(daemon: Daemon, repo: Path) -> None:

@@ -4,6 +4,7 @@ move is `unsupported_by_server` unless forced; bad inputs move nothing."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,30 @@ async def test_bad_inputs_move_nothing(
     err = await failure(client, path="bad/x.ts", new_path="bad/y.ts/x.ts")
     assert err.kind == "invalid_arguments"
     assert files_under(root, "bad") == before
+
+
+def test_cli_move(shared_daemon: SharedDaemon) -> None:
+    env, root = shared_daemon.env, shared_daemon.root
+    folder = root / "cli"
+    folder.mkdir()
+    (folder / "tsconfig.json").write_text('{"compilerOptions": {"strict": true, "noEmit": true}}\n')
+    (folder / "a.ts").write_text("export const a = 1;\n")
+    (folder / "b.ts").write_text('import { a } from "./a";\n\nexport const b = a;\n')
+
+    def move(*args: str) -> subprocess.CompletedProcess[str]:
+        return env.run("--root", str(root), "move", *args, cwd=folder)
+
+    dry = move("a.ts", "sub/a.ts", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert '+import { a } from "./sub/a";' in dry.stdout and "nothing moved" in dry.stderr
+    assert (folder / "a.ts").exists()
+    done = move("a.ts", "sub/a.ts")
+    assert done.returncode == 0, done.stderr
+    assert "moved cli/a.ts -> cli/sub/a.ts; 1 file updated" in done.stderr
+    assert (folder / "b.ts").read_text().startswith('import { a } from "./sub/a";')
+    (folder / "x.go").write_text("package cli\n")
+    refused = move("x.go", "y.go")
+    assert refused.returncode == 1 and "[unsupported_by_server]" in refused.stderr
+    forced = move("x.go", "y.go", "--force")
+    assert forced.returncode == 0 and "references were not updated" in forced.stderr
+    assert (folder / "y.go").exists() and not (folder / "x.go").exists()
