@@ -40,6 +40,10 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   follow-up to the server that gave an answer (`callHierarchy/incomingCalls`,
   `codeAction/resolve`). `await service.route(language, method)`: the server's name;
   `service.supports(server, method)`, `await service.offers(server, method)`.
+- `await service.will_rename(old, new) -> (list[Answer], list[str])`:
+  `workspace/willRenameFiles` to each server of the file's language whose file operation
+  filters take it (the file opened first), and the servers that do not;
+  `await service.did_rename(old, new)`: `workspace/didRenameFiles` after the move.
 - `await service.execute_command(server, command, on_edit)`: `workspace/executeCommand`;
   the `workspace/applyEdit` requests the server sends meanwhile go to `on_edit(edit,
   encoding, versions)`. `service.snapshot(server)`: its open documents' versions now.
