@@ -67,6 +67,46 @@ class Folders:
         return fd
 
 
+def make_folders(root: Path, folder: Path) -> list[Path]:
+    """Make `folder` (canonical, inside the root) and its missing parents, name by name from
+    the root's descriptor without following links, none in a git directory: the folders
+    made, outermost first (an edit that fails removes them again)."""
+    shown = folder.relative_to(root).as_posix()
+    made: list[Path] = []
+    current = root
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in folder.relative_to(root).parts:
+            current = current / name
+            try:
+                os.mkdir(name, 0o777, dir_fd=fd)
+                made.append(current)
+            except FileExistsError:
+                pass
+            inner = os.open(name, _FOLDER, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            if is_git_dir(fd):
+                raise in_git_dir(shown)
+    except (OSError, ToolError) as exc:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        if isinstance(exc, ToolError):
+            raise
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and current.is_symlink()):
+            raise _moved(shown, exc) from None
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"The folder {shown!r} cannot be made ({exc.strerror}), so nothing was written; "
+            "give a path whose folders are folders.",
+            path=shown,
+        ) from None
+    finally:
+        os.close(fd)
+    return made
+
+
 def is_git_dir(folder: Path | int) -> bool:
     """Whether `folder` (a path, or an open folder's descriptor) is a git directory: it
     holds `HEAD` and the folders `objects` and `refs`, as git itself decides."""

@@ -13,10 +13,10 @@ from typing import Any, Generic, TypeVar, cast
 import trio
 
 from codeward.daemon.edits.atomic import commit
+from codeward.daemon.edits.folders import make_folders
 from codeward.daemon.edits.plan import Basis, EditPlan, prepare
 from codeward.daemon.files import DEFAULT_LIMIT
 from codeward.daemon.lsp.positions import Encoding
-from codeward.daemon.paths import is_inside, real_path
 from codeward.protocol.errors import ErrorKind, ToolError
 
 FilesChanged = Callable[[Sequence[Path], Sequence[Path]], None]  # (changed, of them created)
@@ -95,7 +95,7 @@ class RootWriter:
 def _prepare_and_commit(
     root: Path, edit: Any, encoding: Encoding, basis: Basis, limit: int, folder: Path | None
 ) -> EditPlan:
-    made = _make_folder(root, folder) if folder is not None else []
+    made = make_folders(root, folder) if folder is not None else []
     try:
         plan = prepare(root, edit, encoding, basis, limit)
         if plan.changes:
@@ -106,38 +106,6 @@ def _prepare_and_commit(
                 path.rmdir()
         raise
     return plan
-
-
-def _make_folder(root: Path, folder: Path) -> list[Path]:
-    """Make `folder` and its missing parents, each checked to be inside the root as it is
-    made (never through a link out of it); the folders made, outermost first."""
-    missing: list[Path] = []
-    current = folder
-    while not current.is_dir():
-        missing.append(current)
-        current = current.parent
-    made: list[Path] = []
-    try:
-        for path in reversed(missing):
-            if not is_inside(Path(real_path(path.parent)), root):
-                raise ToolError(
-                    ErrorKind.PATH_OUTSIDE_PROJECT,
-                    "The new folder would be outside the project, so nothing was written.",
-                )
-            path.mkdir()
-            made.append(path)
-    except (OSError, ToolError) as exc:
-        for path in reversed(made):
-            with contextlib.suppress(OSError):
-                path.rmdir()
-        if isinstance(exc, ToolError):
-            raise
-        raise ToolError(
-            ErrorKind.INVALID_ARGUMENTS,
-            f"The folder {folder.relative_to(root).as_posix()!r} cannot be made "
-            f"({exc.strerror or exc.__class__.__name__}); nothing was written.",
-        ) from None
-    return made
 
 
 def _stopped() -> ToolError:

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
+import trio
 
 from codeward.daemon.edits import Basis, apply_workspace_edit
 from codeward.daemon.edits.aftermath import Aftermath
 from codeward.daemon.edits.batch import Replacement, combine
+from codeward.daemon.edits.folders import git_dir_holding, in_git_dir
 from codeward.daemon.edits.workspace import EditText, operations
 from codeward.daemon.intel.inputs import resolve_inside
 from codeward.daemon.lsp import shapes
@@ -67,13 +69,7 @@ class MoveFileArgs(msgspec.Struct, forbid_unknown_fields=True):
 async def move_file(ctx: ToolContext, args: MoveFileArgs) -> dict[str, Any]:
     session = ctx.session
     root, manager = session.root, session.lsp
-    old = _source(root, args.path)
-    if resolve_inside(root, args.new_path) == old:
-        raise ToolError(
-            ErrorKind.INVALID_ARGUMENTS,
-            f"{relative(old, root)!r} is already there; give a different `new_path`.",
-        )
-    new = _destination(root, args.new_path)
+    old, new = await trio.to_thread.run_sync(_paths, root, args.path, args.new_path)
     shown_old, shown_new = relative(old, root), relative(new, root)
     language = manager.language_or_none(old)
     answers, without = await manager.will_rename(old, new) if language else ([], [])
@@ -118,6 +114,17 @@ async def move_file(ctx: ToolContext, args: MoveFileArgs) -> dict[str, Any]:
     return {**result, "moved": True, "diagnostics_after": report.public()}
 
 
+def _paths(root: Path, given: str, given_new: str) -> tuple[Path, Path]:
+    """The file to move and where it goes, checked (blocking: it looks at the disk)."""
+    old = _source(root, given)
+    if resolve_inside(root, given_new) == old:
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"{relative(old, root)!r} is already there; give a different `new_path`.",
+        )
+    return old, _destination(root, given_new)
+
+
 def _source(root: Path, given: str) -> Path:
     """The file to move: an existing regular work-tree file."""
     path = resolve_inside(root, given)
@@ -153,12 +160,13 @@ def _destination(root: Path, given: str) -> Path:
 
 
 def _not_git(root: Path, path: Path) -> None:
-    if path == root or ".git" in path.relative_to(root).parts:
+    if path == root:
         raise ToolError(
             ErrorKind.PATH_OUTSIDE_PROJECT,
-            f"{relative(path, root)!r} is not a work-tree file path (codeward never writes "
-            "inside .git); give one of the project.",
+            f"{relative(path, root)!r} is not a work-tree file path; give one of the project.",
         )
+    if git_dir_holding(root, path) is not None:
+        raise in_git_dir(relative(path, root))
 
 
 def _unsupported(shown: str, language: str | None, without: list[str]) -> ToolError:
