@@ -156,6 +156,14 @@ async def test_bad_inputs_move_nothing(
     assert err.kind == "invalid_arguments" and "already" in err.message
     err = await failure(client, path="bad", new_path="good")
     assert err.kind == "invalid_arguments" and "regular file" in err.message
+    # a git directory known by what it holds, whatever its name
+    for part in ("objects", "refs"):
+        (root / "bad/vault" / part).mkdir(parents=True)
+    (root / "bad/vault/HEAD").write_text("ref: refs/heads/main\n")
+    err = await failure(client, path="bad/x.ts", new_path="bad/vault/sub/x.ts")
+    assert err.kind == "path_outside_project" and "git directory" in err.message
+    assert not (root / "bad/vault/sub").exists()
+    before = files_under(root, "bad")
     # a folder in the way: the file y.ts cannot be a folder
     err = await failure(client, path="bad/x.ts", new_path="bad/y.ts/x.ts")
     assert err.kind == "invalid_arguments"
