@@ -21,6 +21,9 @@ waits until the lease is released. Under the leases each file is checked and wri
 place, its staged copy kept until the write is done; another writer then sees the new
 content, never the old one. Where a lease cannot be had (the file is open elsewhere, a
 file system without leases, SIGIO not ignored), the replace path above is taken.
+
+`make_folders` makes the missing folders a moved file goes to, the same way (name by name
+from the root, no link followed, no git directory), before the edit is prepared.
 """
 
 from __future__ import annotations
@@ -34,7 +37,15 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from codeward.daemon.edits.folders import Folders, check_links, hard_link
+from codeward.daemon.edits.folders import (
+    FOLDER,
+    Folders,
+    check_links,
+    hard_link,
+    in_git_dir,
+    is_git_dir,
+    moved,
+)
 from codeward.daemon.edits.leases import Leased, lease_all, unlease
 from codeward.daemon.edits.plan import EditPlan, FileChange, stale
 from codeward.daemon.files import Missing, read_file
@@ -116,19 +127,23 @@ _REFUSED: dict[int, tuple[str, str, str]] = {
 }
 
 
+def refused(shown: str, exc: OSError) -> ToolError:
+    """`write_failed` for a write of `shown` the system refused (one of `_REFUSED`)."""
+    reason, said, then = _REFUSED[exc.errno or 0]
+    return ToolError(
+        ErrorKind.WRITE_FAILED,
+        f"{shown!r} cannot be written: {said}. Nothing was lost: every file of the "
+        f"edit keeps its content; {then} and run it again.",
+        path=shown,
+        reason=reason,
+    )
+
+
 def _failed(change: FileChange, exc: OSError) -> ToolError:
     """The error of a file that could not be written (everything rolled back): which of
     `_REFUSED` it was, else `file_not_found` (its folder gone, say)."""
-    refused = _REFUSED.get(exc.errno or 0)
-    if refused is not None:
-        reason, said, then = refused
-        return ToolError(
-            ErrorKind.WRITE_FAILED,
-            f"{change.shown!r} cannot be written: {said}. Nothing was lost: every file of the "
-            f"edit keeps its content; {then} and run it again.",
-            path=change.shown,
-            reason=reason,
-        )
+    if (exc.errno or 0) in _REFUSED:
+        return refused(change.shown, exc)
     return ToolError(
         ErrorKind.FILE_NOT_FOUND,
         f"{change.shown!r} cannot be written ({exc.strerror or exc.__class__.__name__}), so "
@@ -361,3 +376,45 @@ def _restore(
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=folder)
         raise
+
+
+def make_folders(root: Path, folder: Path) -> list[Path]:
+    """Make `folder` (canonical, inside the root) and its missing parents, name by name from
+    the root's descriptor without following links, none in a git directory: the folders
+    made, outermost first (an edit that fails removes them again)."""
+    shown = folder.relative_to(root).as_posix()
+    made: list[Path] = []
+    current = root
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in folder.relative_to(root).parts:
+            current = current / name
+            try:
+                os.mkdir(name, 0o777, dir_fd=fd)
+                made.append(current)
+            except FileExistsError:
+                pass
+            inner = os.open(name, FOLDER, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            if is_git_dir(fd):
+                raise in_git_dir(shown)
+    except (OSError, ToolError) as exc:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        if isinstance(exc, ToolError):
+            raise
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and current.is_symlink()):
+            raise moved(shown, exc) from None
+        if exc.errno in _REFUSED:
+            raise refused(shown, exc) from None
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"The folder {shown!r} cannot be made ({exc.strerror}), so nothing was written; "
+            "give a path whose folders are folders.",
+            path=shown,
+        ) from None
+    finally:
+        os.close(fd)
+    return made

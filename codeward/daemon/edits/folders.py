@@ -15,7 +15,7 @@ from types import TracebackType
 
 from codeward.protocol.errors import ErrorKind, ToolError
 
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class Folders:
@@ -47,15 +47,15 @@ class Folders:
         try:
             fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
-            raise _moved(shown, exc) from None
+            raise moved(shown, exc) from None
         try:
             if is_git_dir(fd):
                 raise in_git_dir(shown)
             for name in folder.relative_to(self.root).parts:
                 try:
-                    inner = os.open(name, _FOLDER, dir_fd=fd)
+                    inner = os.open(name, FOLDER, dir_fd=fd)
                 except OSError as exc:
-                    raise _moved(shown, exc) from None
+                    raise moved(shown, exc) from None
                 os.close(fd)
                 fd = inner
                 if is_git_dir(fd):
@@ -65,46 +65,6 @@ class Folders:
             raise
         self._fds[folder] = fd
         return fd
-
-
-def make_folders(root: Path, folder: Path) -> list[Path]:
-    """Make `folder` (canonical, inside the root) and its missing parents, name by name from
-    the root's descriptor without following links, none in a git directory: the folders
-    made, outermost first (an edit that fails removes them again)."""
-    shown = folder.relative_to(root).as_posix()
-    made: list[Path] = []
-    current = root
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for name in folder.relative_to(root).parts:
-            current = current / name
-            try:
-                os.mkdir(name, 0o777, dir_fd=fd)
-                made.append(current)
-            except FileExistsError:
-                pass
-            inner = os.open(name, _FOLDER, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-            if is_git_dir(fd):
-                raise in_git_dir(shown)
-    except (OSError, ToolError) as exc:
-        for path in reversed(made):
-            with contextlib.suppress(OSError):
-                path.rmdir()
-        if isinstance(exc, ToolError):
-            raise
-        if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and current.is_symlink()):
-            raise _moved(shown, exc) from None
-        raise ToolError(
-            ErrorKind.INVALID_ARGUMENTS,
-            f"The folder {shown!r} cannot be made ({exc.strerror}), so nothing was written; "
-            "give a path whose folders are folders.",
-            path=shown,
-        ) from None
-    finally:
-        os.close(fd)
-    return made
 
 
 def is_git_dir(folder: Path | int) -> bool:
@@ -168,7 +128,7 @@ def check_links(st: os.stat_result, shown: str) -> None:
         raise hard_link(shown)
 
 
-def _moved(shown: str, exc: OSError) -> ToolError:
+def moved(shown: str, exc: OSError) -> ToolError:
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         return ToolError(
             ErrorKind.PATH_OUTSIDE_PROJECT,

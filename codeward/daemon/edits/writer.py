@@ -12,8 +12,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import trio
 
-from codeward.daemon.edits.atomic import commit
-from codeward.daemon.edits.folders import make_folders
+from codeward.daemon.edits.atomic import commit, make_folders
 from codeward.daemon.edits.plan import Basis, EditPlan, prepare
 from codeward.daemon.files import DEFAULT_LIMIT
 from codeward.daemon.lsp.positions import Encoding
