@@ -89,7 +89,8 @@ async def move_file(ctx: ToolContext, args: MoveFileArgs) -> dict[str, Any]:
     }
     if not answers:
         why = f"no {language} server" if language else "no language server knows the file"
-        result["warning"] = f"references were not updated ({why} offers it; moved by force)"
+        were = "were" if args.mode == "apply" else "would be"
+        result["warning"] = f"references {were} not updated ({why} offers it; moved by force)"
     elif without:
         result["not_updated_by"] = without
     if any(a.partial for a in answers):
