@@ -312,6 +312,15 @@ class LanguageService:
         """Why server `server` does not format in this (untrusted) root, else None."""
         return FORMATTING_OFF.get(server) if self.pool.restricted else None
 
+    def servers_of(self, language: str) -> list[str]:
+        """The servers of `language` in routing order, as the project narrowed them."""
+        return self.languages.servers(language)
+
+    def code_actions_at(self, server: str) -> str:
+        """Where server `server` answers quick fixes: its config's `code_actions_at`."""
+        config = self.pool.configs.get(server)
+        return config.code_actions_at if config is not None else "range"
+
     @property
     def busy(self) -> bool:
         """Whether a request is in flight on any of its servers."""

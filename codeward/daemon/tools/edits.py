@@ -172,7 +172,7 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
         if exc.kind not in unformatted or ranged or formatter is None:
             raise
         left_out = ctx.session.narrowed.get(source.language, [])
-        kept = manager.languages.servers(source.language)
+        kept = manager.servers_of(source.language)
         narrowed = narrowed_out(formatter, source.language, source.shown, kept, left_out)
         if narrowed is not None:
             raise narrowed from None
@@ -265,8 +265,7 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
     def at_diagnostics(server: str) -> list[Callable[[DocumentContext], Any]]:
         """A server whose quick fixes are asked at each diagnostic's own range: one
         request more per diagnostic of the lines (the first MAX_AT_DIAGNOSTICS)."""
-        config = manager.pool.configs.get(server)
-        if config is None or config.code_actions_at != "diagnostic":
+        if manager.code_actions_at(server) != "diagnostic":
             return []
         _, items = diagnostics.get(server, (None, []))
         found = in_lines(items, first - 1, last - 1)[:MAX_AT_DIAGNOSTICS]
