@@ -399,6 +399,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     symbols = command("symbols", cmd_symbols, "symbols of a file, or workspace symbols")
     symbols.add_argument("target", metavar="PATH|QUERY", nargs="?")
     symbols.add_argument("--workspace", action="store_true", help="search the workspace")
+    symbols.add_argument("--language", help="--workspace: search this language's servers only")
     symbols.add_argument("--limit", type=int)
     symbols.add_argument(
         "--all", action="store_true", help="every symbol, parameters and local variables too"
@@ -761,6 +762,8 @@ def cmd_symbols(inv: Invocation) -> int:
     path: str | None = None
     if inv.args.workspace:
         arguments = {"scope": "workspace", "query": inv.args.target or ""}
+        if inv.args.language is not None:
+            arguments["language"] = inv.args.language
     else:
         if not inv.args.target:
             raise UsageError("give a PATH, or --workspace QUERY")

@@ -152,7 +152,7 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "truncated": BOOL,
             "partial": BOOL,
         },
-        {"path": STR, "query": STR},
+        {"path": STR, "query": STR, "languages": array(STR)},
     ),
     "call_hierarchy": obj(
         {

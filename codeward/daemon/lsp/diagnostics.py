@@ -110,11 +110,11 @@ class Diagnostics:
         self.texts = texts
         self.events = events
 
-    async def file(self, path: Path) -> FileDiagnostics:
-        """Diagnostics of every diagnostic server for the file's current content (fresh);
-        inside a preview of the file, for the preview's text."""
+    async def file(self, path: Path, servers: Sequence[str] | None = None) -> FileDiagnostics:
+        """Diagnostics of every diagnostic server (or those of `servers`) for the file's
+        current content (fresh); inside a preview of the file, for the preview's text."""
         async with self.gate.shared():
-            return await self._file(path)
+            return await self._file(path, servers)
 
     async def files(self, paths: Sequence[Path]) -> dict[Path, FileDiagnostics | ToolError]:
         """Each file's diagnostics (as `file` answers them), asked at once: its answer, or
@@ -132,9 +132,9 @@ class Diagnostics:
                 nursery.start_soon(one, path)
         return answers
 
-    async def _file(self, path: Path) -> FileDiagnostics:
+    async def _file(self, path: Path, servers: Sequence[str] | None = None) -> FileDiagnostics:
         language = self.languages.require(path)
-        names = self.languages.servers(language)
+        names = [n for n in self.languages.servers(language) if servers is None or n in servers]
         await self.events.flush()
         data, stat = self.previews.get(path), UNTRUSTED
         if data is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from codeward.daemon.config import LanguageConfig
@@ -10,6 +11,10 @@ from codeward.daemon.lsp.ignored import is_ignored
 from codeward.daemon.lsp.routing import routed_language
 
 WALK_LIMIT = 20000  # files looked at before a walk stops (and says it is incomplete)
+# Languages of configuration files: a question about the whole project does not start
+# their servers (a pyproject.toml does not make a Python project a TOML one).
+CONFIG_LANGUAGES = frozenset({"yaml", "json", "jsonc", "toml", "dockerfile"})
+MAIN_SHARE = 0.1  # a main language has at least this share of the most common one's files
 
 
 def project_files(
@@ -46,3 +51,12 @@ def project_languages(
 ) -> list[str]:
     """The languages with at least one file under the root."""
     return sorted(project_files(root, languages, limit=limit)[0])
+
+
+def main_languages(files: Mapping[str, Sequence[Path]]) -> list[str]:
+    """The project's main languages by file count: those (configuration languages aside)
+    with at least MAIN_SHARE of the files of the most common one, not every extension
+    present (sympy's few shell scripts and HTML pages are not main languages)."""
+    counts = {lang: len(paths) for lang, paths in files.items() if lang not in CONFIG_LANGUAGES}
+    top = max(counts.values(), default=0)
+    return sorted(lang for lang, count in counts.items() if count and count >= top * MAIN_SHARE)

@@ -35,7 +35,10 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   the same, to every server of the language that offers `method` (to merge, e.g. code
   actions); the errors of servers that failed come back beside the answers.
 - `await service.workspace_request(method, params, *, languages, ...) -> list[Answer]`:
-  a request naming no file (`workspace/symbol`) to each server of `languages` offering it.
+  a request naming no file (`workspace/symbol`) to each running server of `languages`
+  offering it (a language with none: its first server that offers it, started);
+  `service.workspace_languages(files)`: the languages a question about the whole project
+  is about (running ones, and the main ones by file count; configuration files' never).
 - `await answer.follow(method, params)` / `await service.ask(server, method, params)`: a
   follow-up to the server that gave an answer (`callHierarchy/incomingCalls`,
   `codeAction/resolve`). `await service.route(language, method)`: the server's name;
@@ -83,7 +86,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,7 +113,7 @@ from codeward.daemon.lsp.file_operations import rename_params, takes
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Previewer, hold_for_preview
-from codeward.daemon.lsp.project import WALK_LIMIT, project_files
+from codeward.daemon.lsp.project import WALK_LIMIT, main_languages, project_files
 from codeward.daemon.lsp.restricted import FORMATTING_OFF
 from codeward.daemon.lsp.routing import Languages, unsupported
 from codeward.daemon.lsp.server import LanguageServer
@@ -375,6 +378,21 @@ class LanguageService:
         """Languages with at least one file under the root (ignored folders skipped)."""
         return sorted(self.project_files(limit)[0])
 
+    def workspace_languages(self, files: Mapping[str, Sequence[Path]]) -> list[str]:
+        """The languages a question about the whole project (`files`: its walk) is about:
+        those with files whose servers already run for the root, and its main languages
+        by file count (`project.main_languages`: configuration files' languages never)."""
+        running = {
+            lang
+            for lang in files
+            if lang in self.languages.configs
+            and any(
+                (server := self.pool.servers.get(name)) is not None and server.live
+                for name in self.languages.servers(lang)
+            )
+        }
+        return sorted(running | set(main_languages(files)))
+
     # -- text and positions ---------------------------------------------------------------
 
     def line_index(self, path: Path) -> LineIndex | None:
@@ -404,10 +422,12 @@ class LanguageService:
     # The diagnostics part gathers them (inside the gate) and calls the servers itself:
     # these hand over its coroutines, so the service is not a step of their line.
 
-    def diagnostics(self, path: Path) -> Awaitable[FileDiagnostics]:
-        """Diagnostics of every diagnostic server for the file's current content (fresh);
-        inside a preview of the file, for the preview's text."""
-        return self.diagnostics_of.file(path)
+    def diagnostics(
+        self, path: Path, servers: Sequence[str] | None = None
+    ) -> Awaitable[FileDiagnostics]:
+        """Diagnostics of every diagnostic server (or those of `servers`) for the file's
+        current content (fresh); inside a preview of the file, for the preview's text."""
+        return self.diagnostics_of.file(path, servers)
 
     def files_diagnostics(
         self, paths: Sequence[Path]
@@ -668,7 +688,10 @@ class LanguageService:
         result_type: Any = Any,
         timeout: float | None = None,
     ) -> list[Answer]:
-        """A request naming no document, to each server of `languages` that offers it."""
+        """A request naming no document, to each server of `languages` that offers it and
+        runs; for a language none of whose running servers offers it, its servers are
+        started in routing order until one does (ruff does not start for basedpyright's
+        workspace symbols)."""
         async with self.gate.shared():
             return await self._workspace_request(method, params, languages, result_type, timeout)
 
@@ -683,12 +706,17 @@ class LanguageService:
         answers: list[Answer] = []
         errors: list[ToolError] = []
         names = self.languages.servers_of(languages)
+        tried: set[str] = set()
+        offering: set[str] = set()
         await self.events.flush()
-        for name in names:
+
+        async def ask(name: str) -> None:
+            tried.add(name)
             try:
                 server = await self.pool.started(name)
                 if not await server.offers(method):
-                    continue
+                    return
+                offering.add(name)
                 ready = await self._loaded(server, languages)
                 result = await server.request(
                     method, params, timeout=timeout, result_type=result_type
@@ -696,6 +724,18 @@ class LanguageService:
                 answers.append(Answer(server.name, result, not ready, server.encoding, self))
             except ToolError as exc:
                 errors.append(exc)
+
+        for name in names:  # the servers already running are asked
+            server = self.pool.servers.get(name)
+            if server is not None and server.live:
+                await ask(name)
+        for language in languages:  # else the first server of the language that offers it
+            mine = self.languages.servers(language)
+            for name in mine:
+                if offering.intersection(mine):
+                    break
+                if name not in tried:
+                    await ask(name)
         if not answers and errors:
             raise self.pool.missing(errors, names)
         if not answers and names:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -110,6 +110,14 @@ class SymbolsArgs(msgspec.Struct, forbid_unknown_fields=True):
         msgspec.Meta(
             description="Document scope: how many levels of the tree to show (1: top level).",
             extra_json_schema={"minimum": 1},
+        ),
+    ] = None
+    language: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Workspace scope: search this language's servers only (e.g. `python`; "
+            "by default the languages whose servers run and the project's main languages, "
+            "configuration files' never)."
         ),
     ] = None
 
@@ -488,10 +496,33 @@ async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
                 ErrorKind.INVALID_ARGUMENTS,
                 "Document scope needs `path`; give a file, or use scope workspace with a query.",
             )
+        if args.language is not None:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                "`language` is for workspace scope; a document's language is its file's.",
+            )
         source = source_file(manager, args.path)
         return await _document_symbols(manager, source, args.limit, outline)
     source = source_file(manager, args.path) if args.path is not None else None
-    return await _workspace_symbols(manager, source, args.query, args.limit, outline)
+    files, _ = await trio.to_thread.run_sync(manager.project_files)
+    if args.language is not None:
+        known = manager.configured_languages()
+        if args.language not in known:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"No language named {args.language!r}; give one of: {', '.join(known)}.",
+            )
+        if source is not None and source.language != args.language:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"`path` is a {source.language} file, not {args.language}; give one of them.",
+            )
+        languages = [args.language]
+    elif source is not None:
+        languages = [source.language]
+    else:
+        languages = manager.workspace_languages(files)
+    return await _workspace_symbols(manager, languages, files, args.query, args.limit, outline)
 
 
 async def _document_symbols(
@@ -516,11 +547,13 @@ async def _document_symbols(
 
 
 async def _workspace_symbols(
-    manager: LanguageService, source: SourceFile | None, query: str, limit: int, outline: Outline
+    manager: LanguageService,
+    languages: list[str],
+    files: Mapping[str, Sequence[Path]],
+    query: str,
+    limit: int,
+    outline: Outline,
 ) -> dict[str, Any]:
-    files, _ = await trio.to_thread.run_sync(manager.project_files)
-    languages = [source.language] if source is not None else sorted(files)
-
     async def ask() -> list[Answer]:
         if not languages:
             return []
@@ -531,7 +564,8 @@ async def _workspace_symbols(
     partial = False
     if not any(isinstance(a.result, list) and a.result for a in answers):
         # nothing: maybe a server that has not loaded its workspace yet; wait for that only
-        partial = not await _workspace_loaded(manager, languages, files)
+        servers = [a.server for a in answers]
+        partial = not await _workspace_loaded(manager, languages, files, servers)
         answers = await ask()
     # an index still loading (not ready: its work-done progress, say) may have answered
     # with some files only
@@ -571,6 +605,7 @@ async def _workspace_symbols(
         "status": "found" if unique else "not_found",
         "scope": "workspace",
         "query": query,
+        "languages": languages,
         "symbols": unique[:limit],
         "count": min(len(unique), limit),
         "truncated": len(unique) > limit,
@@ -649,19 +684,22 @@ _OUTLINE = frozenset({"class", "interface", "struct", "enum", "module", "namespa
 
 
 async def _workspace_loaded(
-    manager: LanguageService, languages: list[str], files: dict[str, list[Path]]
+    manager: LanguageService,
+    languages: list[str],
+    files: Mapping[str, Sequence[Path]],
+    servers: Sequence[str],
 ) -> bool:
-    """Whether the servers of `languages` have loaded their workspace, which is what
+    """Whether `servers` (those that answered) have loaded their workspace, which is what
     `workspace/symbol` needs (basedpyright answers it empty until then): per language, one
-    of its files analysed by its servers, not the analysis of every file. False when that
-    did not happen within the settle timeout."""
+    of its files analysed by them, not the analysis of every file. False when that did not
+    happen within the settle timeout."""
     loaded = True
     for language in languages:
         paths = sorted(files.get(language, ()))
         if not paths:
             continue
         try:
-            answer = await manager.diagnostics(paths[0])
+            answer = await manager.diagnostics(paths[0], servers)
         except ToolError:  # a server missing or failing: workspace_request says so
             continue
         loaded = loaded and not answer.partial
