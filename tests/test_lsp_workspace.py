@@ -53,13 +53,14 @@ async def test_a_pull_in_two_rounds_waits_for_the_second(
         # The first round reports sub/b.fake as clean (not checked yet); the second, after
         # the progress token was acknowledged, has its error.
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
-        # Later pulls come in one round, without progress: every file is reported at once.
+        # Nothing changed: the complete pull stands, and no other is sent.
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2)}
+        # Later pulls come in one round, without progress: every file is reported at once.
         (root / "clean.fake").write_text("bad\n")
         manager.files_changed([Path("clean.fake")])
         assert await pull(manager) == {("a.fake", 1), ("sub/b.fake", 2), ("clean.fake", 1)}
         assert manager.pool.servers["fake"]._freshness.announced == set()
-    assert methods(log).count("workspace/diagnostic") == 3
+    assert methods(log).count("workspace/diagnostic") == 2
 
 
 async def test_no_quiet_moment_before_the_second_round_ends_the_pull(
@@ -233,10 +234,14 @@ async def test_a_server_of_open_files_is_asked_about_each_within_a_budget(
             ("sub/c.fake", 2),
         }
         assert not folder.partial and folder.unchecked == 0
+        assert [(s.files_checked, s.files_total, s.complete) for s in folder.servers] == [
+            (2, 2, True)
+        ]
         with trio.fail_after(20):
             whole = await manager.workspace_diagnostics()  # four files, a budget of two
-        assert whole.partial and whole.unchecked == 2
-        # the first two in path order are asked; what the others published still counts
+        # the folder's two files stand (nothing changed since): the other two are asked
+        assert not whole.partial and whole.unchecked == 0
+        assert [(s.name, s.files_checked, s.files_total) for s in whole.servers] == [("fake", 4, 4)]
         assert lines(whole.diagnostics) == {
             ("a.fake", 1), ("sub/b.fake", 2), ("sub/c.fake", 1), ("sub/c.fake", 2)
         }  # fmt: skip

@@ -375,3 +375,24 @@ def test_diagnostics_notes_say_what_was_not_checked() -> None:
     assert "no diagnostics from ruff: The ruff language server is not installed." in said
     assert any(s.startswith("3 files not checked") for s in said)
     assert said[-1] == "0 diagnostics"
+
+
+def test_diagnostics_notes_say_what_each_server_checked() -> None:
+    result = {
+        "diagnostics": [],
+        "count": 0,
+        "partial": True,
+        "unchecked_files": 1303,
+        "servers": [
+            {"name": "basedpyright", "files_checked": 300, "files_total": 1603, "complete": False},
+            {"name": "ruff", "files_checked": 1603, "files_total": 1603, "complete": True},
+        ],
+    }
+    said = render.notes("diagnostics", result)
+    assert said[0] == (
+        "checked: basedpyright: 300 of 1,603 files; ruff: all (ask again to check the rest)"
+    )
+    assert not any("not checked" in s or s.startswith("partial result") for s in said)
+    done = {**result, "partial": False, "servers": [result["servers"][1]]}
+    assert render.notes("diagnostics", done)[0] == "checked: ruff: all"
+    assert "(checked: ruff: all)" in render.tool_text("get_diagnostics", done)

@@ -110,6 +110,9 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "partial": BOOL,
             "errors": SERVER_ERRORS,
             "unchecked_files": INT,
+            "servers": array(
+                obj({"name": STR, "files_checked": INT, "files_total": INT, "complete": BOOL})
+            ),
             "since": STR,
             "introduced": array(DIAGNOSTIC),
             "resolved": RESOLVED,

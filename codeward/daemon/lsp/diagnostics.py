@@ -4,8 +4,9 @@ languages and shown in client terms.
 A file asks each of its servers about its content now: pulled, or the push for the
 version sent. A folder (or the project) asks every diagnostic server of each of its
 languages: a server that pulls workspace diagnostics is pulled; one that reports only open
-files has the folder's files opened, at most `lsp.folder_diagnostics_files` of them per
-request (the rest make the answer `partial`).
+files, or whose pull did not finish in time, has the folder's files not checked yet opened
+(and closed again), at most `lsp.folder_diagnostics_files` of them per request (the rest
+make the answer `partial`; `coverage` keeps what was checked for the next request).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from lsprotocol.types import Diagnostic
 
 from codeward.daemon.config import LspConfig
 from codeward.daemon.files import UNTRUSTED, content_hash, read_file
+from codeward.daemon.lsp.coverage import Coverage, ServerCoverage, content_state
 from codeward.daemon.lsp.documents import decode_text
 from codeward.daemon.lsp.file_events import FileEvents
 from codeward.daemon.lsp.pool import ServerPool
@@ -28,7 +30,7 @@ from codeward.daemon.lsp.project import project_files
 from codeward.daemon.lsp.routing import Languages, in_routing_order
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.texts import Texts
-from codeward.daemon.lsp.uris import uri_to_path
+from codeward.daemon.lsp.uris import path_to_uri, uri_to_path
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -57,7 +59,8 @@ class FolderDiagnostics:
     diagnostics: list[Found]
     errors: list[ToolError]  # servers that failed; their diagnostics are missing
     partial: bool  # a server did not answer in time, or files were left unchecked
-    unchecked: int = 0  # files a server that reports only open files was not asked about
+    unchecked: int = 0  # files a server has not checked (summed over the servers)
+    servers: list[ServerCoverage] = field(default_factory=list)  # what each server checked
 
 
 @dataclass
@@ -109,6 +112,7 @@ class Diagnostics:
         self.languages = languages
         self.texts = texts
         self.events = events
+        self.coverage = Coverage()  # what folders' diagnostics checked, per server
 
     async def file(self, path: Path, servers: Sequence[str] | None = None) -> FileDiagnostics:
         """Diagnostics of every diagnostic server (or those of `servers`) for the file's
@@ -212,10 +216,12 @@ class Diagnostics:
         """Diagnostics of every file under `folder` (default: the root) from every
         diagnostic server of its languages (default: those with files there).
 
-        Each server's work-done progress is awaited within `lsp.ready_timeout`. A server
-        that pulls workspace diagnostics is pulled, waiting for a report on every file of
-        its languages in the folder; what it published is included. A server that reports
-        only open files is asked about each file (opened as needed), at most
+        Each server's work-done progress is awaited within `lsp.ready_timeout`. The files
+        a server checked since the root's files last changed are answered from
+        `self.coverage`. A server that pulls workspace diagnostics is pulled, waiting for a
+        report on every file of its languages in the folder; what it published is
+        included. The files still not checked (all of them for a server that reports only
+        open files) are asked about one by one (opened, and closed after), at most
         `lsp.folder_diagnostics_files` files, concurrently; the rest leave it `partial`.
         """
         async with self.gate.shared():
@@ -237,37 +243,40 @@ class Diagnostics:
         partial = not whole
         unchecked = 0
         budget = max(0, self.lsp.folder_diagnostics_files)
+        state = await trio.to_thread.run_sync(self._state, files, folder)
+        report: dict[str, ServerCoverage] = {}
 
         async def one(name: str) -> None:
             nonlocal partial, unchecked
             served = [lang for lang in languages if name in self.languages.servers(lang)]
             mine = [(lang, path) for lang in served for path in files.get(lang, ())]
+            uris = [path_to_uri(path) for _, path in mine]
+            covered = self.coverage.of(name, state)
             try:
                 server = await self.pool.started(name)
                 await server.wait_idle(self.lsp.ready_timeout)
                 encodings[name] = server.encoding
                 for uri, published in server.published.items():
                     by_uri[(name, uri)] = published.diagnostics
-                if await server.offers("workspace/diagnostic"):
-                    expected = {path for _, path in mine} if whole else None
-                    pulled, complete = await server.workspace_diagnostics(
-                        self.lsp.settle_timeout, expected
-                    )
-                    partial = partial or not complete
-                    for uri, items in pulled.items():
-                        by_uri[(name, uri)] = items
-                    return
-                unchecked += max(0, len(mine) - budget)
-                partial = partial or len(mine) > budget
-                answers = await self._each_file(server, mine[:budget])
+                left = [f for f, uri in zip(mine, uris, strict=True) if uri not in covered.checked]
+                if left and await server.offers("workspace/diagnostic"):
+                    pulled = await self._pull(server, mine, uris, whole)
+                    covered.checked.update(pulled)
+                    left = [f for f, u in zip(mine, uris, strict=True) if u not in covered.checked]
+                batch = left[:budget]
+                answers = await self._each_file(server, batch)
             except ToolError as exc:
                 errors.append(exc)
                 return
-            for uri, items in answers.items():
-                if items is None:
-                    partial = True
-                else:
+            covered.checked.update((u, items) for u, items in answers.items() if items is not None)
+            for uri in uris:
+                items = covered.checked.get(uri)
+                if items is not None:
                     by_uri[(name, uri)] = items
+            checked = sum(1 for uri in uris if uri in covered.checked)
+            unchecked += len(uris) - checked
+            report[name] = ServerCoverage(name, checked, len(uris), whole and checked == len(uris))
+            partial = partial or not report[name].complete
 
         async with trio.open_nursery() as nursery:
             for name in names:
@@ -283,7 +292,28 @@ class Diagnostics:
         if names and len(errors) == len(names):
             raise self.pool.missing(errors, names)
         errors = in_routing_order(errors, names)
-        return FolderDiagnostics(shown, errors, partial or bool(errors), unchecked)
+        servers = [report[name] for name in names if name in report]
+        return FolderDiagnostics(shown, errors, partial or bool(errors), unchecked, servers)
+
+    def _state(self, files: Mapping[str, Sequence[Path]], folder: Path | None) -> int:
+        """The content state of the root's files (a folder's answer stands for the
+        project's while nothing changed). Blocking: run in a thread."""
+        if folder is not None and folder != self.root:
+            files = project_files(self.root, self.languages.configs)[0]
+        return content_state([path for paths in files.values() for path in paths])
+
+    async def _pull(
+        self, server: LanguageServer, mine: Sequence[tuple[str, Path]], uris: list[str], whole: bool
+    ) -> dict[str, Sequence[Diagnostic]]:
+        """A workspace pull, within the settle timeout: the files it checked (uri -> their
+        diagnostics). Complete, every file of `mine` (one it did not report has none);
+        else only the files it reported problems in, since basedpyright first reports
+        every file clean, checked or not, and the rest are opened in batches instead."""
+        expected = {path for _, path in mine} if whole else None
+        pulled, complete = await server.workspace_diagnostics(self.lsp.settle_timeout, expected)
+        if complete:
+            return {uri: pulled.get(uri, ()) for uri in uris}
+        return {uri: items for uri, items in pulled.items() if items and uri in set(uris)}
 
     async def _each_file(
         self, server: LanguageServer, files: Sequence[tuple[str, Path]]
@@ -294,16 +324,24 @@ class Diagnostics:
         limiter = trio.CapacityLimiter(FOLDER_CONCURRENCY)
         answers: dict[str, Sequence[Diagnostic] | None] = {}
 
+        opened: list[str] = []  # closed again after: the servers' memory stays bounded
+
         async def ask(language: str, path: Path) -> None:
             async with limiter:
                 data, stat = self.texts.read(path)
                 if data is None:  # gone since the walk
                     return
                 language_id = self.languages.language_id(language)
+                if server.document(path_to_uri(path)) is None:
+                    opened.append(path_to_uri(path))
                 doc = server.sync(path, language_id, data, stat, fresh_diagnostics=True)
                 answers[doc.uri] = await server.document_diagnostics(doc, settle)
 
-        async with trio.open_nursery() as nursery:
-            for language, path in files:
-                nursery.start_soon(ask, language, path)
+        try:
+            async with trio.open_nursery() as nursery:
+                for language, path in files:
+                    nursery.start_soon(ask, language, path)
+        finally:
+            for uri in opened:
+                server.close_document(uri)
         return answers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -53,7 +54,8 @@ class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
     "Errors and warnings from the language servers. With `path` (a file), the file is synced "
     "from disk and every diagnostic server answers for that content, which `content_hash` "
     "names; a folder or no `path` asks every diagnostic server about every file there "
-    "(`partial` and `unchecked_files` say when some could not be checked). `severity` keeps "
+    "(`servers`: what each checked; `partial` and `unchecked_files`: what it did not, which "
+    "the next call checks). `severity` keeps "
     "that level and the more severe ones (error > warning > information > hint); `limit` "
     "caps the list (sorted by severity, file, line) and sets `truncated`. With `since` (a "
     "`content_hash` returned earlier for that file), the answer is the delta against what "
@@ -95,6 +97,7 @@ async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, 
             result["partial"] = True
         if folder.unchecked:
             result["unchecked_files"] = folder.unchecked
+        result["servers"] = [dataclasses.asdict(s) for s in folder.servers]
     else:
         file = relative(path, root)
         history = session.diagnostics_history
