@@ -52,5 +52,12 @@ async def test_get_diagnostics_through_the_daemon(client: RpcClient, project: Pa
     assert ("pkg/b.py", "basedpyright", "reportAssignmentType") in seen
     assert {f for f, _, _ in seen} == {"pkg/a.py", "pkg/b.py"}
     assert "partial" not in folder and "unchecked_files" not in folder
+    assert folder["servers"] == [
+        {"name": n, "files_checked": 2, "files_total": 2, "complete": True}
+        for n in ("basedpyright", "ruff")
+    ]
+    assert [(s["name"], s["files_total"], s["complete"]) for s in whole["servers"]] == [
+        ("basedpyright", 3, True), ("ruff", 3, True)
+    ]  # fmt: skip
     ruff = {(d["file"], d["code"]) for d in whole["diagnostics"] if d["source"] == "Ruff"}
     assert ruff == {("pkg/a.py", "F401"), ("c.py", "F401")}
