@@ -3,6 +3,7 @@ in packages with real cross-imports, a deliberate type error in every `error_eve
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -29,3 +30,19 @@ def generate(root: Path, modules: int, error_every: int = 10) -> list[str]:
         if error:
             errors.append(f"pkg{i // 50}/m{i}.py")
     return errors
+
+
+def group_cpu(pid: int) -> float:
+    """CPU seconds used so far by the process group of `pid` (a server and its children)."""
+    group = os.getpgid(pid)
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group:  # pgrp; utime and stime follow at 11 and 12
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")

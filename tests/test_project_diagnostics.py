@@ -10,11 +10,12 @@ from pathlib import Path
 
 import trio
 
-from tests.large_project import generate
+from tests.large_project import generate, group_cpu
 from tests.lsp_support import needs, real_config, running
 
 MODULES = 200
 BUDGET = 90  # files opened per server per call
+IDLE_WINDOW = 2.0  # seconds over which the type checker's CPU is measured after an answer
 
 
 @needs("basedpyright", "ruff")
@@ -50,6 +51,11 @@ async def test_project_diagnostics_include_the_type_checker_and_finish_within_ca
         assert all(s["basedpyright"][0] >= first for s in seen)
         for name in ("basedpyright", "ruff"):  # the daemon opened them: closed again
             assert manager.pool.servers[name].open_documents() == ()
+        pid = manager.pool.servers["basedpyright"].pid
+        assert pid is not None
+        before = group_cpu(pid)
+        await trio.sleep(IDLE_WINDOW)  # a measurement window, not a wait for an event
+        assert group_cpu(pid) - before < IDLE_WINDOW / 4  # no analysis left running
         with trio.fail_after(30):
             again = await manager.workspace_diagnostics()  # nothing changed: from memory
         assert {d.file for d in again.diagnostics if d.source == "basedpyright"} == wrong
