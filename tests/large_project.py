@@ -8,8 +8,10 @@ from pathlib import Path
 
 
 def module_text(i: int, error: bool) -> str:
-    imports = f"from pkg{(i - 1) // 50}.m{i - 1} import make{i - 1}\n" if i else ""
-    base = f"make{i - 1}()" if i else "0"
+    """Module i imports module (i - 1) // 2: a tree of imports, a few levels deep."""
+    up = (i - 1) // 2
+    imports = f"from pkg{up // 50}.m{up} import make{up}\n" if i else ""
+    base = f"make{up}()" if i else "0"
     wrong = f"bad{i}: int = 'not an int'\n" if error else ""
     return (
         f"{imports}\n\ndef make{i}() -> int:\n    return {base} + {i}\n\n\n"

@@ -91,6 +91,24 @@ async def test_no_quiet_moment_before_the_second_round_ends_the_pull(
         assert answers == [{("a.fake", 1), ("sub/b.fake", 2)}]
 
 
+async def test_reports_of_a_round_under_progress_are_not_final(root: Path, tmp_path: Path) -> None:
+    """A pull cut short after the first round: its reports are in the results, but none is
+    final (reported under the progress, as basedpyright reports files not checked yet)."""
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    command = [sys.executable, FAKE, "workspace-hold", "", str(fifo)]
+    config = fake_config({"fake": ServerConfig(command=command)})
+    async with running(root, config) as (manager, _):
+        server = manager.pool.server_for("fake")
+        await server.connection()
+        final: set[str] = set()
+        expected = [root / "a.fake", root / "sub" / "b.fake"]
+        with trio.fail_after(10):
+            results, complete = await server.workspace_diagnostics(1.0, expected, final)
+        assert not complete and (root / "sub" / "b.fake").as_uri() in results
+        assert final == set()
+
+
 def release(fifo: Path) -> None:
     with fifo.open("wb") as f:
         f.write(b"x")

@@ -307,13 +307,20 @@ class Diagnostics:
     ) -> dict[str, Sequence[Diagnostic]]:
         """A workspace pull, within the settle timeout: the files it checked (uri -> their
         diagnostics). Complete, every file of `mine` (one it did not report has none);
-        else only the files it reported problems in, since basedpyright first reports
-        every file clean, checked or not, and the rest are opened in batches instead."""
+        else the files it reported problems in, and those it reported while no progress
+        was under way: basedpyright first reports every file clean, checked or not, in a
+        round under progress. The rest are opened in batches instead."""
         expected = {path for _, path in mine} if whole else None
-        pulled, complete = await server.workspace_diagnostics(self.lsp.settle_timeout, expected)
+        final: set[str] = set()
+        pulled, complete = await server.workspace_diagnostics(
+            self.lsp.settle_timeout, expected, final
+        )
         if complete:
             return {uri: pulled.get(uri, ()) for uri in uris}
-        return {uri: items for uri, items in pulled.items() if items and uri in set(uris)}
+        wanted = set(uris)
+        return {
+            uri: items for uri, items in pulled.items() if (items or uri in final) and uri in wanted
+        }
 
     async def _each_file(
         self, server: LanguageServer, files: Sequence[tuple[str, Path]]

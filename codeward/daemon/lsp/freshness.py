@@ -368,6 +368,9 @@ class WorkspacePull:
         self._missing = set(expected) if expected is not None else None
         self.token = f"codeward-{next(_TOKENS)}"
         self.results: dict[str, Sequence[lsp.Diagnostic]] = {}
+        # reports received while no work-done progress was active or announced: final, not
+        # the first round's "clean" of files not checked yet
+        self.final: set[str] = set()
         self.news = 0  # reports received
         self.done = False
 
@@ -413,6 +416,8 @@ class WorkspacePull:
                 missing.discard(path)
             if isinstance(item, lsp.WorkspaceFullDocumentDiagnosticReport):
                 self.results[item.uri] = item.items
+                if not self._freshness.busy:
+                    self.final.add(item.uri)
 
     def _sink(self, value: Any) -> None:
         try:

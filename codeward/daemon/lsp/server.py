@@ -652,11 +652,15 @@ class LanguageServer:
         return found
 
     async def workspace_diagnostics(
-        self, timeout: float, expected: Collection[Path] | None = None
+        self,
+        timeout: float,
+        expected: Collection[Path] | None = None,
+        final: set[str] | None = None,
     ) -> tuple[dict[str, Sequence[lsp.Diagnostic]], bool]:
         """Pull workspace diagnostics, one pull at a time: (uri -> diagnostics, complete),
-        within `timeout` seconds, the wait for an earlier pull included. When the pull is
-        over: see `freshness.WorkspacePull`."""
+        within `timeout` seconds, the wait for an earlier pull included; `final` gets the
+        uris reported while no work-done progress was under way (checked, even when the
+        pull is not complete). When the pull is over: see `freshness.WorkspacePull`."""
         deadline = trio.current_time() + timeout
         async with self._pulls:  # an earlier pull ends by its own deadline
             with self._freshness.workspace_pull(expected) as pull, trio.move_on_at(deadline):
@@ -671,6 +675,8 @@ class LanguageServer:
                             await self._barrier()
                             pull.done = pull.news == seen and not self._freshness.busy
                     nursery.cancel_scope.cancel()
+            if final is not None:
+                final |= pull.final
             return pull.results, pull.done
 
     async def _pull_workspace(self, pull: WorkspacePull, deadline: float) -> None:
