@@ -38,7 +38,8 @@ command never answered). Fault modes for supervision: `grow` takes 64 MiB more m
 each hover before it answers (`grow-silent` never answers); `silent-hover` never answers
 hovers and ignores `$/cancelRequest`; `unready-silent` does that and never publishes
 diagnostics either. `silent-definition` offers definitions and never answers them; its
-hover on the first line names a module (`(module) pkg.sub`).
+hover on the first line names a module (`(module) pkg.sub`). In every mode that publishes,
+a text that begins with "mute" is never published (its analysis never ends).
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ def diagnostics_of(text: str) -> list[dict[str, Any]]:
 
 
 def publish(uri: str, version: int, text: str) -> None:
+    if text.startswith("mute"):  # a document whose analysis never ends
+        return
     diagnostics = diagnostics_of(text)
     if MODE == "off-spec":
         diagnostics = [{**d, "severity": "high"} for d in diagnostics]  # a number 1..4

@@ -6,10 +6,10 @@ tool asks of the service (`service.files_diagnostics`, every file at once), so t
 line to the servers has no step here:
 
     check = Aftermath.plan(session, paths)              # the files about to change, others
-    check.took(await service.files_diagnostics(check.asked))          # now: "before"
+    check.took(await service.files_diagnostics(check.asked, check.changing))  # "before"
     ...write, or preview...
     asked = check.to_ask(changed, deleted)
-    report = check.report(changed, deleted, await service.files_diagnostics(asked))
+    report = check.report(changed, deleted, await service.files_diagnostics(asked, changed))
 
 "Before" is asked for now (what was reported earlier for the same content may predate
 changes of other files). The new content of each changed file is kept in the session's
@@ -19,12 +19,12 @@ preview's (not the disk's content).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codeward.daemon.edits.delta import PositionMap, delta, entry, severity_counts
+from codeward.daemon.edits.delta import Diag, PositionMap, delta, entry, severity_counts
 from codeward.daemon.edits.history import DiagnosticsHistory, Snapshot
 from codeward.daemon.lsp.service import FileDiagnostics
 from codeward.daemon.lsp.types import SEVERITY_RANKS
@@ -80,10 +80,20 @@ class Report:
         rank = SEVERITY_RANKS[severity]
         return [d for f in self.files for d in f.introduced if d.severity <= rank]
 
+    def unanswered(self) -> list[str]:
+        """The servers without an answer (or that failed) for a changed file, on either
+        side of its delta: what the report cannot vouch for."""
+        return list(dict.fromkeys(s for f in self.files if f.changed for s in f.partial))
+
 
 def partial_servers(answer: FileDiagnostics) -> list[str]:
     failed = [str(e.details.get("server")) for e in answer.errors if e.details.get("server")]
     return list(dict.fromkeys(answer.silent + failed))
+
+
+def _answered(diagnostics: Iterable[Diag], partial: Collection[str]) -> list[Diag]:
+    """The `diagnostics` of the servers that answered on both sides of a delta."""
+    return [d for d in diagnostics if d.server not in partial]
 
 
 def _server_of(error: ToolError) -> list[str]:
@@ -169,7 +179,8 @@ class Aftermath:
         preview: bool = False,
     ) -> Report:
         """The delta of every changed file (those `deleted` included) and of every other
-        file whose diagnostics changed, from the `answers` about the files `to_ask`. A
+        file whose diagnostics changed or that a server did not answer for, from the
+        `answers` about the files `to_ask`. A
         preview's answers are not the disk's: an error fails it, and nothing is kept in
         the history."""
         reports: dict[Path, FileReport] = {}
@@ -208,10 +219,12 @@ class Aftermath:
                 continue
             if is_changed and not preview:  # its new content_hash may be given as `since`
                 remember(self.history, file, answer)
-            previous = list(old.diagnostics) if old is not None else []
-            mapping = PositionMap.between(old.text, answer.text) if old is not None else None
-            found = delta(previous, answer.diagnostics, mapping)
+            # a server without an answer on either side has no delta: its diagnostics on
+            # the other side are neither introduced nor resolved (the file is partial)
             partial = partial_servers(answer) + [s for s in (old.partial if old else ()) if s]
+            previous = _answered(old.diagnostics if old is not None else (), partial)
+            mapping = PositionMap.between(old.text, answer.text) if old is not None else None
+            found = delta(previous, _answered(answer.diagnostics, partial), mapping)
             report = FileReport(
                 file,
                 is_changed,
@@ -220,7 +233,7 @@ class Aftermath:
                 found.remaining,
                 list(dict.fromkeys(partial)),
             )
-            if is_changed or report.introduced or report.resolved:
+            if is_changed or report.introduced or report.resolved or report.partial:
                 reports[path] = report
         order = list(changed) + sorted(self.before_others)
         return Report([reports[p] for p in order if p in reports])

@@ -95,7 +95,7 @@ async def delta_of(
     }
     check = Aftermath.plan(session, paths)
     present = [p for p in check.changing if p not in deleted]
-    after = await manager.files_diagnostics(present + check.others)
+    after = await manager.files_diagnostics(present + check.others, present)
     known = _remembered(session, changes, shown)
     wanted = [p for p in check.changing if p in shown] + check.others
     missing = [p for p in wanted if p not in known.snapshots]
@@ -104,7 +104,7 @@ async def delta_of(
         async with manager.previewing() as previewer, AsyncExitStack() as stack:
             for path, data in shown.items():
                 await stack.enter_async_context(previewer.show(path, data))
-            before = await manager.files_diagnostics(missing)
+            before = await manager.files_diagnostics(missing, check.changing)
             if in_preview is not None:
                 await in_preview(shown)
     check.took(before)

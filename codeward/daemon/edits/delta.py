@@ -45,6 +45,8 @@ class Diag(Protocol):
     def code(self) -> str | int | None: ...
     @property
     def source(self) -> str | None: ...
+    @property
+    def server(self) -> str: ...  # the server that reported it
 
 
 D = TypeVar("D", bound=Diag)

@@ -11,7 +11,9 @@ make the answer `partial`; `coverage` keeps what was checked for the next reques
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import math
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +38,27 @@ from codeward.protocol.errors import ErrorKind, ToolError
 
 FOLDER_CONCURRENCY = 8  # files asked about at once, per server, for a folder's diagnostics
 
+OTHERS_GRACE = 1.0  # seconds the other files of `files` have at least, once `first` answered
 ServerDiagnostics = dict[str, tuple[int, Sequence[Diagnostic]]]  # server -> (version, items)
+
+
+class _Waits:
+    """The waits of the other files of `Diagnostics.files`: each ends by a deadline set once
+    the files asked `first` have their answers (a wait that ends so is no answer)."""
+
+    def __init__(self) -> None:
+        self.deadline = math.inf
+        self.scopes: list[trio.CancelScope] = []
+
+    def scope(self) -> trio.CancelScope:
+        scope = trio.CancelScope(deadline=self.deadline)
+        self.scopes.append(scope)
+        return scope
+
+    def end_at(self, deadline: float) -> None:
+        self.deadline = deadline
+        for scope in self.scopes:
+            scope.deadline = deadline
 
 
 @dataclass
@@ -52,6 +74,7 @@ class Found:
     message: str
     code: str | int | None
     source: str | None
+    server: str = field(default="", compare=False)  # the server that reported it
 
 
 @dataclass
@@ -73,7 +96,9 @@ class FileDiagnostics:
     silent: list[str] = field(default_factory=list)  # servers that did not answer in time
 
 
-def found(file: str, d: Diagnostic, index: LineIndex, encoding: Encoding, root: Path) -> Found:
+def found(
+    file: str, d: Diagnostic, index: LineIndex, encoding: Encoding, root: Path, server: str = ""
+) -> Found:
     """`d` in client terms: 1-based code points in `file`, paths in its text root-relative."""
     line, column = index.to_client(d.range.start.line, d.range.start.character, encoding)
     end_line, end_column = index.to_client(d.range.end.line, d.range.end.character, encoding)
@@ -87,6 +112,7 @@ def found(file: str, d: Diagnostic, index: LineIndex, encoding: Encoding, root: 
         message=scrub(d.message, root),
         code=d.code,
         source=scrub(d.source, root) if d.source else d.source,
+        server=server,
     )
 
 
@@ -120,23 +146,38 @@ class Diagnostics:
         async with self.gate.shared():
             return await self._file(path, servers)
 
-    async def files(self, paths: Sequence[Path]) -> dict[Path, FileDiagnostics | ToolError]:
+    async def files(
+        self, paths: Sequence[Path], first: Collection[Path] = ()
+    ) -> dict[Path, FileDiagnostics | ToolError]:
         """Each file's diagnostics (as `file` answers them), asked at once: its answer, or
-        the error it failed with."""
+        the error it failed with. When the files `first` have their answers, the others'
+        servers have as long again (at least `OTHERS_GRACE` seconds), then those still
+        without an answer are `silent` for that file: files another query opened never
+        make the wait for `first` longer."""
         answers: dict[Path, FileDiagnostics | ToolError] = {}
+        waits = _Waits()
+        pending = {p for p in paths if p in first}
+        start = trio.current_time()
 
         async def one(path: Path) -> None:
             try:
-                answers[path] = await self._file(path)
+                answers[path] = await self._file(path, waits=None if path in first else waits)
             except ToolError as exc:
                 answers[path] = exc
+            finally:
+                pending.discard(path)
+                if first and not pending:
+                    took = trio.current_time() - start
+                    waits.end_at(trio.current_time() + max(took, OTHERS_GRACE))
 
         async with self.gate.shared(), trio.open_nursery() as nursery:
             for path in paths:
                 nursery.start_soon(one, path)
         return answers
 
-    async def _file(self, path: Path, servers: Sequence[str] | None = None) -> FileDiagnostics:
+    async def _file(
+        self, path: Path, servers: Sequence[str] | None = None, waits: _Waits | None = None
+    ) -> FileDiagnostics:
         language = self.languages.require(path)
         names = [n for n in self.languages.servers(language) if servers is None or n in servers]
         await self.events.flush()
@@ -155,7 +196,9 @@ class Diagnostics:
             try:
                 server = await self.pool.started(name, language)
                 doc = server.sync(path, language_id, data, stat, fresh_diagnostics=True)
-                items = await server.document_diagnostics(doc, settle)
+                items = None
+                with waits.scope() if waits is not None else contextlib.nullcontext():
+                    items = await server.document_diagnostics(doc, settle)
             except ToolError as exc:
                 errors.append(exc)
                 return
@@ -163,7 +206,7 @@ class Diagnostics:
                 silent.append(name)
                 return
             file = self.texts.relative(doc.uri) or doc.uri
-            shown.extend(found(file, d, doc.index, server.encoding, self.root) for d in items)
+            shown.extend(found(file, d, doc.index, server.encoding, self.root, name) for d in items)
 
         async with trio.open_nursery() as nursery:
             for name in names:
@@ -288,7 +331,7 @@ class Diagnostics:
             file = self.texts.relative(uri)
             if index is None or file is None:
                 continue
-            shown.extend(found(file, d, index, encodings[name], self.root) for d in items)
+            shown.extend(found(file, d, index, encodings[name], self.root, name) for d in items)
         if names and len(errors) == len(names):
             raise self.pool.missing(errors, names)
         errors = in_routing_order(errors, names)

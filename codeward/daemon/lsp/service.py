@@ -61,7 +61,8 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   the project's files by language (kept while the watcher sees no file come or go).
 
 Diagnostics: `await service.diagnostics(path) -> FileDiagnostics`,
-`await service.files_diagnostics(paths)` (each file's, or its error, asked at once),
+`await service.files_diagnostics(paths, first)` (each file's, or its error, asked at once; the
+others wait no longer than the `first` took),
 `await service.workspace_diagnostics(folder=...) -> FolderDiagnostics` (fresh, as
 get_diagnostics shows them: a folder asks every diagnostic server of each of its
 languages; a server that pulls workspace diagnostics is pulled, one that reports only
@@ -86,7 +87,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -430,11 +431,12 @@ class LanguageService:
         return self.diagnostics_of.file(path, servers)
 
     def files_diagnostics(
-        self, paths: Sequence[Path]
+        self, paths: Sequence[Path], first: Collection[Path] = ()
     ) -> Awaitable[dict[Path, FileDiagnostics | ToolError]]:
         """Each file's diagnostics (as `diagnostics`), asked at once: by path, its answer
-        or the error it failed with."""
-        return self.diagnostics_of.files(paths)
+        or the error it failed with; the others than `first` wait no longer than those
+        (see `Diagnostics.files`)."""
+        return self.diagnostics_of.files(paths, first)
 
     def workspace_diagnostics(
         self, languages: Sequence[str] | None = None, folder: Path | None = None

@@ -73,7 +73,8 @@ class EditFileArgs(msgspec.Struct, forbid_unknown_fields=True):
         msgspec.Meta(
             description="`apply` writes it; `preview` writes nothing and shows the servers "
             "the new text in memory only; `safe` previews and writes only when no "
-            "diagnostic of `severity` or worse is introduced."
+            "diagnostic of `severity` or worse is introduced and every server of the file "
+            "answered in time (else `refused` with the `reason`, e.g. `partial: basedpyright`)."
         ),
     ] = "apply"
     severity: Annotated[
@@ -138,18 +139,31 @@ async def write_edit(
         return {**result, "written": True, "diagnostics_after": report.public()}
     report = await preview(session, target.path, new_data)
     if mode == "safe":
-        refused = report.introduced(severity)
-        if refused:
+        reason = _refusal(report, severity)
+        if reason:
             return {
                 **result,
                 "refused": True,
-                "reason": f"the edit introduces {len(refused)} diagnostic"
-                f"{'s' if len(refused) != 1 else ''} of severity {severity} or worse",
+                "reason": reason,
                 "diagnostics_after": report.public(),
             }
         await _write(session, target, old_text, new_text, checked=False)
         result["written"] = True
     return {**result, "diagnostics_after": report.public()}
+
+
+def _refusal(report: Report, severity: str) -> str:
+    """Why `safe` does not write an edit with this `report` ("" when it may): it introduces
+    diagnostics of `severity` or worse, or a server of the file did not answer for its old
+    or new text in time (`partial: <servers>`: nothing vouches for it)."""
+    refused = report.introduced(severity)
+    if refused:
+        return (
+            f"the edit introduces {len(refused)} diagnostic"
+            f"{'s' if len(refused) != 1 else ''} of severity {severity} or worse"
+        )
+    missing = report.unanswered()
+    return f"partial: {', '.join(missing)}" if missing else ""
 
 
 class Target:
@@ -247,9 +261,9 @@ async def _write(
         return Report([])
     manager = session.lsp
     check = Aftermath.plan(session, [target.path])
-    check.took(await manager.files_diagnostics(check.asked))
+    check.took(await manager.files_diagnostics(check.asked, check.changing))
     done = await apply_workspace_edit(session.writer, edit, "utf-32", basis, apply=True)
-    after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted))
+    after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted), done.paths)
     return check.report(done.paths, done.deleted, after)
 
 
@@ -266,9 +280,9 @@ async def preview(session: Session, path: Path, data: bytes) -> Report:
         return Report([])
     async with manager.previewing() as previewer:
         check = Aftermath.plan(session, [path])
-        check.took(await manager.files_diagnostics(check.asked))
+        check.took(await manager.files_diagnostics(check.asked, check.changing))
         async with previewer.show(path, data):
-            answers = await manager.files_diagnostics(check.to_ask([path]))
+            answers = await manager.files_diagnostics(check.to_ask([path]), [path])
         for file, answer in answers.items():
             if isinstance(answer, ToolError):
                 continue  # the report fails with it

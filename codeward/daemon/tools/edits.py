@@ -119,9 +119,9 @@ async def write_checked(
         return planned, {}
     manager = ctx.session.lsp
     check = Aftermath.plan(ctx.session, planned.paths)
-    check.took(await manager.files_diagnostics(check.asked))
+    check.took(await manager.files_diagnostics(check.asked, check.changing))
     done = await apply_workspace_edit(writer, edit, encoding, basis, apply=True)
-    after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted))
+    after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted), done.paths)
     report = check.report(done.paths, done.deleted, after)
     return done, {"diagnostics_after": report.public()}
 
@@ -286,9 +286,9 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
     action = _choose(actions, args.apply)
     basis = next((_basis(a) for a in answers if a.server == action.server), Basis())
     check = Aftermath.plan(ctx.session, [source.path])
-    check.took(await manager.files_diagnostics(check.asked))
+    check.took(await manager.files_diagnostics(check.asked, check.changing))
     done = await _apply_action(ctx, manager, action, basis)
-    after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted))
+    after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted), done.paths)
     report = check.report(done.paths, done.deleted, after)
     return {
         **result,

@@ -98,7 +98,7 @@ async def move_file(ctx: ToolContext, args: MoveFileArgs) -> dict[str, Any]:
     if args.mode == "preview":
         return {**result, "diagnostics_after": []}
     check = Aftermath.plan(session, [*planned.paths, old])
-    check.took(await manager.files_diagnostics(check.asked))
+    check.took(await manager.files_diagnostics(check.asked, check.changing))
     move = {
         "documentChanges": [
             *({"textDocument": {"uri": uri, "version": None}, "edits": items}
@@ -110,7 +110,7 @@ async def move_file(ctx: ToolContext, args: MoveFileArgs) -> dict[str, Any]:
     await manager.did_rename(old, new)
     paths = [c.path for c in plan.changes]
     deleted = [c.path for c in plan.changes if c.after is None]
-    after = await manager.files_diagnostics(check.to_ask(paths, deleted))
+    after = await manager.files_diagnostics(check.to_ask(paths, deleted), paths)
     report = check.report(paths, deleted, after)
     return {**result, "moved": True, "diagnostics_after": report.public()}
 
