@@ -112,6 +112,33 @@ async def test_the_default_caps_come_from_the_server_or_the_lsp_section(tmp_path
         assert "above its max_rss_mb of 4" in server.status()["restart_reason"]
 
 
+async def test_a_server_near_its_cap_closes_the_documents_opened_for_the_daemon(
+    tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rss = {"mb": 10}  # what the server's process group uses, as the supervisor reads it
+    monkeypatch.setattr(supervisor, "group_rss", lambda pid: rss["mb"] * 1024 * 1024)
+    own = [tmp_path / f"f{i}.fake" for i in range(3)]
+    for path in own:
+        path.write_text("bad\n")
+    servers = {"fake": msgspec.structs.replace(fake_server("ok"), max_rss_mb=100)}
+    async with running(tmp_path, fast(servers)) as (manager, _):
+        with trio.fail_after(10):
+            await hover(manager, doc)  # a client's request: its document stays
+        server = manager.pool.servers["fake"]
+        for path in own:  # opened for the daemon's own purposes (as a folder's diagnostics)
+            server.sync(path, "fake", path.read_bytes(), own=True)
+        server.sync(own[0], "fake", own[0].read_bytes())  # then used by a request: kept
+        assert len(server.open_documents()) == 4
+        rss["mb"] = 85  # past 80% of its cap, below the cap
+        assert await server.wait_for(lambda: len(server.open_documents()) == 2, 10)
+        assert {d.path for d in server.open_documents()} == {doc, own[0]}
+        assert server.restarts == 0 and server.status()["state"] == "running"
+        # over its cap: restarted, with only the documents in use to reopen
+        rss["mb"] = 120
+        await restarted(server)
+        assert {d.path for d in server.open_documents()} == {doc, own[0]}
+
+
 # -- requests never answered, hung servers -----------------------------------------------------
 
 
@@ -339,6 +366,36 @@ async def test_the_least_recently_used_idle_session_stops_first(tmp_path: Path) 
             "idle",
             "running",
         ]
+
+
+async def test_a_server_unused_for_idle_stop_stops_and_starts_on_its_next_need(
+    tmp_path: Path, doc: Path
+) -> None:
+    config = fast({"fake": fake_server("ok")}, idle_stop=0.2)
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(10):
+            await hover(manager, doc)
+        server = manager.pool.servers["fake"]
+        first = server.pid
+        assert first is not None
+        assert await server.wait_for(lambda: server.status()["pid"] is None, 10)
+        status = manager.status()[0]
+        assert status["state"] == "idle" and "lsp.idle_stop" in status["restart_reason"]
+        with trio.fail_after(10):  # the session stays: its next request starts it again
+            answer = await hover(manager, doc)
+        assert answer.result["contents"]["value"] == "hover" and server.pid != first
+        assert server.restarts == 0  # stopped on purpose: not a crash
+
+
+async def test_idle_stop_zero_never_stops(tmp_path: Path, doc: Path) -> None:
+    config = fast({"fake": fake_server("ok")}, idle_stop=0)
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(10):
+            await hover(manager, doc)
+        server = manager.pool.servers["fake"]
+        # many supervision checks later (each every 50 ms) it still runs
+        assert not await server.wait_for(lambda: server.status()["pid"] is None, 0.5)
+        assert manager.status()[0]["state"] == "running"
 
 
 async def test_sessions_beyond_max_sessions_stop_their_servers(tmp_path: Path) -> None:

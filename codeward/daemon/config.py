@@ -156,6 +156,9 @@ class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     max_rss_mb: Count = 4096  # per server, unless its own max_rss_mb says otherwise
     cancel_grace: Seconds = 30.0  # a request given up on must be answered within this, or restart
     check_interval: Seconds = 2.0  # seconds between checks of a server's memory and answers
+    # a server no request used for this many seconds is stopped (it starts again on its
+    # next need; a server shared by several roots counts as used by any of them); 0: never
+    idle_stop: GraceSeconds = 600.0
     crash_limit: Count = 5  # crashes within 5 minutes before a server is marked failed
     max_file_bytes: Count = 8 * 1024 * 1024  # larger files are refused, never sent to servers
 

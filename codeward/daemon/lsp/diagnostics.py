@@ -384,7 +384,7 @@ class Diagnostics:
                 language_id = self.languages.language_id(language)
                 if server.document(path_to_uri(path)) is None:
                     opened.append(path_to_uri(path))
-                doc = server.sync(path, language_id, data, stat, fresh_diagnostics=True)
+                doc = server.sync(path, language_id, data, stat, fresh_diagnostics=True, own=True)
                 answers[doc.uri] = await server.document_diagnostics(doc, settle)
 
         try:

@@ -58,6 +58,9 @@ class DocumentStore:
         default_factory=collections.OrderedDict
     )
     _versions: dict[str, int] = field(default_factory=dict)
+    # documents the daemon opened for its own purposes (a folder's diagnostics) and no
+    # request or preview has used since: what a server near its memory cap closes first
+    own: set[str] = field(default_factory=set)
 
     def get(self, uri: str) -> Document | None:
         return self.documents.get(uri)
@@ -75,13 +78,18 @@ class DocumentStore:
         stat: Stat = UNTRUSTED,
         *,
         force: bool = False,
+        own: bool = False,
     ) -> tuple[Document, list[Notice]]:
         """Make the server's copy of `uri` equal `data`: didOpen, or didChange with a new
         version when the hash changed (or `force`); evicts the least recently used beyond
-        `max_open`."""
+        `max_open`. With `own`, a document it opens is the daemon's own (see `own`)."""
         digest = content_hash(data)
         notices: list[Notice] = []
         doc = self.documents.get(uri)
+        if not own:
+            self.own.discard(uri)
+        elif doc is None:
+            self.own.add(uri)
         if doc is None:
             version = self._versions.get(uri, 0) + 1
             doc = Document(path, uri, language_id, decode_text(data), digest, version, world, stat)
@@ -108,6 +116,7 @@ class DocumentStore:
             self.documents.move_to_end(uri)
 
     def close(self, uri: str) -> list[Notice]:
+        self.own.discard(uri)
         doc = self.documents.pop(uri, None)
         if doc is None:
             return []

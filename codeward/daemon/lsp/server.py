@@ -139,6 +139,7 @@ class LanguageServer:
             on_spawn=self._freshness.reset,
             on_running=self._running,
             configured=configured,
+            shed=self._shed,
         )
         # Turns (FIFO): the commands (one at a time, so an edit belongs to the one running),
         # each method the server runs one at a time, and the workspace pulls.
@@ -150,6 +151,10 @@ class LanguageServer:
         # Until now `capabilities` held what the last run offered (see `may_offer`).
         self.capabilities = capabilities
         self._docs.reopen_all(conn.notify)
+
+    def _shed(self) -> int:
+        """Near its memory cap: close the documents opened for the daemon's own purposes."""
+        return self._docs.shed()
 
     # -- workspace folders -------------------------------------------------------------
 
@@ -567,15 +572,17 @@ class LanguageServer:
         stat: Stat = UNTRUSTED,
         *,
         fresh_diagnostics: bool = False,
+        own: bool = False,
     ) -> Document:
         """Give the running server `data` as the content of `path` (didOpen/didChange).
 
         With `fresh_diagnostics`, a server that only pushes diagnostics gets the same text
         again under a new version when other files changed since, so its next push
-        describes the world as it is now.
+        describes the world as it is now. With `own`, a document it opens is the daemon's
+        own (a folder's diagnostics): near its memory cap the server closes those first.
         """
         force = fresh_diagnostics and not self.pulls_diagnostics
-        return self._docs.sync(path, language_id, data, stat, force_if_older=force)
+        return self._docs.sync(path, language_id, data, stat, force_if_older=force, own=own)
 
     def close_document(self, uri: str) -> None:
         self._docs.close(uri)

@@ -46,6 +46,7 @@ BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
 CRASH_WINDOW = 300.0
 FAILED_COOLDOWN = 30.0
+NEAR_CAP = 0.8  # of max_rss_mb: the server is told to drop what it can
 
 
 class ServerState(StrEnum):
@@ -90,6 +91,7 @@ class Supervisor:
         on_spawn: Callable[[], None],
         on_running: OnRunning,
         configured: bool = False,
+        shed: Callable[[], int] = lambda: 0,
     ) -> None:
         self.name = name
         self.config = config
@@ -103,6 +105,7 @@ class Supervisor:
         self._on_notification = on_notification
         self._on_spawn = on_spawn
         self._on_running = on_running
+        self._shed = shed  # near its cap: close what it can; how many documents
         self.state = ServerState.IDLE
         self.pid: int | None = None
         self.restarts = 0
@@ -330,16 +333,26 @@ class Supervisor:
         self._on_running(conn, capabilities)
 
     async def _watch(self, process: ServerProcess, conn: LspConnection) -> None:
-        """Every `lsp.check_interval` seconds: restart the running server when its process
-        group uses more memory than its cap (once no request is in flight, or after one
-        request timeout), or when a request it was told to cancel stays unanswered for
-        `lsp.cancel_grace` seconds."""
+        """Every `lsp.check_interval` seconds: stop the running server when no request used
+        it for `lsp.idle_stop` seconds (parked: it starts again on its next need); restart it
+        when its process group uses more memory than its cap (once no request is in flight,
+        or after one request timeout), or when a request it was told to cancel stays
+        unanswered for `lsp.cancel_grace` seconds. Past `NEAR_CAP` of its cap it is first
+        told to drop what it can (the documents opened for the daemon's own purposes)."""
         cap = self.config.max_rss_mb or self.lsp.max_rss_mb
         over_since: float | None = None
+        shed = False  # told to drop what it can since it last was below NEAR_CAP
         while not conn.closed.is_set():
             await trio.sleep(self.lsp.check_interval)
             if self.state is not ServerState.RUNNING:
                 continue
+            if self._idle(conn):
+                idle = self.lsp.idle_stop
+                self.halt(
+                    f"unused for {idle:g} s (lsp.idle_stop); it starts again on its next need",
+                    park=True,
+                )
+                return
             overdue = conn.oldest_abandoned()
             if overdue is not None and overdue[1] >= self.lsp.cancel_grace:
                 self.halt(
@@ -348,6 +361,13 @@ class Supervisor:
                 )
                 return
             rss = await trio.to_thread.run_sync(group_rss, process.pid)
+            if rss <= cap * NEAR_CAP * 1024 * 1024:
+                shed = False
+            elif not shed:  # near its cap: told once to drop what it can
+                shed = True
+                closed = self._shed()
+                log.info("%s: near its memory cap: %d documents closed", self.name, closed)
+                self.changes.touch()
             if rss <= cap * 1024 * 1024:
                 over_since = None
                 continue
@@ -356,6 +376,11 @@ class Supervisor:
             if conn.in_flight == 0 or now - over_since >= self.lsp.request_timeout:
                 self.halt(f"it used {rss // (1024 * 1024)} MB, above its max_rss_mb of {cap}")
                 return
+
+    def _idle(self, conn: LspConnection) -> bool:
+        """Whether no request used it for `lsp.idle_stop` seconds (and none is in flight)."""
+        idle = self.lsp.idle_stop
+        return bool(idle) and conn.in_flight == 0 and trio.current_time() - self.last_used >= idle
 
     async def _stop(
         self, process: ServerProcess, conn: LspConnection, *, graceful: bool = True

@@ -38,14 +38,17 @@ class DocumentSync:
         stat: Stat = UNTRUSTED,
         *,
         force_if_older: bool = False,
+        own: bool = False,
     ) -> Document:
         """Give the server `data` as the content of `path` (didOpen/didChange); with
         `force_if_older`, the same text again under a new version when other files changed
-        since it was sent."""
+        since it was sent; with `own`, for the daemon's own purposes (`shed` closes it)."""
         uri = path.as_uri()
         current = self.store.get(uri)
         force = force_if_older and current is not None and current.world < self.world
-        doc, notices = self.store.sync(path, uri, language_id, data, self.world, stat, force=force)
+        doc, notices = self.store.sync(
+            path, uri, language_id, data, self.world, stat, force=force, own=own
+        )
         for method, params in notices:
             if method == "textDocument/didChange":
                 self.world += 1
@@ -60,6 +63,14 @@ class DocumentSync:
             self._on_close(uri)
             self.world += 1
             self._notify(method, params)
+
+    def shed(self) -> int:
+        """Close the documents the daemon opened for its own purposes that no request or
+        preview used since (`DocumentStore.own`); how many."""
+        own = [uri for uri in self.store.documents if uri in self.store.own]
+        for uri in own:
+            self.close(uri)
+        return len(own)
 
     def watched_files_changed(self, changes: list[dict[str, Any]]) -> bool:
         """didChangeWatchedFiles (`changes`: FileEvent dicts); whether anything was sent."""
