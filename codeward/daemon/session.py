@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import trio
 
-from codeward.daemon import child_path
+from codeward.daemon import caches, child_path
 from codeward.daemon.config import Config, ConfigError, PolicyConfig, load_project_config
 from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.edits.writer import RootWriter
@@ -313,6 +313,7 @@ class SessionManager:
             self.sessions.pop(session.id, None)
             if self._by_root.get(session.root) is session:
                 del self._by_root[session.root]
+            caches.release()  # its paths and URIs are not kept by them
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)

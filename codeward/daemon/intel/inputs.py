@@ -8,6 +8,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeward.daemon.caches import keyed_by_paths
 from codeward.daemon.files import read_file, stat_key
 from codeward.daemon.lsp.positions import split_lines
 from codeward.daemon.lsp.service import LanguageService
@@ -86,6 +87,7 @@ def resolve_inside(root: Path, path: str) -> Path:
     return resolve_input_path(root, path, must_exist=False)
 
 
+@keyed_by_paths
 @functools.lru_cache(maxsize=4096)
 def _path(real: str) -> Path:
     """One `Path` per resolved string (it is hot): its hash is computed once, and the

@@ -13,6 +13,7 @@ import msgspec
 import trio
 from lsprotocol import types as lsp
 
+from codeward.daemon.caches import keyed_by_paths
 from codeward.daemon.intel import calls, hover
 from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
 from codeward.daemon.intel.locations import Location, Locator, bounds, finish, targets
@@ -169,6 +170,7 @@ def _position_params(method: str, line: int, character: int, **extra: Any) -> An
     return build
 
 
+@keyed_by_paths
 @functools.lru_cache(maxsize=1024)
 def _at_position(method: str, uri: str, line: int, character: int) -> Any:
     """The params of `method` at a server position (the same for the same place, so

@@ -1,0 +1,40 @@
+"""The daemon's process-wide caches of values keyed by a session's paths or URIs (for
+example `uris.path_to_uri`): each registers itself with `keyed_by_paths`, and `release`
+empties them all when a session ends, so a closed session's paths are not kept alive by
+them (they fill again with the live sessions' paths as those are used)."""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar
+
+
+class Cache(Protocol):
+    def cache_clear(self) -> None: ...
+
+    def cache_info(self) -> object: ...
+
+
+C = TypeVar("C", bound=Cache)
+
+_registered: list[Cache] = []
+
+
+def keyed_by_paths(cache: C) -> C:
+    """Register a `functools.lru_cache`d function whose keys or values are paths."""
+    _registered.append(cache)
+    return cache
+
+
+def release() -> None:
+    """Empty every registered cache (a session ended)."""
+    for cache in _registered:
+        cache.cache_clear()
+
+
+def sizes() -> dict[str, int]:
+    """How many entries each registered cache holds, by its function's qualified name."""
+    return {_name(c): getattr(c.cache_info(), "currsize", 0) for c in _registered}
+
+
+def _name(cache: Cache) -> str:
+    return f"{getattr(cache, '__module__', '')}.{getattr(cache, '__qualname__', repr(cache))}"

@@ -1,0 +1,51 @@
+"""What a closed session leaves in the daemon: nothing. Sessions opened, used (servers,
+edits, diagnostics) and closed leave no session, no shared server state and no entries in
+the process-wide caches keyed by their paths (`caches.keyed_by_paths`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from codeward.daemon import caches
+from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.server import Daemon
+from tests.conftest import OpenClient
+from tests.lsp_support import fake_config, fake_server
+
+SESSIONS = 4
+
+
+@pytest.fixture
+def daemon_config() -> Config:
+    """`*.fake` files; a session ends 50 ms after its last client left."""
+    config = fake_config({"fake": fake_server("ok")})
+    return msgspec.structs.replace(config, daemon=DaemonConfig(idle_timeout=0.05))
+
+
+async def test_closed_sessions_leave_nothing_behind(
+    open_client: OpenClient, daemon: Daemon, tmp_path: Path
+) -> None:
+    for i in range(SESSIONS):
+        root = tmp_path / f"root{i}"
+        root.mkdir()
+        (root / "a.fake").write_text("good\nbad\n")
+        client = await open_client(root)
+        with trio.fail_after(30):
+            await client.tool("get_hover_info", path="a.fake", line=1, character=1)
+            await client.tool("get_diagnostics", path="a.fake")
+            await client.tool("edit_file", path="a.fake", content="good\n", mode="safe")
+        (session,) = [s for s in daemon.sessions.sessions.values() if s.root == root.resolve()]
+        assert any(size for size in caches.sizes().values())  # in use while it lives
+        await client.aclose()
+        with trio.fail_after(30):
+            await session.stopped.wait()
+            await trio.testing.wait_all_tasks_blocked()
+        assert daemon.sessions.sessions == {}
+        assert caches.sizes() == dict.fromkeys(caches.sizes(), 0), caches.sizes()
+    assert daemon.sessions.shared._servers == {}
+    assert daemon.sessions.shared._repositories == {}
