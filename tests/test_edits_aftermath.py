@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codeward.daemon.edits.aftermath import Aftermath
-from codeward.daemon.edits.history import DiagnosticsHistory
+from codeward.daemon.edits.history import DiagnosticsHistory, Snapshot
 from codeward.daemon.lsp.service import FileDiagnostics, Found
+from codeward.daemon.tools.diagnostics import since
 
 ROOT = Path("/project")
 EDITED, OTHER = ROOT / "edited.py", ROOT / "other.py"
@@ -67,3 +68,13 @@ def test_both_sides_answered_is_a_plain_delta() -> None:
     (edited,) = report.files
     assert [d.line for d in edited.introduced] == [2] and [d.line for d in edited.resolved] == [1]
     assert report.unanswered() == []
+
+
+def test_since_compares_only_the_servers_that_answered_both_times() -> None:
+    """`get_diagnostics since`: a server silent for the earlier content is not blamed."""
+    old = Snapshot("h1", "a\n", tuple(errors("edited.py", "ruff", range(1, 2))), ("basedpyright",))
+    now = answer("a\n", errors("edited.py", "ruff", range(1, 2)))
+    now.diagnostics += errors("edited.py", "basedpyright", range(1, 5))
+    shown = since(old, now, None)
+    assert shown["introduced"] == [] and shown["resolved"]["count"] == 0
+    assert shown["partial_servers"] == ["basedpyright"]

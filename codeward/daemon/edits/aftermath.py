@@ -91,7 +91,7 @@ def partial_servers(answer: FileDiagnostics) -> list[str]:
     return list(dict.fromkeys(answer.silent + failed))
 
 
-def _answered(diagnostics: Iterable[Diag], partial: Collection[str]) -> list[Diag]:
+def answered(diagnostics: Iterable[Diag], partial: Collection[str]) -> list[Diag]:
     """The `diagnostics` of the servers that answered on both sides of a delta."""
     return [d for d in diagnostics if d.server not in partial]
 
@@ -222,9 +222,9 @@ class Aftermath:
             # a server without an answer on either side has no delta: its diagnostics on
             # the other side are neither introduced nor resolved (the file is partial)
             partial = partial_servers(answer) + [s for s in (old.partial if old else ()) if s]
-            previous = _answered(old.diagnostics if old is not None else (), partial)
+            previous = answered(old.diagnostics if old is not None else (), partial)
             mapping = PositionMap.between(old.text, answer.text) if old is not None else None
-            found = delta(previous, _answered(answer.diagnostics, partial), mapping)
+            found = delta(previous, answered(answer.diagnostics, partial), mapping)
             report = FileReport(
                 file,
                 is_changed,

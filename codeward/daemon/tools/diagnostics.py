@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from codeward.daemon.edits.aftermath import partial_servers, remember
+from codeward.daemon.edits.aftermath import answered, partial_servers, remember
 from codeward.daemon.edits.change_delta import change_delta, shaped
 from codeward.daemon.edits.delta import PositionMap, delta, entry, severity_counts
 from codeward.daemon.edits.history import Snapshot
@@ -130,7 +130,8 @@ def since(old: Snapshot, answer: FileDiagnostics, severity: str | None) -> dict[
     """The delta from what was reported for an earlier content to the answer now."""
     rank = SEVERITY_RANKS[severity] if severity else 4
     mapping = PositionMap.between(old.text, answer.text) if old.text != answer.text else None
-    found = delta(list(old.diagnostics), answer.diagnostics, mapping)
+    silent = list(dict.fromkeys([*old.partial, *partial_servers(answer)]))
+    found = delta(answered(old.diagnostics, silent), answered(answer.diagnostics, silent), mapping)
     shown: dict[str, Any] = {
         "since": old.content_hash,
         "introduced": [entry(d) for d in found.introduced if d.severity <= rank],
@@ -140,7 +141,6 @@ def since(old: Snapshot, answer: FileDiagnostics, severity: str | None) -> dict[
         },
         "remaining": severity_counts(found.remaining),
     }
-    silent = list(dict.fromkeys([*old.partial, *partial_servers(answer)]))
     if silent:
         shown["partial"] = True
         shown["partial_servers"] = silent
