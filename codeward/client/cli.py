@@ -192,8 +192,9 @@ def _describe(params: dict[str, Any]) -> str:
     argv = params.get("argv")
     command = shlex.join(str(a) for a in argv) if isinstance(argv, list) else ""
     summary = str(params.get("summary") or "")
-    if not command:
-        return summary or "the daemon asks for approval"
+    if not command:  # a file write: its summary names the files
+        tool = params.get("tool")
+        return (f"{tool}: {summary}" if tool else summary) or "the daemon asks for approval"
     head = f"{params.get('tool', 'a tool')} wants to run: "
     if summary.startswith(command) or not summary:  # the summary already shows the command
         return head + (summary or command)
@@ -811,7 +812,7 @@ def cmd_format(inv: Invocation) -> int:
         if not (start.isdigit() and end.isdigit() and sep) or not 1 <= int(start) <= int(end):
             raise UsageError(f"--lines wants START-END, such as 3-10, got {inv.args.lines!r}")
         arguments |= {"start_line": int(start), "end_line": int(end)}
-    inv.show("format", inv.tool("format_code", arguments), render.edit)
+    inv.show("format", inv.tool("format_code", arguments, confirm=True), render.edit)
     return EXIT_OK
 
 
@@ -831,7 +832,7 @@ def cmd_actions(inv: Invocation) -> int:
     if inv.args.apply is not None:
         choice = inv.args.apply
         arguments["apply"] = int(choice) if choice.isdigit() else choice
-    inv.show("actions", inv.tool("get_code_actions", arguments), render.actions)
+    inv.show("actions", inv.tool("get_code_actions", arguments, confirm=True), render.actions)
     return EXIT_OK
 
 
@@ -850,7 +851,7 @@ def cmd_rename(inv: Invocation) -> int:
         "new_name": inv.args.new_name,
         "apply": not inv.args.dry_run,
     }
-    inv.show("rename", inv.tool("rename_symbol", arguments), render.edit)
+    inv.show("rename", inv.tool("rename_symbol", arguments, confirm=True), render.edit)
     return EXIT_OK
 
 
@@ -865,7 +866,7 @@ def cmd_edit(inv: Invocation) -> int:
         arguments["expected_hash"] = inv.args.expected_hash
     if inv.args.severity:
         arguments["severity"] = inv.args.severity
-    result = inv.tool("edit_file", arguments)
+    result = inv.tool("edit_file", arguments, confirm=True)
     inv.show("edit", result, render.edit)
     return EXIT_TOOL_ERROR if result.get("refused") else EXIT_OK
 

@@ -108,6 +108,7 @@ async def session_open(conn: Connection, item: Incoming) -> SessionOpenResult:
         asked = PolicyConfig(
             git_write=params.policy.git_write or policy.git_write,  # type: ignore[arg-type]
             git_destructive=params.policy.git_destructive or policy.git_destructive,  # type: ignore[arg-type]
+            edits=params.policy.edits or policy.edits,  # type: ignore[arg-type]
         )
         policy = policy.narrowed(asked)
     conn.policy = policy

@@ -25,7 +25,7 @@ from codeward.daemon.intel.inputs import resolve_inside
 from codeward.daemon.lsp.service import FileDiagnostics
 from codeward.daemon.paths import relative
 from codeward.daemon.tools.diagnostics import Severity
-from codeward.daemon.tools.registry import ToolContext, tool
+from codeward.daemon.tools.registry import ToolContext, approve_writes, tool
 from codeward.protocol.errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
@@ -93,6 +93,9 @@ class EditFileArgs(msgspec.Struct, forbid_unknown_fields=True):
     "file and every other file it broke, the diagnostics `introduced`, `resolved` and "
     "`remaining` (a diagnostic that only moved is not introduced).",
     EditFileArgs,
+    title="Edit a file",
+    destructive=True,
+    write_switch="mode",
     writes=lambda args: args.mode != "preview",
 )
 async def edit_file(ctx: ToolContext, args: EditFileArgs) -> dict[str, Any]:
@@ -118,11 +121,12 @@ def check_expected(target: Target, expected_hash: str | None) -> None:
 
 async def write_edit(
     ctx: ToolContext, target: Target, old_text: str, new_text: str, mode: Mode,
-    severity: Severity,
+    severity: Severity, tool: str = "edit_file",
 ) -> dict[str, Any]:  # fmt: skip
     """Replace `old_text` (the content read as `target`) by `new_text` the way `mode` says:
     written, previewed in the servers' memory, or written only when it introduces nothing
-    of `severity` or worse; the edit tools' one way to write their own text."""
+    of `severity` or worse (a write approved first as `tool`'s when the policy says to
+    confirm edits); the edit tools' one way to write their own text."""
     session = ctx.session
     new_data = new_text.encode("utf-8")
     result: dict[str, Any] = {
@@ -135,6 +139,7 @@ async def write_edit(
         return {**result, "changed": False, "diagnostics_after": []}
     result["changed"] = True
     if mode == "apply":
+        await approve_writes(ctx, tool, [target.path])
         report = await _write(session, target, old_text, new_text)
         return {**result, "written": True, "diagnostics_after": report.public()}
     report = await preview(session, target.path, new_data)
@@ -147,6 +152,7 @@ async def write_edit(
                 "reason": reason,
                 "diagnostics_after": report.public(),
             }
+        await approve_writes(ctx, tool, [target.path])
         await _write(session, target, old_text, new_text, checked=False)
         result["written"] = True
     return {**result, "diagnostics_after": report.public()}

@@ -30,7 +30,7 @@ from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import CONTENT_MODIFIED, Answer, DocumentContext, LanguageService
 from codeward.daemon.tools.intel import Character, Line, Path_
-from codeward.daemon.tools.registry import ToolContext, tool
+from codeward.daemon.tools.registry import ToolContext, approve_writes, tool
 from codeward.protocol.errors import ErrorKind, ToolError
 
 FORMATTING_OPTIONS = lsp.FormattingOptions(
@@ -109,14 +109,16 @@ def _edit_result(result: EditResult) -> dict[str, Any]:
 
 
 async def write_checked(
-    ctx: ToolContext, edit: Any, encoding: Encoding, basis: Basis, *, apply: bool
+    ctx: ToolContext, tool: str, edit: Any, encoding: Encoding, basis: Basis, *, apply: bool
 ) -> tuple[EditResult, dict[str, Any]]:
-    """A server's WorkspaceEdit through the edit layer; with `apply`, the diagnostics of
-    the files it touches are taken before and after (`diagnostics_after`)."""
+    """A server's WorkspaceEdit through the edit layer; with `apply`, approved (when the
+    policy says to confirm edits) and the diagnostics of the files it touches taken before
+    and after (`diagnostics_after`)."""
     writer = ctx.session.writer
     planned = await apply_workspace_edit(writer, edit, encoding, basis, apply=False)
     if not apply or not planned.paths:
         return planned, {}
+    await approve_writes(ctx, tool, planned.paths)
     manager = ctx.session.lsp
     check = Aftermath.plan(ctx.session, planned.paths)
     check.took(await manager.files_diagnostics(check.asked, check.changing))
@@ -144,6 +146,9 @@ def _errors(errors: list[ToolError]) -> dict[str, Any]:
     "`apply` (the default) the file is written, atomically and only if it did not change "
     "meanwhile. `changed` is false when the file is already formatted.",
     FormatArgs,
+    title="Format code",
+    idempotent=True,
+    write_switch="apply",
     writes=lambda args: args.apply,
 )
 async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
@@ -189,6 +194,7 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
     edits = shapes.answer(answer.result, answer.server, method) or []
     result, after = await write_checked(
         ctx,
+        "format_code",
         lsp.WorkspaceEdit(changes={source.path.as_uri(): edits}),
         answer.encoding,
         _basis(answer),
@@ -214,7 +220,7 @@ async def _format_with(
     new = await run_formatter(formatter, root, source.shown, old, trusted=ctx.session.trusted)
     edit = whole_text_edit(source.path.as_uri(), old, new)
     basis = Basis({source.path: (0, content_hash(data))})
-    result, after = await write_checked(ctx, edit, "utf-32", basis, apply=apply)
+    result, after = await write_checked(ctx, "format_code", edit, "utf-32", basis, apply=apply)
     return {
         "changed": bool(result.files_changed),
         "diff": result.diff,
@@ -237,6 +243,7 @@ async def _format_with(
     "in one atomic write; the result then has `files_changed`, `diff` and "
     "`diagnostics_after`.",
     CodeActionArgs,
+    title="Get or apply code actions",
     writes=lambda args: args.apply is not None,
 )
 async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, Any]:
@@ -285,6 +292,8 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         return {**result, **await _apply_preferred(ctx, source, actions, answers, args.kinds)}
     action = _choose(actions, args.apply)
     basis = next((_basis(a) for a in answers if a.server == action.server), Basis())
+    # (the file asked about: an action's command may write others, known only as it runs)
+    await approve_writes(ctx, "get_code_actions", [source.path])
     check = Aftermath.plan(ctx.session, [source.path])
     check.took(await manager.files_diagnostics(check.asked, check.changing))
     done = await _apply_action(ctx, manager, action, basis)
@@ -375,7 +384,9 @@ async def _apply_preferred(
             )
             + "; list the actions and apply one by its index.",
         )
-    done, after = await write_checked(ctx, combined.edit, "utf-32", basis, apply=True)
+    done, after = await write_checked(
+        ctx, "get_code_actions", combined.edit, "utf-32", basis, apply=True
+    )
     return {
         "applied_actions": taken,
         "skipped_actions": skipped,
@@ -481,6 +492,8 @@ def _basis(answer: Answer) -> Basis:
     "with `apply` (the default) every file is written atomically, and only if none changed "
     "since the server computed the rename.",
     RenameArgs,
+    title="Rename a symbol",
+    write_switch="apply",
     writes=lambda args: args.apply,
 )
 async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
@@ -529,7 +542,7 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     if edit is None:
         raise _nothing(where)
     result, after = await write_checked(
-        ctx, edit, answer.encoding, _basis(answer), apply=args.apply
+        ctx, "rename_symbol", edit, answer.encoding, _basis(answer), apply=args.apply
     )
     if not result.files_changed:  # nothing written: say why, never "0 files changed"
         if result.edits:

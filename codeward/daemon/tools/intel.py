@@ -214,6 +214,7 @@ def _one_or_many(locations: list[Location], partial: bool, one: str, many: str) 
     "module, as the language server's hover shows it. Use it to learn what a name means before "
     "reading its source; a position with nothing to show answers status not_found.",
     PositionArgs,
+    title="Hover info",
 )
 async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
@@ -327,6 +328,7 @@ def _is_package(folder: Path) -> bool:
     "location has a preview of its line. Outside the project, the standard library and "
     "installed packages show as indicators such as python:os.path or go:fmt.",
     PositionArgs,
+    title="Go to definition",
 )
 async def go_to_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
@@ -341,6 +343,7 @@ async def go_to_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, An
     "Find the definition of the type of the symbol at a position (the class of a variable, "
     "the struct of a field). Use it when you know a value and want to see its type's source.",
     PositionArgs,
+    title="Go to type definition",
 )
 async def get_type_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
@@ -356,6 +359,7 @@ async def get_type_definition(ctx: ToolContext, args: PositionArgs) -> dict[str,
     "position: the concrete classes or overriding methods. Use it to go from an abstraction "
     "to the code that runs.",
     PositionArgs,
+    title="Find implementations",
 )
 async def find_implementations(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
@@ -376,6 +380,7 @@ async def find_implementations(ctx: ToolContext, args: PositionArgs) -> dict[str
     "search): before renaming or changing a function, to see who depends on it. The "
     "declaration itself is left out unless include_declaration is true.",
     ReferencesArgs,
+    title="Find references",
 )
 async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
@@ -480,6 +485,7 @@ class DeclarationSites:
     "size:8` is two functions whose names start at character 9 of lines 5 and 8 (the "
     "position the other tools take); `name:line:char` where the characters differ.",
     SymbolsArgs,
+    title="List symbols",
 )
 async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
     if not 1 <= args.limit <= 10000:
@@ -717,6 +723,7 @@ async def _workspace_loaded(
     "function at a position, one level deep, each with its location and a preview. Use it "
     "to trace how code is reached or what it depends on.",
     CallsArgs,
+    title="Call hierarchy",
 )
 async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
     manager, source = _at(ctx, args.path, args.line, args.character)
