@@ -219,6 +219,11 @@ def _position(spec: str, count: int) -> tuple[str, list[int]]:
     return pieces[0], numbers
 
 
+POSITION = "PATH:LINE:COL|PATH:LINE:NAME|PATH:SYMBOL|SYMBOL"
+POSITION_HELP = (
+    "a line and column, a line and the identifier on it, or a name path (Class.method) in "
+    "a file or across the project"
+)
 _VALUE_OPTIONS = frozenset({"--root", "--socket", "--timeout"})
 
 
@@ -390,7 +395,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     for name, func, help_text in _POSITION_COMMANDS:
         sub = command(name, func, help_text)
-        sub.add_argument("position", metavar="PATH:LINE:COL")
+        sub.add_argument("position", metavar=POSITION, help=POSITION_HELP)
         if name == "references":
             sub.add_argument(
                 "--include-declaration",
@@ -414,7 +419,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     symbols.add_argument("--depth", type=int, help="levels of a file's tree to show (1: top)")
     calls = command("calls", cmd_calls, "callers (default) or callees of a function")
-    calls.add_argument("position", metavar="PATH:LINE:COL")
+    calls.add_argument("position", metavar=POSITION, help=POSITION_HELP)
     direction = calls.add_mutually_exclusive_group()
     direction.add_argument(
         "--incoming",
@@ -462,7 +467,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     actions.add_argument("--apply", metavar="INDEX|TITLE", help="apply this action")
     rename = command("rename", cmd_rename, "rename a symbol across the project")
-    rename.add_argument("position", metavar="PATH:LINE:COL")
+    rename.add_argument("position", metavar=POSITION, help=POSITION_HELP)
     rename.add_argument("new_name", metavar="NEW")
     rename.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
     review = command(
@@ -711,6 +716,18 @@ def cmd_diagnostics(inv: Invocation) -> int:
 
 
 def _at(inv: Invocation, spec: str) -> dict[str, Any]:
+    """`PATH:LINE:COL`, `PATH:LINE:NAME` (the identifier on the line), `PATH:SYMBOL` (a name
+    path in the file) or `SYMBOL` (a name path across the project)."""
+    if ":" not in spec:
+        return {"symbol": spec}
+    pieces = spec.rsplit(":", 2)
+    if len(pieces) == 3 and pieces[1].isdigit() and not pieces[2].isdigit():
+        path, (line,) = _position(f"{pieces[0]}:{pieces[1]}", 1)
+        return {"path": inv.input_path(path), "line": line, "name": pieces[2]}
+    if not pieces[-1].isdigit() and not (len(pieces) > 1 and pieces[-2].isdigit()):
+        path, _, symbol = spec.partition(":")
+        if path and symbol:
+            return {"path": inv.input_path(path), "symbol": symbol}
     path, (line, character) = _position(spec, 2)
     return {"path": inv.input_path(path), "line": line, "character": character}
 

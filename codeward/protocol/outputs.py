@@ -60,6 +60,20 @@ FILE_DELTA = obj(
     {"partial": BOOL, "partial_servers": array(STR), "errors": array(STR)},
 )
 AFTER = {"diagnostics_after": array(FILE_DELTA)}
+# What a position tool answered for, when it is not plainly the identifier at the position
+# given: the nearest one to a character on no identifier, the `name` on the line, or the
+# `symbol` name path's.
+AT = {
+    "at": obj(
+        {
+            "name": STR,
+            "path": STR,
+            "line": INT,
+            "character": INT,
+            "by": {"type": "string", "enum": ["position", "nearest", "name", "symbol"]},
+        }
+    )
+}
 
 
 HUNK = obj({"old_start": INT, "old_lines": INT, "new_start": INT, "new_lines": INT})
@@ -92,7 +106,7 @@ CHANGED_FILE = obj(
 def _located(one: str, many: str) -> Schema:
     return obj(
         {"status": STATUS, "count": INT, "partial": BOOL},
-        {one: LOCATION, many: array(LOCATION)},
+        {one: LOCATION, many: array(LOCATION), **AT},
     )
 
 
@@ -136,15 +150,17 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "range": null_or(
                 obj({"line": INT, "character": INT, "end_line": INT, "end_character": INT})
             ),
+            **AT,
         },
     ),
     "go_to_definition": _located("definition", "definitions"),
     "get_type_definition": _located("type_definition", "type_definitions"),
     "find_implementations": obj(
-        {"status": STATUS, "implementations": array(LOCATION), "count": INT, "partial": BOOL}
+        {"status": STATUS, "implementations": array(LOCATION), "count": INT, "partial": BOOL},
+        AT,
     ),
     "find_references": obj(
-        {"status": STATUS, "references": array(LOCATION), "count": INT, "partial": BOOL}
+        {"status": STATUS, "references": array(LOCATION), "count": INT, "partial": BOOL}, AT
     ),
     "get_symbols": obj(
         {
@@ -165,7 +181,7 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "count": INT,
             "partial": BOOL,
         },
-        {"item": OBJ},
+        {"item": OBJ, **AT},
     ),
     "type_hierarchy": obj(
         {
@@ -207,7 +223,7 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             **AFTER,
         },
     ),
-    "rename_symbol": obj(EDIT, {**AFTER, "partial": BOOL}),
+    "rename_symbol": obj(EDIT, {**AFTER, "partial": BOOL, **AT}),
     "run_lua": obj({"result": {}, "logs": array(STR)}),
     "review_changes": obj(
         {

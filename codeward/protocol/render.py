@@ -481,9 +481,28 @@ def _checked(servers: Any) -> str | None:
     return "checked: " + "; ".join(parts) + again if parts else None
 
 
+_BY = {
+    "nearest": "the identifier nearest the character given",
+    "name": "the name given",
+    "symbol": "the symbol given",
+}
+
+
+def at_remark(at: Any) -> str | None:
+    """`at write src/x.py:184:9 (the identifier nearest the character given)`: what a
+    position tool answered for, when it is not plainly the position given."""
+    if not isinstance(at, dict) or at.get("by") not in _BY:
+        return None
+    return f"at {at.get('name')} {location(at)} ({_BY[at['by']]})"
+
+
 def notes(command: str, result: dict[str, Any]) -> list[str]:
-    """Remarks for stderr: nothing found, partial or truncated results, what an edit did."""
+    """Remarks for stderr: what a position named, nothing found, partial or truncated
+    results, what an edit did."""
     out: list[str] = []
+    resolved = at_remark(result.get("at"))
+    if resolved:
+        out.append(resolved)
     if command == "hover":
         if not hover(result):
             out.append("no hover information")

@@ -29,7 +29,7 @@ from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import CONTENT_MODIFIED, Answer, DocumentContext, LanguageService
-from codeward.daemon.tools.intel import Character, Line, Path_
+from codeward.daemon.tools.intel import Path_, PositionArgs, locate
 from codeward.daemon.tools.registry import ToolContext, approve_writes, tool
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -79,12 +79,16 @@ class CodeActionArgs(msgspec.Struct, forbid_unknown_fields=True):
             "`source.fixAll`, every fix-all action), in one atomic write."
         ),
     ] = None
+    symbol: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Instead of `line`: a name path in the file (`Class.method`); the "
+            "range is its name's line (to `end_line` when given)."
+        ),
+    ] = None
 
 
-class RenameArgs(msgspec.Struct, forbid_unknown_fields=True):
-    path: Path_
-    line: Line
-    character: Character
+class RenameArgs(PositionArgs, forbid_unknown_fields=True, kw_only=True):
     new_name: Annotated[str, msgspec.Meta(description="The symbol's new name.")]
     apply: Apply = True
 
@@ -249,10 +253,16 @@ async def _format_with(
 async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, Any]:
     manager = ctx.session.lsp
     source = source_file(manager, args.path)
-    if args.line is None and args.end_line is not None:
+    start = args.line
+    if args.symbol is not None:
+        if args.line is not None:
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `line` or `symbol`, not both.")
+        _, at = await locate(ctx, PositionArgs(path=args.path, symbol=args.symbol))
+        start = at.line
+    if start is None and args.end_line is not None:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `line` with `end_line`.")
-    first = args.line if args.line is not None else 1
-    last = args.end_line if args.end_line is not None else (args.line or source.line_count)
+    first = start if start is not None else 1
+    last = args.end_line if args.end_line is not None else (start or source.line_count)
     _check_lines(source, first, last)
     if isinstance(args.apply, str) and not args.apply:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `apply` as an index or a title.")
@@ -503,17 +513,16 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
             ErrorKind.INVALID_ARGUMENTS,
             "Give `new_name` as a non-empty name on one line.",
         )
-    manager = ctx.session.lsp
-    source = source_file(manager, args.path)
-    check_position(source, args.line, args.character)
+    manager, at = await locate(ctx, args)
+    source, line, character = at.source, at.line, at.character
     invalid = invalid_reason(source.language, name)
     if invalid is not None:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, f"{invalid}; give a valid name.")
-    where = f"line {args.line}, character {args.character} of {source.shown!r}"
+    where = f"{at.name!r} (line {line}, character {character} of {source.shown!r})"
     server = await manager.route(source.language, "textDocument/rename")
 
     def prepare(doc: DocumentContext) -> Any:
-        position = lsp.Position(**doc.position(args.line, args.character))
+        position = lsp.Position(**doc.position(line, character))
         return shapes.document_params("textDocument/prepareRename", doc.uri, position=position)
 
     if manager.supports(server, "textDocument/prepareRename"):
@@ -527,7 +536,7 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
             raise _nothing(where)
 
     def params(doc: DocumentContext) -> Any:
-        position = lsp.Position(**doc.position(args.line, args.character))
+        position = lsp.Position(**doc.position(line, character))
         return shapes.document_params(
             "textDocument/rename", doc.uri, position=position, new_name=name
         )
@@ -557,6 +566,8 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
             server=answer.server,
         )
     shown = {**_edit_result(result), **after}
+    if at.by != "position":
+        shown["at"] = at.public()
     if answer.partial:
         shown["partial"] = True
     return shown
