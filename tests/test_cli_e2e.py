@@ -425,6 +425,14 @@ def test_code_intelligence_commands(env: Env, daemon: subprocess.Popen[bytes]) -
     assert definition.stdout == "m.py:1:5: def greet(name: str) -> str:\n"
     references = env.run("references", "m.py:1:5", cwd=project).stdout.splitlines()
     assert references == ['m.py:7:11: print(greet("x"))', "m.py:8:5: greet(3)"]
+    # names instead of columns: a line and the name on it, a name path with or without a file
+    for spec in ("m.py:7:greet", "m.py:greet", "greet"):
+        named = env.run("definition", spec, cwd=project)
+        assert named.stdout == "m.py:1:5: def greet(name: str) -> str:\n", (spec, named.stderr)
+        assert "codeward: at greet m.py:" in named.stderr
+    snapped = env.run("references", "m.py:1:1", cwd=project)  # the `def`: its name
+    assert snapped.stdout.splitlines() == references
+    assert "codeward: at greet m.py:1:5 (the identifier nearest" in snapped.stderr
     with_decl = env.run("references", "--include-declaration", "m.py:1:5", cwd=project)
     assert with_decl.stdout.splitlines()[0] == "m.py:1:5: def greet(name: str) -> str:"
     symbols = env.run("symbols", "m.py", cwd=project).stdout.splitlines()

@@ -61,8 +61,8 @@ FILE_DELTA = obj(
 )
 AFTER = {"diagnostics_after": array(FILE_DELTA)}
 # What a position tool answered for, when it is not plainly the identifier at the position
-# given: the nearest one to a character on no identifier, the `name` on the line, or the
-# `symbol` name path's.
+# given: the one a character falls inside (not at its start), the nearest one to a character
+# on no identifier, the `name` on the line, or the `symbol` name path's.
 AT = {
     "at": obj(
         {
@@ -70,7 +70,7 @@ AT = {
             "path": STR,
             "line": INT,
             "character": INT,
-            "by": {"type": "string", "enum": ["position", "nearest", "name", "symbol"]},
+            "by": {"type": "string", "enum": ["inside", "nearest", "name", "symbol"]},
         }
     )
 }

@@ -482,6 +482,7 @@ def _checked(servers: Any) -> str | None:
 
 
 _BY = {
+    "inside": "the identifier the character given is inside",
     "nearest": "the identifier nearest the character given",
     "name": "the name given",
     "symbol": "the symbol given",

@@ -21,7 +21,7 @@ from codeward.protocol.errors import ErrorKind, ToolError
 
 SNAP = 4  # how far (in characters) from an identifier a character may be and still snap to it
 SHOWN = 8  # candidates named in an error
-By = Literal["position", "nearest", "name", "symbol"]
+By = Literal["position", "inside", "nearest", "name", "symbol"]
 
 # An identifier: a letter, `_` or `$`, then word characters or `$` (`$` for PHP and JS).
 _IDENTIFIER = re.compile(r"(?:[^\W\d]|\$)[\w$]*")
@@ -100,9 +100,17 @@ def at_position(source: SourceFile, line: int, character: int) -> Resolved:
     index = character - 1
     found = words(text)
     for word in found:
-        if word.distance(index) == 0:
-            return Resolved(source, line, word.start + 1, word.text, "position")
-    near = sorted(found, key=lambda w: (w.distance(index), w.start < index))
+        if word.distance(index) == 0:  # inside a name but not at its start: said in `at`
+            by: By = "position" if word.start == index else "inside"
+            return Resolved(source, line, word.start + 1, word.text, by)
+    if found and index < found[0].start and _leading(text[: found[0].start]):
+        # in the indentation or the leading keywords (`def`, `async def`, `pub fn`): the
+        # line's first name, what a declaration's line is about
+        return Resolved(source, line, found[0].start + 1, found[0].text, "nearest")
+    # on a tie, an opening bracket or a separator after a name belongs to that name
+    # (`write(`); a space or a `.` to the name after it (`self.write`)
+    after = index < len(text) and text[index] in "([<{:,;)]>}"
+    near = sorted(found, key=lambda w: (w.distance(index), (w.start < index) != after))
     if near and near[0].distance(index) <= SNAP:
         word = near[0]
         return Resolved(source, line, word.start + 1, word.text, "nearest")
@@ -115,6 +123,12 @@ def at_position(source: SourceFile, line: int, character: int) -> Resolved:
         "line) or `symbol` (a name path) instead of counting characters.",
         candidates=[{"name": w.text, "line": line, "character": w.start + 1} for w in near[:SHOWN]],
     )
+
+
+def _leading(text: str) -> bool:
+    """Whether `text` (what a line holds before its first name) is only indentation,
+    keywords and decorator-free punctuation of a declaration: `    async def `, `pub fn `."""
+    return all(part in KEYWORDS for part in text.split())
 
 
 def on_line(source: SourceFile, line: int, name: str, character: int | None) -> Resolved:
