@@ -6,6 +6,7 @@ the lines for stdout; `notes` gives the remarks for stderr (partial, truncated, 
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterable
@@ -173,12 +174,42 @@ def diagnostics(result: dict[str, Any]) -> list[str]:
 
 
 def hover(result: dict[str, Any]) -> list[str]:
+    """The signature, then the docs as plain text (see `plain`)."""
     signature = result.get("signature") or result.get("type")
     docs = result.get("docs")
-    parts = [str(p).strip() for p in (signature, docs) if p]
+    parts = [str(signature).strip()] if signature else []
+    if docs:
+        parts.append(plain(str(docs)).strip())
     if not parts and result.get("markdown"):
-        parts = [str(result["markdown"]).strip()]
+        parts = [plain(str(result["markdown"])).strip()]
     return "\n\n".join(parts).splitlines()
+
+
+# A markdown backslash escape: `\_`, `\*`, `\[`... (CommonMark's escapable punctuation).
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def plain(markdown: str) -> str:
+    r"""Markdown for a model to read: HTML entities decoded (`&nbsp;` a space, `&lt;` `<`)
+    and backslash escapes dropped (`\_` -> `_`), outside code blocks and inline code,
+    which keep their text as written."""
+    out: list[str] = []
+    fenced = False
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+            out.append(line)
+            continue
+        if fenced:
+            out.append(line)
+            continue
+        pieces = line.split("`")
+        for i in range(0, len(pieces), 2):  # the even pieces are outside inline code
+            text = html.unescape(_ESCAPE.sub(r"\1", pieces[i]))
+            pieces[i] = text.replace("\xa0", " ")
+        out.append("`".join(pieces))
+    return "\n".join(out)
 
 
 def definition(result: dict[str, Any]) -> list[str]:

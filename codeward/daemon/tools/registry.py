@@ -20,6 +20,7 @@ import msgspec
 from codeward.daemon.approvals import approve_edits
 from codeward.daemon.lsp import restricted_effects
 from codeward.daemon.paths import relative
+from codeward.daemon.tools.suggest import suggested
 from codeward.protocol.errors import ErrorKind, ToolError
 from codeward.protocol.outputs import OUTPUT_SCHEMAS
 from codeward.protocol.tools import ToolSpec, tidy_schema
@@ -262,7 +263,15 @@ def tool(
     names the argument that says whether a call writes (required on MCP)."""
 
     def register(handler: Handler) -> Handler:
-        declared = Tool(name, description, arguments, handler, servers, writes, title,
+        async def run(ctx: ToolContext, args: Any) -> dict[str, Any]:
+            try:
+                return await handler(ctx, args)
+            except ToolError as exc:  # a missing file: name the nearest that exists
+                if exc.kind is not ErrorKind.FILE_NOT_FOUND:
+                    raise
+                raise await suggested(ctx, args, exc) from None
+
+        declared = Tool(name, description, arguments, run, servers, writes, title,
                         destructive, idempotent, write_switch)  # fmt: skip
         REGISTRY.register(declared)
         return handler
