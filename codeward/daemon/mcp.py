@@ -278,7 +278,10 @@ class McpDialect:
             self._told_restricted = restricted
         # (the text is rendered from plain data: a bulk result's rows are Structs)
         text = render.tool_text(event.name, msgspec.to_builtins(result), told_restricted=told)
-        return self.machine.result_message(event.id, text, result)
+        # a write the tool refused (a `safe` edit that would break something) is an error
+        # to the model, with what it found
+        return self.machine.result_message(event.id, text, result,
+                                           is_error=result.get("refused") is True)  # fmt: skip
 
     def _error_result(self, msg_id: Id, exc: ToolError) -> bytes:
         text = render.error_text(exc.message, exc.kind.value, exc.details)

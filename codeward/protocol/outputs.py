@@ -59,7 +59,14 @@ FILE_DELTA = obj(
     },
     {"partial": BOOL, "partial_servers": array(STR), "errors": array(STR)},
 )
-AFTER = {"diagnostics_after": array(FILE_DELTA)}
+# A server that analyses only part of the project: its scope, and the files outside it.
+UNANALYSED = {
+    "unanalysed": array(
+        obj({"server": STR, "include": array(STR), "count": INT, "files": array(STR)})
+    )
+}
+AFTER = {"diagnostics_after": array(FILE_DELTA), **UNANALYSED}
+MENTIONS = {"unanalysed_mentions": array(obj({"path": STR, "line": INT, "text": STR}))}
 # What a position tool answered for, when it is not plainly the identifier at the position
 # given: the one a character falls inside (not at its start), the nearest one to a character
 # on no identifier, the `name` on the line, or the `symbol` name path's.
@@ -223,7 +230,7 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             **AFTER,
         },
     ),
-    "rename_symbol": obj(EDIT, {**AFTER, "partial": BOOL, **AT}),
+    "rename_symbol": obj(EDIT, {**AFTER, **MENTIONS, "partial": BOOL, **AT}),
     "run_lua": obj({"result": {}, "logs": array(STR)}),
     "review_changes": obj(
         {
@@ -237,8 +244,22 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         {"partial": BOOL, "unchecked_files": INT, "references_skipped": INT},
     ),
     "edit_file": obj(
-        {"path": STR, "content_hash": STR, "diff": STR, "written": BOOL, "changed": BOOL, **AFTER},
-        {"refused": BOOL, "reason": STR},
+        {
+            "path": STR,
+            "diff": STR,
+            "written": BOOL,
+            "changed": BOOL,
+            "diagnostics_after": AFTER["diagnostics_after"],
+        },
+        # `content_hash` of what is on disk after it; a refused `safe` edit has none, but
+        # the file's `unchanged_hash`
+        {
+            "content_hash": STR,
+            "refused": BOOL,
+            "reason": STR,
+            "unchanged_hash": null_or(STR),
+            **UNANALYSED,
+        },
     ),
     "move_file": obj(
         {

@@ -302,10 +302,33 @@ def signatures(result: dict[str, Any]) -> list[str]:
 
 def edit(result: dict[str, Any]) -> list[str]:
     """The diff of a format, rename, applied code action or edit, then what it did to the
-    diagnostics."""
+    diagnostics; a refused edit says so first."""
     diff = result.get("diff")
     lines = str(diff).rstrip("\n").splitlines() if diff else []
-    return lines + diagnostics_after(result.get("diagnostics_after"))
+    head = [f"refused: {result.get('reason')}"] if result.get("refused") else []
+    body = head + lines + diagnostics_after(result.get("diagnostics_after"))
+    return body + left_out(result)
+
+
+def left_out(result: dict[str, Any]) -> list[str]:
+    """What a write's checks did not cover: files a server does not analyse, and the lines
+    that still mention a renamed symbol's old name."""
+    lines: list[str] = []
+    for scope in result.get("unanalysed") or []:
+        if isinstance(scope, dict):
+            include = ", ".join(str(e) for e in scope.get("include") or [])
+            files = ", ".join(str(f) for f in scope.get("files") or [])
+            count = _int(scope.get("count")) or 0
+            lines.append(
+                f"not analysed by {scope.get('server')} (include: {include}): {count} "
+                f"file{'s' if count != 1 else ''}, neither checked nor renamed in: {files}"
+                + (" ..." if count > len(scope.get("files") or []) else "")
+            )
+    mentioned = [m for m in result.get("unanalysed_mentions") or [] if isinstance(m, dict)]
+    if mentioned:
+        lines.append("still mentioned where the server's edit did not reach:")
+        lines += [f"{location(m)}: {m.get('text', '')}" for m in mentioned]
+    return lines
 
 
 def _diagnostic_line(diag: dict[str, Any]) -> str:
@@ -569,7 +592,7 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
             out.append(f"{count} diagnostic{'s' if count != 1 else ''}")
     if command in ("edit", "edit-symbol"):
         if result.get("refused"):
-            out.append(f"refused, nothing written: {result.get('reason')}")
+            out.append("refused: nothing written")
         elif not result.get("changed"):
             out.append("no change")
         elif not result.get("written"):
@@ -786,6 +809,8 @@ def tool_text(tool: str, result: Any, *, told_restricted: bool = False) -> str:
         remarks.append("output truncated")
     if isinstance(result.get("content_hash"), str):  # what `since` and `expected_hash` take
         remarks.insert(0, f"content_hash: {result['content_hash']}")
+    elif isinstance(result.get("unchanged_hash"), str):  # a refused edit: the file's own
+        remarks.insert(0, f"unchanged, content_hash: {result['unchanged_hash']}")
     if not lines and not remarks:
         remarks.append(_EMPTY.get(tool, "nothing found"))
     return "\n".join([*lines, *(f"({r})" for r in remarks)])

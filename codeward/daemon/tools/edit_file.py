@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import msgspec
 import trio
 
-from codeward.daemon.edits import Basis, apply_workspace_edit
+from codeward.daemon.edits import Basis, apply_workspace_edit, left_out
 from codeward.daemon.edits.aftermath import Aftermath, Report, partial_servers, remember
 from codeward.daemon.edits.diff import unified_diff
 from codeward.daemon.edits.folders import check_links, git_dir_holding, in_git_dir
@@ -86,9 +86,10 @@ class EditFileArgs(msgspec.Struct, forbid_unknown_fields=True):
 @tool(
     "edit_file",
     "Edit a file: `edits` (ranges of the current text, 1-based lines and characters, each "
-    "with its `new_text`) or the whole `content`. `apply` (the default) writes it "
+    "with its `new_text`) or the whole `content`. `apply` writes it "
     "atomically, `preview` only shows the language servers the new text in memory, `safe` "
-    "writes only if that introduces no error (or nothing at `severity` or worse). Returns "
+    "writes only if that introduces no error (or nothing at `severity` or worse; refused, it "
+    "answers `refused`, `reason` and the file's `unchanged_hash`). Returns "
     "`content_hash` (of the new text), `diff`, `written` and `diagnostics_after`: for the "
     "file and every other file it broke, the diagnostics `introduced`, `resolved` and "
     "`remaining` (a diagnostic that only moved is not introduced).",
@@ -141,15 +142,21 @@ async def write_edit(
     if mode == "apply":
         await approve_writes(ctx, tool, [target.path])
         report = await _write(session, target, old_text, new_text)
-        return {**result, "written": True, "diagnostics_after": report.public()}
+        scopes = await left_out.unanalysed(session, [target.path])
+        return {**result, "written": True, "diagnostics_after": report.public(),
+                **({"unanalysed": scopes} if scopes else {})}  # fmt: skip
     report = await preview(session, target.path, new_data)
     if mode == "safe":
         reason = _refusal(report, severity)
         if reason:
+            # no `content_hash`: nothing was written; `unchanged_hash` is the file's own
+            # (what `expected_hash` takes next)
+            shown = {k: v for k, v in result.items() if k != "content_hash"}
             return {
-                **result,
                 "refused": True,
-                "reason": reason,
+                "reason": f"{reason}, so nothing was written",
+                **shown,
+                "unchanged_hash": target.hash,
                 "diagnostics_after": report.public(),
             }
         await approve_writes(ctx, tool, [target.path])

@@ -4,14 +4,15 @@ layer (atomic, only inside the root, only on the content the server computed the
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 import trio
 from lsprotocol import types as lsp
 
-from codeward.daemon.edits import Basis, EditResult, ServerEdits, apply_workspace_edit
+from codeward.daemon.edits import Basis, EditResult, ServerEdits, apply_workspace_edit, left_out
 from codeward.daemon.edits.actions import Action, collect, in_lines, matches
 from codeward.daemon.edits.aftermath import Aftermath
 from codeward.daemon.edits.batch import Replacement, combine
@@ -129,7 +130,14 @@ async def write_checked(
     done = await apply_workspace_edit(writer, edit, encoding, basis, apply=True)
     after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted), done.paths)
     report = check.report(done.paths, done.deleted, after)
-    return done, {"diagnostics_after": report.public()}
+    return done, {"diagnostics_after": report.public(), **await _unanalysed(ctx, done.paths)}
+
+
+async def _unanalysed(ctx: ToolContext, paths: Sequence[Path]) -> dict[str, Any]:
+    """`unanalysed` beside `diagnostics_after`, when a server checks only part of the
+    project (see `edits.left_out`)."""
+    scopes = await left_out.unanalysed(ctx.session, paths)
+    return {"unanalysed": scopes} if scopes else {}
 
 
 def _errors(errors: list[ToolError]) -> dict[str, Any]:
@@ -566,6 +574,11 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
             server=answer.server,
         )
     shown = {**_edit_result(result), **after}
+    # the old name where the server's edit did not reach (a file it does not analyse, docs)
+    skipped = [] if args.apply else result.files_changed
+    mentioned = await left_out.mentions(ctx.session, at.name, skipped)
+    if mentioned:
+        shown["unanalysed_mentions"] = mentioned
     if at.by != "position":
         shown["at"] = at.public()
     if answer.partial:
