@@ -213,6 +213,21 @@ def test_git_write_needs_approval(env: Env, daemon: subprocess.Popen[bytes], rep
     assert subprocess.run(staged, cwd=repo, capture_output=True, text=True).stdout == "b.py\n"
 
 
+def test_file_writes_under_edits_confirm(
+    env: Env, daemon: subprocess.Popen[bytes], repo: Path
+) -> None:
+    (repo / ".codeward.toml").write_text('[policy]\nedits = "confirm"\n')  # a project narrows
+    (repo / "notes.txt").write_text("one\n")
+    refused = env.run("edit", "notes.txt", cwd=repo, stdin="two\n")
+    assert refused.returncode == 1
+    assert "[confirmation_required]" in refused.stderr and "policy.edits" in refused.stderr
+    assert (repo / "notes.txt").read_text() == "one\n"
+    approved = env.run("--yes", "edit", "notes.txt", cwd=repo, stdin="two\n")
+    assert approved.returncode == 0, approved.stderr
+    assert "approved (--yes): edit_file: writing 1 file (notes.txt)" in approved.stderr
+    assert (repo / "notes.txt").read_text() == "two\n"
+
+
 def test_git_write_asks_y_n_on_a_terminal(
     env: Env, daemon: subprocess.Popen[bytes], repo: Path
 ) -> None:
