@@ -5,13 +5,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from codeward.protocol.errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
     from codeward.daemon.config import PolicyConfig
-    from codeward.daemon.tools.registry import Caller
+
+
+class Asker(Protocol):
+    """Who is asked: the tool's caller (`tools.registry.Caller`)."""
+
+    @property
+    def can_confirm(self) -> bool: ...
+
+    async def confirm(self, session_id: str, tool: str, summary: str, argv: list[str]) -> bool: ...
+
 
 # How a refused confirmation goes on, said in every `confirmation_required`.
 CONFIRM_WAYS = (
@@ -22,7 +31,7 @@ SHOWN_FILES = 5  # files named in an edit's approval summary
 
 
 async def approve_edits(
-    session_id: str, caller: Caller, policy: PolicyConfig, tool: str, files: Sequence[str]
+    session_id: str, caller: Asker, policy: PolicyConfig, tool: str, files: Sequence[str]
 ) -> None:
     """Return when `tool` may write `files` (root-relative); raise the refusal otherwise."""
     if policy.edits == "allow" or not files:

@@ -164,7 +164,8 @@ class McpDialect:
         where = f" for the project {_name(self.root)}" if self.root else ""
         instructions = (
             f"Safe git, code intelligence from warm language servers and a Lua sandbox{where}. "
-            "Positions are 1-based lines and characters; paths are relative to the project root."
+            "Positions are 1-based lines and characters, or a line and the `name` on it, or a "
+            "`symbol` name path (`Class.method`); paths are relative to the project root."
         )
         server = mcp.Implementation("codeward", __version__)
         self.conn.send_body(self.machine.initialize_message(event.id, server, instructions))

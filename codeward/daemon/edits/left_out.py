@@ -79,7 +79,7 @@ async def unanalysed(session: Session, paths: Sequence[Path]) -> list[dict[str, 
     scoped = [
         (language, server)
         for language in languages
-        for server in manager.languages.servers(language)
+        for server in manager.servers_of(language)
         if server in SCOPED_SERVERS
     ]
     if not scoped:

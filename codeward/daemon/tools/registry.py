@@ -269,7 +269,7 @@ def tool(
             except ToolError as exc:  # a missing file: name the nearest that exists
                 if exc.kind is not ErrorKind.FILE_NOT_FOUND:
                     raise
-                raise await suggested(ctx, args, exc) from None
+                raise await suggested(ctx.session.lsp, args, exc) from None
 
         declared = Tool(name, description, arguments, run, servers, writes, title,
                         destructive, idempotent, write_switch)  # fmt: skip

@@ -13,7 +13,7 @@ import trio
 from codeward.protocol.errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
-    from codeward.daemon.tools.registry import ToolContext
+    from codeward.daemon.lsp.service import LanguageService
 
 SUGGESTED = 3
 
@@ -31,14 +31,13 @@ def nearest(given: str, files: list[str]) -> list[str]:
     return difflib.get_close_matches(text, files, n=SUGGESTED, cutoff=0.85)
 
 
-async def suggested(ctx: ToolContext, arguments: Any, error: ToolError) -> ToolError:
+async def suggested(manager: LanguageService, arguments: Any, error: ToolError) -> ToolError:
     """`error` (a missing file) with the nearest existing paths named, when there are any."""
     path = getattr(arguments, "path", None)
     if error.kind is not ErrorKind.FILE_NOT_FOUND or not isinstance(path, str):
         return error
     if "does not exist" not in error.message or path.startswith("/"):
         return error
-    manager = ctx.session.lsp
     listing, _ = await trio.to_thread.run_sync(manager.project_files)
     root = manager.root
     files = sorted(p.relative_to(root).as_posix() for paths in listing.values() for p in paths)
