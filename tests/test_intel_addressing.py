@@ -67,7 +67,10 @@ def test_a_character_snaps_to_the_nearest_identifier(
     line: int, character: int, name: str, at: int, by: str
 ) -> None:
     resolved = at_position(source(), line, character)
-    assert (resolved.name, resolved.line, resolved.character, resolved.by) == (name, line, at, by)
+    shown = resolved.public()
+    assert (shown["name"], shown["line"], shown["character"], shown["by"]) == (name, line, at, by)
+    # the servers are asked at the name's start, or inside it where the character was
+    assert resolved.character == (character if by == "inside" else at)
 
 
 def test_a_character_far_from_any_identifier_is_an_error_naming_the_nearest() -> None:

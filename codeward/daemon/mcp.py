@@ -266,7 +266,10 @@ class McpDialect:
             _stated(tool, event.arguments)
             arguments = REGISTRY.validate(tool, event.arguments)
             ctx = ToolContext(session, self, self.conn.policy)
-            result = tool.finish(ctx, await tool.handler(ctx, arguments))
+            try:
+                result = tool.finish(ctx, await tool.handler(ctx, arguments))
+            except ToolError as exc:
+                raise await tool.explained(ctx, arguments, exc) from None
         except ToolError as exc:
             return self._error_result(event.id, exc)
         except ExceptionGroup as group:

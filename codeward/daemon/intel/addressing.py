@@ -49,17 +49,18 @@ class Resolved:
 
     source: SourceFile
     line: int  # 1-based
-    character: int  # 1-based, in code points
+    character: int  # 1-based, in code points: what the servers are asked at
     name: str  # the identifier there
     by: By
+    start: int | None = None  # where the name starts, when `character` is inside it
 
     def public(self) -> dict[str, Any]:
-        """The answer's `at`: what the tool answered for."""
+        """The answer's `at`: what the tool answered for (where its name starts)."""
         return {
             "name": self.name,
             "path": self.source.shown,
             "line": self.line,
-            "character": self.character,
+            "character": self.start or self.character,
             "by": self.by,
         }
 
@@ -101,8 +102,9 @@ def at_position(source: SourceFile, line: int, character: int) -> Resolved:
     found = words(text)
     for word in found:
         if word.distance(index) == 0:  # inside a name but not at its start: said in `at`
-            by: By = "position" if word.start == index else "inside"
-            return Resolved(source, line, word.start + 1, word.text, by)
+            if word.start == index:
+                return Resolved(source, line, character, word.text, "position")
+            return Resolved(source, line, character, word.text, "inside", word.start + 1)
     if found and index < found[0].start and _leading(text[: found[0].start]):
         # in the indentation or the leading keywords (`def`, `async def`, `pub fn`): the
         # line's first name, what a declaration's line is about

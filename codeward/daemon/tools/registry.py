@@ -110,6 +110,14 @@ class Tool:
             f.encode_name for f in msgspec.structs.fields(self.arguments) if not f.required
         )
 
+    async def explained(self, ctx: ToolContext, args: Any, error: ToolError) -> ToolError:
+        """The handler's `error` as the caller raises it: a missing `path` names the
+        nearest existing files (called on the error path only, so a call's line to its
+        server has no step more)."""
+        if error.kind is not ErrorKind.FILE_NOT_FOUND:
+            return error
+        return await suggested(ctx.session.lsp, args, error)
+
     @property
     def read_only(self) -> bool:
         return self.writes is None
@@ -263,15 +271,7 @@ def tool(
     names the argument that says whether a call writes (required on MCP)."""
 
     def register(handler: Handler) -> Handler:
-        async def run(ctx: ToolContext, args: Any) -> dict[str, Any]:
-            try:
-                return await handler(ctx, args)
-            except ToolError as exc:  # a missing file: name the nearest that exists
-                if exc.kind is not ErrorKind.FILE_NOT_FOUND:
-                    raise
-                raise await suggested(ctx.session.lsp, args, exc) from None
-
-        declared = Tool(name, description, arguments, run, servers, writes, title,
+        declared = Tool(name, description, arguments, handler, servers, writes, title,
                         destructive, idempotent, write_switch)  # fmt: skip
         REGISTRY.register(declared)
         return handler
