@@ -10,10 +10,12 @@ server), made the ways models make them:
 
 Each answer is sorted into: intended (the definition it returns is the one meant), a clear
 error naming candidates (an `invalid_arguments` whose `candidates` or message lists them),
-another symbol stated (the answer's `at` says what it answered for instead), and silently
-wrong (another symbol, or nothing, without a word). What is meant comes from the code
-itself: the symbols of a few files (their document symbols) and the uses of each
-(`git grep -w`) whose exact position basedpyright resolves to it.
+an unclear error (any other failure), another symbol stated (the answer's `at` says what it
+answered for instead), and silently wrong (another symbol, or nothing, without a word).
+What is meant comes from the code itself: the symbols of a few files (their document
+symbols) and the uses of each (`git grep -w`) whose exact position basedpyright resolves to
+it. Run with PYTHONPATH at another checkout to measure that one's daemon (the tools of a
+checkout without names answer those calls with an unclear error).
 
 Run: .venv/bin/python bench/agent_positions.py [--calls 200] [--seed 26]
 """
@@ -45,7 +47,8 @@ FILES = [
     "codeward/daemon/lsp/positions.py",
 ]
 KINDS = ("class", "function", "method")
-INTENDED, CLEAR, STATED, SILENT = "intended", "clear error", "other, stated", "silently wrong"
+INTENDED, CLEAR, UNCLEAR = "intended", "clear error", "unclear error"
+STATED, SILENT = "other, stated", "silently wrong"
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,7 @@ def classify(client: DaemonClient, call: Call) -> tuple[str, str]:
         named = exc.data.get("candidates")
         if exc.kind == "invalid_arguments" and (named or "nearest" in str(exc)):
             return CLEAR, str(exc).split(": ", 1)[-1][:160]
-        return SILENT, f"{exc.kind}: {exc}"[:160]
+        return UNCLEAR, f"{exc.kind}: {exc}"[:160]
     if (call.target.path, call.target.line) in places(answer):
         return INTENDED, ""
     got = sorted(places(answer))
@@ -234,14 +237,14 @@ def main() -> None:
         finally:
             daemon.stop()
     total = sum(outcomes.values())
-    order = (INTENDED, CLEAR, STATED, SILENT)
+    order = (INTENDED, CLEAR, UNCLEAR, STATED, SILENT)
     print(f"{total} go_to_definition calls on {len(FILES)} files of codeward's source "
           f"(basedpyright), {elapsed:.0f} s")  # fmt: skip
-    print(f"{'way':<18}{'calls':>6}  " + "  ".join(f"{o:>15}" for o in order))
+    print(f"{'way':<18}{'calls':>6}  " + "  ".join(f"{o:>14}" for o in order))
     for way, counts in sorted(by_way.items()):
         n = sum(counts.values())
-        print(f"{way:<18}{n:>6}  " + "  ".join(f"{counts[o]:>15}" for o in order))
-    print(f"{'all':<18}{total:>6}  " + "  ".join(f"{outcomes[o] / total:>14.1%} " for o in order))
+        print(f"{way:<18}{n:>6}  " + "  ".join(f"{counts[o]:>14}" for o in order))
+    print(f"{'all':<18}{total:>6}  " + "  ".join(f"{outcomes[o] / total:>14.1%}" for o in order))
     met = outcomes[INTENDED] >= 0.95 * total
     print(f"goals: intended >= 95% ({'met' if met else 'missed'}), silently wrong 0% "
           f"({'met' if outcomes[SILENT] == 0 else 'missed'})")  # fmt: skip
