@@ -181,12 +181,13 @@ async def test_every_tool_has_a_title_and_annotations(daemon: Daemon, repo: Path
         assert hints is not None, name
         assert hints.open_world_hint is False, name
         assert None not in (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint)
-        writes = REGISTRY.get(name).writes is not None
-        assert hints.read_only_hint is not writes, name
-        if not writes:
+        read_only = REGISTRY.get(name).read_only
+        assert hints.read_only_hint is read_only, name
+        if read_only:
             assert hints.destructive_hint is False and hints.idempotent_hint is True, name
     assert tools["get_hover_info"].annotations.read_only_hint  # type: ignore[union-attr]
     assert tools["git_command"].annotations.destructive_hint  # type: ignore[union-attr]
+    assert not tools["run_lua"].annotations.read_only_hint  # type: ignore[union-attr]
     # a tool that can write states it: no default for its switch on MCP
     for name, switch in (("edit_file", "mode"), ("rename_symbol", "apply"),
                          ("format_code", "apply")):  # fmt: skip

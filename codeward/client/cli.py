@@ -433,7 +433,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--outgoing", dest="direction", action="store_const", const="outgoing", help="callees"
     )
     types = command("types", cmd_types, "supertypes (default) or subtypes of a type")
-    types.add_argument("position", metavar="PATH:LINE:COL")
+    types.add_argument("position", metavar=POSITION, help=POSITION_HELP)
     way = types.add_mutually_exclusive_group()
     way.add_argument(
         "--supertypes",
@@ -813,9 +813,9 @@ def cmd_types(inv: Invocation) -> int:
 
 
 def cmd_signature(inv: Invocation) -> int:
-    inv.show(
-        "signature", inv.tool("signature_help", _at(inv, inv.args.position)), render.signatures
-    )
+    path, (line, character) = _position(inv.args.position, 2)  # a place inside a call, as is
+    arguments = {"path": inv.input_path(path), "line": line, "character": character}
+    inv.show("signature", inv.tool("signature_help", arguments), render.signatures)
     return EXIT_OK
 
 

@@ -198,7 +198,7 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "count": INT,
             "partial": BOOL,
         },
-        {"item": OBJ},
+        {"item": OBJ, **AT},
     ),
     "signature_help": obj(
         {

@@ -208,7 +208,7 @@ async def locate(ctx: ToolContext, args: PositionArgs) -> tuple[LanguageService,
     return manager, await resolve(args.address, opened, document, workspace)
 
 
-def _answer(at: Resolved, result: dict[str, Any]) -> dict[str, Any]:
+def with_at(at: Resolved, result: dict[str, Any]) -> dict[str, Any]:
     """A position tool's result, with `at` (what it answered for) when that is not plainly
     the identifier at the position given."""
     if at.by != "position":
@@ -313,7 +313,7 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
         hovered = shapes.answer(answer.result, answer.server, "textDocument/hover")
         parsed = _hover_text(hovered, locator)
     if parsed is None:
-        return _answer(at, {"status": "not_found", "partial": answer.partial})
+        return with_at(at, {"status": "not_found", "partial": answer.partial})
     module = parsed.module
     if module is None and isinstance(definition, Answer):  # a failed one: module unknown
         # The server's first definition, in its own order (the likeliest one).
@@ -328,7 +328,7 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
             path_to_uri(source.path), rng, answer.encoding
         )
         span = {"line": first, "character": char, "end_line": end_line, "end_character": end_char}
-    return _answer(
+    return with_at(
         at,
         {
             "status": "found",
@@ -400,7 +400,7 @@ async def go_to_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, An
     manager, at = await locate(ctx, args)
     source, line, character = at.source, at.line, at.character
     found, partial = await _targets(manager, source, "textDocument/definition", line, character)
-    return _answer(at, _one_or_many(found, partial, "definition", "definitions"))
+    return with_at(at, _one_or_many(found, partial, "definition", "definitions"))
 
 
 @tool(
@@ -414,7 +414,7 @@ async def get_type_definition(ctx: ToolContext, args: PositionArgs) -> dict[str,
     manager, at = await locate(ctx, args)
     source, line, character = at.source, at.line, at.character
     found, partial = await _targets(manager, source, "textDocument/typeDefinition", line, character)
-    return _answer(at, _one_or_many(found, partial, "type_definition", "type_definitions"))
+    return with_at(at, _one_or_many(found, partial, "type_definition", "type_definitions"))
 
 
 @tool(
@@ -429,7 +429,7 @@ async def find_implementations(ctx: ToolContext, args: PositionArgs) -> dict[str
     manager, at = await locate(ctx, args)
     source, line, character = at.source, at.line, at.character
     found, partial = await _targets(manager, source, "textDocument/implementation", line, character)
-    return _answer(
+    return with_at(
         at,
         {
             "status": "found" if found else "not_found",
@@ -492,7 +492,7 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
     locator = Locator(manager)
     await locator.prepare({item.uri for item in items})
     found = locator.locations(items, answer.encoding)
-    return _answer(
+    return with_at(
         at,
         {
             "status": "found" if found else "not_found",
@@ -804,7 +804,7 @@ async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
         shapes.answer(answer.result, answer.server, prepare) or []
     )
     if not items:
-        return _answer(
+        return with_at(
             at,
             {
                 "status": "not_found",
@@ -837,7 +837,7 @@ async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
     found = finish(found)
     target = items[0]
     where = locator.location(target.uri, target.selection_range, answer.encoding)
-    return _answer(
+    return with_at(
         at,
         {
             "status": "found" if found else "not_found",

@@ -92,6 +92,9 @@ class Tool:
     destructive: bool = False  # a write may overwrite or delete what was there
     idempotent: bool | None = None  # the same call twice does no more (default: read-only)
     write_switch: str | None = None  # the argument that says whether it writes (see ToolSpec)
+    # whether it never writes, where `writes` cannot say (a script that may call writing
+    # tools); None: from `writes`
+    never_writes: bool | None = None
 
     def finish(self, ctx: ToolContext, result: dict[str, Any]) -> dict[str, Any]:
         """The handler's `result` as the caller returns it: `restricted: true` beside it when
@@ -120,7 +123,7 @@ class Tool:
 
     @property
     def read_only(self) -> bool:
-        return self.writes is None
+        return self.writes is None if self.never_writes is None else self.never_writes
 
     def annotations(self) -> dict[str, bool]:
         """MCP's hints about the tool: every tool acts on the project only."""
@@ -263,16 +266,18 @@ def tool(
     destructive: bool = False,
     idempotent: bool | None = None,
     write_switch: str | None = None,
+    read_only: bool | None = None,
 ) -> Callable[[Handler], Handler]:
     """Declare a tool in the registry: `@tool("name", "what it does", ArgsStruct,
     title="Short name")`; `servers=False` for a tool that never asks a language server;
     `writes` tells from a call's arguments whether it may change files (none: a read-only
     tool); `destructive`, `idempotent` are MCP's hints about its writes; `write_switch`
-    names the argument that says whether a call writes (required on MCP)."""
+    names the argument that says whether a call writes (required on MCP); `read_only=False`
+    for a tool whose writes `writes` cannot tell (a script's)."""
 
     def register(handler: Handler) -> Handler:
         declared = Tool(name, description, arguments, handler, servers, writes, title,
-                        destructive, idempotent, write_switch)  # fmt: skip
+                        destructive, idempotent, write_switch, read_only)  # fmt: skip
         REGISTRY.register(declared)
         return handler
 
