@@ -270,20 +270,25 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "edits": INT,
             "diff": STR,
             "servers": array(STR),
-            **AFTER,
+            "diagnostics_after": AFTER["diagnostics_after"],
         },
-        {"not_updated_by": array(STR), "warning": STR, "partial": BOOL},
+        {"not_updated_by": array(STR), "warning": STR, "partial": BOOL, **UNANALYSED},
     ),
     "edit_symbol": obj(
         {
             "symbol": obj({"name_path": STR, "kind": STR, "line": INT, "end_line": INT}),
             "path": STR,
-            "content_hash": STR,
             "diff": STR,
             "written": BOOL,
             "changed": BOOL,
-            **AFTER,
+            "diagnostics_after": AFTER["diagnostics_after"],
         },
-        {"refused": BOOL, "reason": STR},
+        {
+            "content_hash": STR,  # none when a `safe` edit was refused: `unchanged_hash`
+            "refused": BOOL,
+            "reason": STR,
+            "unchanged_hash": null_or(STR),
+            **UNANALYSED,
+        },
     ),
 }

@@ -364,10 +364,6 @@ class LanguageService:
     def configured_languages(self) -> list[str]:
         return sorted(self.languages.configs)
 
-    def servers_of(self, language: str) -> list[str]:
-        """The configured servers of `language`, in routing order."""
-        return self.languages.servers(language)
-
     def project_files(self, limit: int = WALK_LIMIT, folder: Path | None = None) -> Listing:
         """The files under `folder` (default: the root) by language, and whether that is
         all of them (see `project.project_files`; not to be changed by the caller). While

@@ -122,11 +122,11 @@ def check_expected(target: Target, expected_hash: str | None) -> None:
 
 async def write_edit(
     ctx: ToolContext, target: Target, old_text: str, new_text: str, mode: Mode,
-    severity: Severity, tool: str = "edit_file",
+    severity: Severity, tool_name: str = "edit_file",
 ) -> dict[str, Any]:  # fmt: skip
     """Replace `old_text` (the content read as `target`) by `new_text` the way `mode` says:
     written, previewed in the servers' memory, or written only when it introduces nothing
-    of `severity` or worse (a write approved first as `tool`'s when the policy says to
+    of `severity` or worse (a write approved first as `tool_name`'s when the policy says to
     confirm edits); the edit tools' one way to write their own text."""
     session = ctx.session
     new_data = new_text.encode("utf-8")
@@ -140,7 +140,7 @@ async def write_edit(
         return {**result, "changed": False, "diagnostics_after": []}
     result["changed"] = True
     if mode == "apply":
-        await approve_writes(ctx, tool, [target.path])
+        await approve_writes(ctx, tool_name, [target.path])
         report = await _write(session, target, old_text, new_text)
         scopes = await left_out.unanalysed(session, [target.path])
         return {**result, "written": True, "diagnostics_after": report.public(),
@@ -159,7 +159,7 @@ async def write_edit(
                 "unchanged_hash": target.hash,
                 "diagnostics_after": report.public(),
             }
-        await approve_writes(ctx, tool, [target.path])
+        await approve_writes(ctx, tool_name, [target.path])
         await _write(session, target, old_text, new_text, checked=False)
         result["written"] = True
     return {**result, "diagnostics_after": report.public()}

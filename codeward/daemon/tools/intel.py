@@ -201,7 +201,9 @@ async def locate(ctx: ToolContext, args: PositionArgs) -> tuple[LanguageService,
         return found["symbols"]
 
     async def workspace(query: str) -> list[dict[str, Any]]:
-        found = await _workspace_symbols(manager, None, query, 1000, Outline())
+        files, _ = await trio.to_thread.run_sync(manager.project_files)
+        languages = manager.workspace_languages(files)
+        found = await _workspace_symbols(manager, languages, files, query, 1000, Outline())
         return found["symbols"]
 
     opened = functools.partial(source_file, manager)
