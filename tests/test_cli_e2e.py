@@ -213,6 +213,21 @@ def test_git_write_needs_approval(env: Env, daemon: subprocess.Popen[bytes], rep
     assert subprocess.run(staged, cwd=repo, capture_output=True, text=True).stdout == "b.py\n"
 
 
+def test_file_writes_under_edits_confirm(
+    env: Env, daemon: subprocess.Popen[bytes], repo: Path
+) -> None:
+    (repo / ".codeward.toml").write_text('[policy]\nedits = "confirm"\n')  # a project narrows
+    (repo / "notes.txt").write_text("one\n")
+    refused = env.run("edit", "notes.txt", cwd=repo, stdin="two\n")
+    assert refused.returncode == 1
+    assert "[confirmation_required]" in refused.stderr and "policy.edits" in refused.stderr
+    assert (repo / "notes.txt").read_text() == "one\n"
+    approved = env.run("--yes", "edit", "notes.txt", cwd=repo, stdin="two\n")
+    assert approved.returncode == 0, approved.stderr
+    assert "approved (--yes): edit_file: writing 1 file (notes.txt)" in approved.stderr
+    assert (repo / "notes.txt").read_text() == "two\n"
+
+
 def test_git_write_asks_y_n_on_a_terminal(
     env: Env, daemon: subprocess.Popen[bytes], repo: Path
 ) -> None:
@@ -425,6 +440,14 @@ def test_code_intelligence_commands(env: Env, daemon: subprocess.Popen[bytes]) -
     assert definition.stdout == "m.py:1:5: def greet(name: str) -> str:\n"
     references = env.run("references", "m.py:1:5", cwd=project).stdout.splitlines()
     assert references == ['m.py:7:11: print(greet("x"))', "m.py:8:5: greet(3)"]
+    # names instead of columns: a line and the name on it, a name path with or without a file
+    for spec in ("m.py:7:greet", "m.py:greet", "greet"):
+        named = env.run("definition", spec, cwd=project)
+        assert named.stdout == "m.py:1:5: def greet(name: str) -> str:\n", (spec, named.stderr)
+        assert "codeward: at greet m.py:" in named.stderr
+    snapped = env.run("references", "m.py:1:1", cwd=project)  # the `def`: its name
+    assert snapped.stdout.splitlines() == references
+    assert "codeward: at greet m.py:1:5 (the identifier nearest" in snapped.stderr
     with_decl = env.run("references", "--include-declaration", "m.py:1:5", cwd=project)
     assert with_decl.stdout.splitlines()[0] == "m.py:1:5: def greet(name: str) -> str:"
     symbols = env.run("symbols", "m.py", cwd=project).stdout.splitlines()

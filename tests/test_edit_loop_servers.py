@@ -186,7 +186,8 @@ def test_cli_edit_and_diagnostics_since(shared_daemon: SharedDaemon) -> None:
     assert "-    return 2 * x" in preview.stdout and "+ cli.py:2:" in preview.stdout
     assert "preview: nothing written" in preview.stderr
     refused = env.run("edit", "cli.py", "--mode", "safe", cwd=root, stdin=broken)
-    assert refused.returncode == 1 and "refused, nothing written" in refused.stderr
+    assert refused.returncode == 1 and "refused: nothing written" in refused.stderr
+    assert refused.stdout.startswith("refused: the edit introduces ")
     assert (root / "cli.py").read_text() == good
     written = env.run(
         "--json", "edit", "cli.py", "--expected-hash", first["content_hash"], cwd=root, stdin=broken

@@ -153,12 +153,13 @@ async def test_rename_across_files(client: RpcClient, project: Path) -> None:
     for name in ("pkg/use_one.py", "pkg/use_two.py"):
         found = await client.tool("get_diagnostics", path=name, severity="error")
         assert found["diagnostics"] == [], found
-    # Nothing to rename at a blank position or a keyword.
+    # Nothing to rename on a blank line: said before any server is asked.
     (project / "pkg/blank.py").write_text("x = 1\n\nprint(x)\n")
     err = await failure(
         client, "rename_symbol", path="pkg/blank.py", line=2, character=1, new_name="y"
     )
-    assert err.kind == "invalid_arguments" and "no symbol to rename" in err.message
+    assert err.kind == "invalid_arguments" and "on no identifier" in err.message
+    assert (project / "pkg/blank.py").read_text() == "x = 1\n\nprint(x)\n"
 
 
 async def test_bad_inputs_write_nothing(

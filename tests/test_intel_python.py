@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import OpenClient
 from tests.intel_support import leaks, pos, where, write
 from tests.lsp_support import needs
+from tests.rpc import RpcFailure
 
 pytestmark = needs("basedpyright")
 
@@ -149,9 +150,11 @@ async def test_definitions_and_output_paths(
     result = await call(client, "get_type_definition", project, "app.py", "sq =")
     assert where(result["type_definition"]) == ("pkg/shapes.py", 12)
     assert result["type_definition"]["preview"] == "class Square(Shape):"
-    # Nothing to find at a keyword.
+    # A keyword names no symbol: the name beside it is answered for, and `at` says so.
     result = await call(client, "go_to_definition", project, "app.py", "def main")
-    assert result["status"] == "not_found"
+    assert where(result["definition"]) == ("app.py", 10)
+    assert result["at"] == {"name": "main", "path": "app.py", "line": 10, "character": 5,
+                            "by": "nearest"}  # fmt: skip
     outside = [py_project["outside"], py_project["plain"], py_project["tmp"]]
     for name in ("ext_func", "plain_func", "join("):
         for tool in ("go_to_definition", "get_hover_info", "find_references"):
@@ -236,9 +239,11 @@ async def test_hover_symbols_and_calls(
     # A variable's type.
     result = await call(client, "get_hover_info", project, "app.py", "sq =")
     assert (result["kind"], result["type"]) == ("variable", "Square")
-    # Nothing to show on blank space.
-    result = await client.tool("get_hover_info", path="app.py", line=2, character=1)
-    assert result["status"] == "not_found"
+    # Blank space names nothing: an error that says so, never an empty answer.
+    with pytest.raises(RpcFailure) as blank:
+        await client.tool("get_hover_info", path="app.py", line=2, character=1)
+    assert blank.value.kind == "invalid_arguments"
+    assert "on no identifier" in blank.value.message and "line has none" in blank.value.message
     # Document symbols: a tree with kinds, name positions and ranges.
     result = await client.tool("get_symbols", path="pkg/shapes.py")
     tree = {s["name"]: s for s in result["symbols"]}

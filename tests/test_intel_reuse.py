@@ -139,10 +139,10 @@ async def test_definition_sees_an_edit_made_between_two_calls(root: Path) -> Non
     async with running(root, real_config()) as (manager, _):
         ctx = ToolContext(SimpleNamespace(lsp=manager, root=root), NoCaller())  # type: ignore[arg-type]
         with trio.fail_after(30):
-            first = await go_to_definition(ctx, PositionArgs("a.py", 5, 9))
+            first = await go_to_definition(ctx, PositionArgs(path="a.py", line=5, character=9))
         assert first["definition"]["line"] == 1
         path.write_text("# moved\n\n" + CODE)  # no watcher here, no files_changed
         with trio.fail_after(30):
-            second = await go_to_definition(ctx, PositionArgs("a.py", 7, 9))
+            second = await go_to_definition(ctx, PositionArgs(path="a.py", line=7, character=9))
         assert second["definition"]["line"] == 3
         assert second["definition"]["preview"] == "def f() -> int:"

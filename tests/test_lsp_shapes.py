@@ -88,7 +88,7 @@ class TestTools:
     async def test_an_answer_off_the_spec_is_an_lsp_error_naming_server_and_method(
         self, open_client: OpenClient, project: Path
     ) -> None:
-        write(project, {"a.fake": "good\n"})
+        write(project, {"a.fake": "good\nbad\n"})  # (line 2 has a name to point at)
         client = await open_client(project)
         for tool, method, arguments in (
             ("get_hover_info", "textDocument/hover", {"line": 1, "character": 1}),

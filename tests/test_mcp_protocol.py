@@ -121,7 +121,38 @@ def test_notifications() -> None:
     assert machine.receive(line("notifications/cancelled", {"id": 3})) is None
     assert machine.receive(line(mcp.BIND_METHOD, {"root": 1})) is None
     assert machine.receive(line("notifications/initialized")) is None
-    assert machine.receive(b'{"jsonrpc":"2.0","id":9,"result":{}}') is None  # a response
+    # a response (to an elicitation) is the dialect's to match with what it asked
+    assert machine.receive(b'{"jsonrpc":"2.0","id":9,"result":{}}') == mcp.Reply(9, b"{}")
+    error = b'{"jsonrpc":"2.0","id":"codeward-1","error":{"code":-1,"message":"no"}}'
+    assert machine.receive(error) == mcp.Reply("codeward-1", None)
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "elicits"),
+    [({}, False), ({"elicitation": {}}, True), ({"elicitation": {"form": {}}}, True),
+     ({"elicitation": {"form": {}, "url": {}}}, True), ({"elicitation": {"url": {}}}, False),
+     ({"elicitation": True}, False)],
+)  # fmt: skip
+def test_elicitation_is_declared_in_the_capabilities(
+    capabilities: dict[str, Any], elicits: bool
+) -> None:
+    machine = mcp.McpMachine()
+    machine.receive(line("initialize", {**INIT, "capabilities": capabilities}, 0))
+    assert machine.elicitation is elicits
+
+
+def test_an_elicitation_request() -> None:
+    machine = ready()
+    schema = {"type": "object", "properties": {"approve": {"type": "boolean"}}}
+    first, body = machine.elicit_message("Approve git commit?", schema)
+    second, _ = machine.elicit_message("Again?", schema)
+    assert first != second
+    assert json.loads(body) == {
+        "jsonrpc": "2.0",
+        "id": first,
+        "method": "elicitation/create",
+        "params": {"message": "Approve git commit?", "requestedSchema": schema},
+    }
 
 
 def test_encoded_results_and_notifications() -> None:

@@ -332,3 +332,40 @@ class TestIdleHandover:
         assert (await second.call("lua/eval", {"source": "return 1"}))["result"] == 1
         listed = (await second.call("session/list"))["sessions"]
         assert [s["id"] for s in listed] == [session.id]
+
+
+async def test_file_writes_under_edits_confirm(
+    open_client: OpenClient, project: Path, daemon: Daemon
+) -> None:
+    """A client narrows `edits` to "confirm": its writes are asked `client/confirm` (the tool
+    and the files in the summary), a no writes nothing, a client that cannot confirm is told
+    the ways on; a preview is never asked."""
+    (project / "notes.txt").write_text("one\n")
+    asked: list[Any] = []
+
+    async def answer(method: str, params: Any) -> Any:
+        asked.append(params)
+        return {"approved": len(asked) == 1}
+
+    edit = {"path": "notes.txt", "content": "two\n"}
+    client = await open_client(project, on_request=answer, capabilities={"confirm": True},
+                               policy={"edits": "confirm"})  # fmt: skip
+    await client.tool("edit_file", **edit, mode="preview")
+    assert asked == []
+    written = await client.tool("edit_file", **edit)
+    assert written["written"] and (project / "notes.txt").read_text() == "two\n"
+    assert asked[0]["tool"] == "edit_file" and asked[0]["argv"] == []
+    assert asked[0]["summary"] == "writing 1 file (notes.txt)"
+    with pytest.raises(RpcFailure) as declined:
+        await client.tool("edit_file", path="notes.txt", content="three\n")
+    assert declined.value.kind == "confirmation_denied"
+    assert (project / "notes.txt").read_text() == "two\n"
+    mute = await open_client(project, policy={"edits": "confirm"})
+    with pytest.raises(RpcFailure) as required:
+        await mute.tool("edit_file", path="notes.txt", content="four\n")
+    assert required.value.kind == "confirmation_required"
+    assert 'policy.edits = "allow"' in required.value.message
+    assert required.value.data["files"] == ["notes.txt"]
+    assert (project / "notes.txt").read_text() == "two\n"
+    allowed = await open_client(project)  # the default: allow
+    assert (await allowed.tool("edit_file", path="notes.txt", content="five\n"))["written"]

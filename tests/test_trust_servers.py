@@ -164,7 +164,7 @@ async def test_what_keeps_rust_analyzer_off(
     files: dict[str, str],
     named: str,
 ) -> None:
-    write(project, {"lib.rs": "", **files})
+    write(project, {"lib.rs": "fn f() {}\n", **files})  # (1:1, `fn`, points at `f`)
     client = await open_client(project)
     failure = await refused(client, "lib.rs")
     assert failure.kind == "lsp_unavailable" and named in failure.message

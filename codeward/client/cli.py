@@ -192,8 +192,9 @@ def _describe(params: dict[str, Any]) -> str:
     argv = params.get("argv")
     command = shlex.join(str(a) for a in argv) if isinstance(argv, list) else ""
     summary = str(params.get("summary") or "")
-    if not command:
-        return summary or "the daemon asks for approval"
+    if not command:  # a file write: its summary names the files
+        tool = params.get("tool")
+        return (f"{tool}: {summary}" if tool else summary) or "the daemon asks for approval"
     head = f"{params.get('tool', 'a tool')} wants to run: "
     if summary.startswith(command) or not summary:  # the summary already shows the command
         return head + (summary or command)
@@ -218,6 +219,11 @@ def _position(spec: str, count: int) -> tuple[str, list[int]]:
     return pieces[0], numbers
 
 
+POSITION = "PATH:LINE:COL|PATH:LINE:NAME|PATH:SYMBOL|SYMBOL"
+POSITION_HELP = (
+    "a line and column, a line and the identifier on it, or a name path (Class.method) in "
+    "a file or across the project"
+)
 _VALUE_OPTIONS = frozenset({"--root", "--socket", "--timeout"})
 
 
@@ -389,7 +395,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     for name, func, help_text in _POSITION_COMMANDS:
         sub = command(name, func, help_text)
-        sub.add_argument("position", metavar="PATH:LINE:COL")
+        sub.add_argument("position", metavar=POSITION, help=POSITION_HELP)
         if name == "references":
             sub.add_argument(
                 "--include-declaration",
@@ -413,7 +419,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     symbols.add_argument("--depth", type=int, help="levels of a file's tree to show (1: top)")
     calls = command("calls", cmd_calls, "callers (default) or callees of a function")
-    calls.add_argument("position", metavar="PATH:LINE:COL")
+    calls.add_argument("position", metavar=POSITION, help=POSITION_HELP)
     direction = calls.add_mutually_exclusive_group()
     direction.add_argument(
         "--incoming",
@@ -427,7 +433,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--outgoing", dest="direction", action="store_const", const="outgoing", help="callees"
     )
     types = command("types", cmd_types, "supertypes (default) or subtypes of a type")
-    types.add_argument("position", metavar="PATH:LINE:COL")
+    types.add_argument("position", metavar=POSITION, help=POSITION_HELP)
     way = types.add_mutually_exclusive_group()
     way.add_argument(
         "--supertypes",
@@ -461,7 +467,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     actions.add_argument("--apply", metavar="INDEX|TITLE", help="apply this action")
     rename = command("rename", cmd_rename, "rename a symbol across the project")
-    rename.add_argument("position", metavar="PATH:LINE:COL")
+    rename.add_argument("position", metavar=POSITION, help=POSITION_HELP)
     rename.add_argument("new_name", metavar="NEW")
     rename.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
     review = command(
@@ -710,6 +716,18 @@ def cmd_diagnostics(inv: Invocation) -> int:
 
 
 def _at(inv: Invocation, spec: str) -> dict[str, Any]:
+    """`PATH:LINE:COL`, `PATH:LINE:NAME` (the identifier on the line), `PATH:SYMBOL` (a name
+    path in the file) or `SYMBOL` (a name path across the project)."""
+    if ":" not in spec:
+        return {"symbol": spec}
+    pieces = spec.rsplit(":", 2)
+    if len(pieces) == 3 and pieces[1].isdigit() and not pieces[2].isdigit():
+        path, (line,) = _position(f"{pieces[0]}:{pieces[1]}", 1)
+        return {"path": inv.input_path(path), "line": line, "name": pieces[2]}
+    if not pieces[-1].isdigit() and not (len(pieces) > 1 and pieces[-2].isdigit()):
+        path, _, symbol = spec.partition(":")
+        if path and symbol:
+            return {"path": inv.input_path(path), "symbol": symbol}
     path, (line, character) = _position(spec, 2)
     return {"path": inv.input_path(path), "line": line, "character": character}
 
@@ -795,9 +813,9 @@ def cmd_types(inv: Invocation) -> int:
 
 
 def cmd_signature(inv: Invocation) -> int:
-    inv.show(
-        "signature", inv.tool("signature_help", _at(inv, inv.args.position)), render.signatures
-    )
+    path, (line, character) = _position(inv.args.position, 2)  # a place inside a call, as is
+    arguments = {"path": inv.input_path(path), "line": line, "character": character}
+    inv.show("signature", inv.tool("signature_help", arguments), render.signatures)
     return EXIT_OK
 
 
@@ -811,7 +829,7 @@ def cmd_format(inv: Invocation) -> int:
         if not (start.isdigit() and end.isdigit() and sep) or not 1 <= int(start) <= int(end):
             raise UsageError(f"--lines wants START-END, such as 3-10, got {inv.args.lines!r}")
         arguments |= {"start_line": int(start), "end_line": int(end)}
-    inv.show("format", inv.tool("format_code", arguments), render.edit)
+    inv.show("format", inv.tool("format_code", arguments, confirm=True), render.edit)
     return EXIT_OK
 
 
@@ -831,7 +849,7 @@ def cmd_actions(inv: Invocation) -> int:
     if inv.args.apply is not None:
         choice = inv.args.apply
         arguments["apply"] = int(choice) if choice.isdigit() else choice
-    inv.show("actions", inv.tool("get_code_actions", arguments), render.actions)
+    inv.show("actions", inv.tool("get_code_actions", arguments, confirm=True), render.actions)
     return EXIT_OK
 
 
@@ -850,7 +868,7 @@ def cmd_rename(inv: Invocation) -> int:
         "new_name": inv.args.new_name,
         "apply": not inv.args.dry_run,
     }
-    inv.show("rename", inv.tool("rename_symbol", arguments), render.edit)
+    inv.show("rename", inv.tool("rename_symbol", arguments, confirm=True), render.edit)
     return EXIT_OK
 
 
@@ -865,7 +883,7 @@ def cmd_edit(inv: Invocation) -> int:
         arguments["expected_hash"] = inv.args.expected_hash
     if inv.args.severity:
         arguments["severity"] = inv.args.severity
-    result = inv.tool("edit_file", arguments)
+    result = inv.tool("edit_file", arguments, confirm=True)
     inv.show("edit", result, render.edit)
     return EXIT_TOOL_ERROR if result.get("refused") else EXIT_OK
 

@@ -17,6 +17,7 @@ from codeward.daemon.files import read_file
 from codeward.protocol.errors import ToolError
 
 Approval = Literal["allow", "confirm", "deny"]
+EditApproval = Literal["allow", "confirm"]
 Untrusted = Literal["default", "off", "run"]
 # When its answers can be trusted (codeward.daemon.lsp.readiness says what each means).
 ReadyWhen = Literal["idle", "quiescent", "project", "indexed", "service_ready", "open_files"]
@@ -60,6 +61,7 @@ class DaemonConfig(Struct, forbid_unknown_fields=True, kw_only=True):
 class PolicyConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     git_write: Approval = "confirm"
     git_destructive: Approval = "confirm"
+    edits: EditApproval = "allow"  # file writes of the edit tools
     confirm_timeout: Seconds = 60.0
 
     def narrowed(self, other: PolicyConfig | ProjectPolicy) -> PolicyConfig:
@@ -70,6 +72,7 @@ class PolicyConfig(Struct, forbid_unknown_fields=True, kw_only=True):
             git_destructive=_stricter(
                 self.git_destructive, other.git_destructive or self.git_destructive
             ),
+            edits=_stricter(self.edits, other.edits or self.edits),  # type: ignore[arg-type]
             confirm_timeout=self.confirm_timeout,
         )
 
@@ -179,6 +182,7 @@ class ProjectPolicy(Struct, forbid_unknown_fields=True, kw_only=True):
 
     git_write: Approval | None = None
     git_destructive: Approval | None = None
+    edits: EditApproval | None = None
 
 
 class ProjectConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -108,6 +108,7 @@ async def session_open(conn: Connection, item: Incoming) -> SessionOpenResult:
         asked = PolicyConfig(
             git_write=params.policy.git_write or policy.git_write,  # type: ignore[arg-type]
             git_destructive=params.policy.git_destructive or policy.git_destructive,  # type: ignore[arg-type]
+            edits=params.policy.edits or policy.edits,  # type: ignore[arg-type]
         )
         policy = policy.narrowed(asked)
     conn.policy = policy
@@ -189,7 +190,11 @@ async def tools_call(conn: Connection, item: Incoming) -> Any:
     # Straight to the tool (the registry is its declaration, not a layer in between). A
     # tool that writes shields the write itself (run_git, the edit layer): everything
     # before it stays cancellable, so $/cancelRequest reaches the language server.
-    return tool.finish(ctx, await tool.handler(ctx, arguments))
+    try:
+        result = await tool.handler(ctx, arguments)
+    except ToolError as exc:
+        raise await tool.explained(ctx, arguments, exc) from None
+    return tool.finish(ctx, result)
 
 
 @method("lua/eval")

@@ -15,7 +15,7 @@ import msgspec
 import trio
 
 from codeward import __version__
-from codeward.daemon.tools.registry import REGISTRY, ToolContext
+from codeward.daemon.tools.registry import REGISTRY, Tool, ToolContext
 from codeward.protocol import mcp, render
 from codeward.protocol.errors import ErrorCode, ErrorKind, ToolError, find_tool_error
 from codeward.protocol.messages import Id
@@ -103,6 +103,8 @@ class McpDialect:
         self._bound = trio.Event()  # the binding line's session is open (or failed)
         self._bind_error: ToolError | None = None
         self._calls: dict[Id, _Call] = {}
+        # the daemon's requests to the client (elicitations) awaiting a reply, by id
+        self._asked: dict[Id, trio.MemorySendChannel[bytes | None]] = {}
         # The model was told that the root's servers run restricted (said once, not on
         # every answer; again after an answer from unrestricted servers).
         self._told_restricted = False
@@ -151,6 +153,10 @@ class McpDialect:
             call = self._calls.get(event.request_id)
             if call is not None:
                 call.scope.cancel()
+        elif isinstance(event, mcp.Reply):
+            waiting = self._asked.pop(event.id, None)
+            if waiting is not None:
+                waiting.send_nowait(event.result)  # (a buffer of one: never blocks)
 
     def _initialize(self, event: mcp.Initialize) -> None:
         if not self._bound.is_set() and self.root is None:
@@ -158,7 +164,8 @@ class McpDialect:
         where = f" for the project {_name(self.root)}" if self.root else ""
         instructions = (
             f"Safe git, code intelligence from warm language servers and a Lua sandbox{where}. "
-            "Positions are 1-based lines and characters; paths are relative to the project root."
+            "Positions are 1-based lines and characters, or a line and the `name` on it, or a "
+            "`symbol` name path (`Class.method`); paths are relative to the project root."
         )
         server = mcp.Implementation("codeward", __version__)
         self.conn.send_body(self.machine.initialize_message(event.id, server, instructions))
@@ -256,9 +263,13 @@ class McpDialect:
         try:
             session = await self._session()
             tool = REGISTRY.get(event.name)
+            _stated(tool, event.arguments)
             arguments = REGISTRY.validate(tool, event.arguments)
-            ctx = ToolContext(session, self.conn, self.conn.policy)
-            result = tool.finish(ctx, await tool.handler(ctx, arguments))
+            ctx = ToolContext(session, self, self.conn.policy)
+            try:
+                result = tool.finish(ctx, await tool.handler(ctx, arguments))
+            except ToolError as exc:
+                raise await tool.explained(ctx, arguments, exc) from None
         except ToolError as exc:
             return self._error_result(event.id, exc)
         except ExceptionGroup as group:
@@ -271,11 +282,41 @@ class McpDialect:
             self._told_restricted = restricted
         # (the text is rendered from plain data: a bulk result's rows are Structs)
         text = render.tool_text(event.name, msgspec.to_builtins(result), told_restricted=told)
-        return self.machine.result_message(event.id, text, result)
+        # a write the tool refused (a `safe` edit that would break something) is an error
+        # to the model, with what it found
+        return self.machine.result_message(event.id, text, result,
+                                           is_error=result.get("refused") is True)  # fmt: skip
 
     def _error_result(self, msg_id: Id, exc: ToolError) -> bytes:
         text = render.error_text(exc.message, exc.kind.value, exc.details)
         return self.machine.result_message(msg_id, text, None, is_error=True)
+
+    # -- approvals: the client's elicitation ------------------------------------------------
+
+    @property
+    def can_confirm(self) -> bool:
+        """Whether the client declared form elicitation (and is still there)."""
+        return self.machine.elicitation and not self.conn.closed
+
+    async def confirm(self, session_id: str, tool: str, summary: str, argv: list[str]) -> bool:
+        """Ask the user through the client's `elicitation/create`: True only when they
+        accepted and approved; False on decline, cancel, no answer in time or a disconnect."""
+        if not self.can_confirm:
+            return False
+        session = self.conn.session
+        policy = self.conn.policy or (session.policy if session is not None else None)
+        timeout = policy.confirm_timeout if policy is not None else 60.0
+        msg_id, body = self.machine.elicit_message(approval_message(tool, summary), APPROVAL)
+        send, receive = trio.open_memory_channel[bytes | None](1)
+        self._asked[msg_id] = send
+        try:
+            self.conn.send_body(body)
+            with trio.move_on_after(timeout):
+                raw = await receive.receive()
+                return approved(raw)
+            return False
+        finally:
+            self._asked.pop(msg_id, None)
 
     # -- notifications out ------------------------------------------------------------------
 
@@ -296,7 +337,56 @@ class McpDialect:
 def _tool(spec: Any) -> mcp.Tool:
     shown = render_tool(spec, ToolFormat.MCP)
     return mcp.Tool(shown["name"], shown["description"], shown["inputSchema"],
-                    shown.get("outputSchema", msgspec.UNSET))  # fmt: skip
+                    shown.get("outputSchema", msgspec.UNSET), shown.get("title", msgspec.UNSET),
+                    shown.get("annotations", msgspec.UNSET))  # fmt: skip
+
+
+APPROVAL: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Run it (true) or refuse it (false).",
+            "default": True,
+        }
+    },
+    "required": ["approve"],
+}
+
+
+def approval_message(tool: str, summary: str) -> str:
+    """What the user reads: the command (or edit) and its tier, from the tool's summary."""
+    return f"codeward {tool}: approve {summary}?"
+
+
+def approved(raw: bytes | None) -> bool:
+    """Whether an elicitation's result accepts: `action: accept` with `approve` not false."""
+    if raw is None:
+        return False
+    try:
+        result = msgspec.json.decode(raw, type=mcp.ElicitResult)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    if result.action != "accept":
+        return False
+    return (result.content or {}).get("approve", True) is True
+
+
+def _stated(tool: Tool, arguments: dict[str, Any]) -> None:
+    """On MCP a tool that can write has no default for its write switch: the call names it."""
+    switch = tool.write_switch
+    if switch is not None and arguments.get(switch) is None:
+        if switch == "mode":
+            how = ('`"apply"` writes, `"preview"` only shows the diagnostics, `"safe"` writes '
+                   "only when it breaks nothing")  # fmt: skip
+        else:
+            how = "true writes the change, false only shows its diff"
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"{tool.name} needs `{switch}` here, which says whether it writes: {how}; call "
+            "it again with it.",
+        )
 
 
 def _name(root: str | None) -> str:

@@ -21,6 +21,7 @@ from codeward.protocol.messages import (
     Id,
     Incoming,
     Notification,
+    Request,
     Response,
     decode_message,
     encode,
@@ -77,6 +78,8 @@ class Tool(Struct, rename="camel", omit_defaults=True):
     description: str
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | UnsetType = UNSET
+    title: str | UnsetType = UNSET
+    annotations: dict[str, Any] | UnsetType = UNSET
 
 
 class ListToolsResult(Struct):
@@ -109,6 +112,16 @@ class ProgressParams(Struct, rename="camel", omit_defaults=True):
     progress: float
     total: float | UnsetType = UNSET
     message: str | UnsetType = UNSET
+
+
+class ElicitParams(Struct, rename="camel"):
+    message: str
+    requested_schema: dict[str, Any]
+
+
+class ElicitResult(Struct, forbid_unknown_fields=False):
+    action: str
+    content: dict[str, Any] | None = None
 
 
 class BindParams(Struct, forbid_unknown_fields=True):
@@ -162,7 +175,15 @@ class Send(Struct, frozen=True):
     data: bytes
 
 
-Event = Bind | Handoff | Initialize | ListTools | CallTool | Cancel | Send
+class Reply(Struct, frozen=True):
+    """The client's response to a request of the daemon's (an elicitation): `result` is
+    its raw JSON, None when it answered with an error."""
+
+    id: Id
+    result: bytes | None
+
+
+Event = Bind | Handoff | Initialize | ListTools | CallTool | Cancel | Send | Reply
 
 
 def is_opening(frame: bytes) -> bool:
@@ -194,6 +215,8 @@ class McpMachine:
         self.initialized = False  # `initialize` answered
         self.version = LATEST_VERSION
         self.lines = 0  # received so far
+        self.elicitation = False  # the client declared it answers `elicitation/create` forms
+        self._sent = 0  # requests of the daemon's so far (their ids: `codeward-N`)
 
     def receive(self, frame: bytes) -> Event | None:
         """The event of one line, or None for a line that needs nothing."""
@@ -206,7 +229,10 @@ class McpMachine:
         except RpcError as exc:
             return self._error(None, exc.code, exc.message)
         if item.kind == "response":
-            return None  # this server sends no requests
+            if item.id is None:
+                return None
+            ok = item.error is UNSET
+            return Reply(item.id, bytes(item.payload) if ok else None)
         if item.kind == "notification":
             return self._notification(item)
         assert item.id is not None
@@ -224,6 +250,7 @@ class McpMachine:
         if method == "initialize":
             params = item.params(InitializeParams)
             self.version = negotiate(params.protocol_version)
+            self.elicitation = _elicits_forms(params.capabilities)
             self.initialized = True
             return Initialize(msg_id, params)
         if method == "ping":
@@ -281,6 +308,14 @@ class McpMachine:
         params = ProgressParams(token, progress, message=UNSET if message is None else message)
         return encode(Notification(method="notifications/progress", params=params))
 
+    def elicit_message(self, message: str, schema: dict[str, Any]) -> tuple[Id, bytes]:
+        """An `elicitation/create` request (a form of `schema`), and its id."""
+        self._sent += 1
+        msg_id = f"codeward-{self._sent}"
+        request = Request(id=msg_id, method="elicitation/create",
+                          params=ElicitParams(message, schema))  # fmt: skip
+        return msg_id, encode(request)
+
     def handoff_message(self, msg_id: Id) -> bytes:
         return encode(Response(id=msg_id, result={}))
 
@@ -290,6 +325,15 @@ class McpMachine:
 
     def list_changed_message(self) -> bytes:
         return encode(Notification(method="notifications/tools/list_changed"))
+
+
+def _elicits_forms(capabilities: dict[str, Any]) -> bool:
+    """Whether a client's capabilities declare form elicitation: `elicitation: {}` (form,
+    before modes existed) or one that names `form`."""
+    declared = capabilities.get("elicitation")
+    if not isinstance(declared, dict):
+        return False
+    return not declared or "form" in declared or "url" not in declared
 
 
 def _token(token: int | str | UnsetType | None) -> int | str | None:

@@ -41,6 +41,7 @@ class InitializeResult(Struct):
 class PolicyParams(Struct, forbid_unknown_fields=True):
     git_write: Approval | UnsetType = UNSET
     git_destructive: Approval | UnsetType = UNSET
+    edits: Literal["allow", "confirm"] | UnsetType = UNSET
 
 
 class SessionOpenParams(Struct, forbid_unknown_fields=True):

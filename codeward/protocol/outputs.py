@@ -59,7 +59,28 @@ FILE_DELTA = obj(
     },
     {"partial": BOOL, "partial_servers": array(STR), "errors": array(STR)},
 )
-AFTER = {"diagnostics_after": array(FILE_DELTA)}
+# A server that analyses only part of the project: its scope, and the files outside it.
+UNANALYSED = {
+    "unanalysed": array(
+        obj({"server": STR, "include": array(STR), "count": INT, "files": array(STR)})
+    )
+}
+AFTER = {"diagnostics_after": array(FILE_DELTA), **UNANALYSED}
+MENTIONS = {"unanalysed_mentions": array(obj({"path": STR, "line": INT, "text": STR}))}
+# What a position tool answered for, when it is not plainly the identifier at the position
+# given: the one a character falls inside (not at its start), the nearest one to a character
+# on no identifier, the `name` on the line, or the `symbol` name path's.
+AT = {
+    "at": obj(
+        {
+            "name": STR,
+            "path": STR,
+            "line": INT,
+            "character": INT,
+            "by": {"type": "string", "enum": ["inside", "nearest", "name", "symbol"]},
+        }
+    )
+}
 
 
 HUNK = obj({"old_start": INT, "old_lines": INT, "new_start": INT, "new_lines": INT})
@@ -92,7 +113,7 @@ CHANGED_FILE = obj(
 def _located(one: str, many: str) -> Schema:
     return obj(
         {"status": STATUS, "count": INT, "partial": BOOL},
-        {one: LOCATION, many: array(LOCATION)},
+        {one: LOCATION, many: array(LOCATION), **AT},
     )
 
 
@@ -136,15 +157,17 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "range": null_or(
                 obj({"line": INT, "character": INT, "end_line": INT, "end_character": INT})
             ),
+            **AT,
         },
     ),
     "go_to_definition": _located("definition", "definitions"),
     "get_type_definition": _located("type_definition", "type_definitions"),
     "find_implementations": obj(
-        {"status": STATUS, "implementations": array(LOCATION), "count": INT, "partial": BOOL}
+        {"status": STATUS, "implementations": array(LOCATION), "count": INT, "partial": BOOL},
+        AT,
     ),
     "find_references": obj(
-        {"status": STATUS, "references": array(LOCATION), "count": INT, "partial": BOOL}
+        {"status": STATUS, "references": array(LOCATION), "count": INT, "partial": BOOL}, AT
     ),
     "get_symbols": obj(
         {
@@ -165,7 +188,7 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "count": INT,
             "partial": BOOL,
         },
-        {"item": OBJ},
+        {"item": OBJ, **AT},
     ),
     "type_hierarchy": obj(
         {
@@ -175,7 +198,7 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "count": INT,
             "partial": BOOL,
         },
-        {"item": OBJ},
+        {"item": OBJ, **AT},
     ),
     "signature_help": obj(
         {
@@ -207,7 +230,7 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             **AFTER,
         },
     ),
-    "rename_symbol": obj(EDIT, {**AFTER, "partial": BOOL}),
+    "rename_symbol": obj(EDIT, {**AFTER, **MENTIONS, "partial": BOOL, **AT}),
     "run_lua": obj({"result": {}, "logs": array(STR)}),
     "review_changes": obj(
         {
@@ -221,8 +244,22 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         {"partial": BOOL, "unchecked_files": INT, "references_skipped": INT},
     ),
     "edit_file": obj(
-        {"path": STR, "content_hash": STR, "diff": STR, "written": BOOL, "changed": BOOL, **AFTER},
-        {"refused": BOOL, "reason": STR},
+        {
+            "path": STR,
+            "diff": STR,
+            "written": BOOL,
+            "changed": BOOL,
+            "diagnostics_after": AFTER["diagnostics_after"],
+        },
+        # `content_hash` of what is on disk after it; a refused `safe` edit has none, but
+        # the file's `unchanged_hash`
+        {
+            "content_hash": STR,
+            "refused": BOOL,
+            "reason": STR,
+            "unchanged_hash": null_or(STR),
+            **UNANALYSED,
+        },
     ),
     "move_file": obj(
         {
@@ -233,20 +270,25 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "edits": INT,
             "diff": STR,
             "servers": array(STR),
-            **AFTER,
+            "diagnostics_after": AFTER["diagnostics_after"],
         },
-        {"not_updated_by": array(STR), "warning": STR, "partial": BOOL},
+        {"not_updated_by": array(STR), "warning": STR, "partial": BOOL, **UNANALYSED},
     ),
     "edit_symbol": obj(
         {
             "symbol": obj({"name_path": STR, "kind": STR, "line": INT, "end_line": INT}),
             "path": STR,
-            "content_hash": STR,
             "diff": STR,
             "written": BOOL,
             "changed": BOOL,
-            **AFTER,
+            "diagnostics_after": AFTER["diagnostics_after"],
         },
-        {"refused": BOOL, "reason": STR},
+        {
+            "content_hash": STR,  # none when a `safe` edit was refused: `unchanged_hash`
+            "refused": BOOL,
+            "reason": STR,
+            "unchanged_hash": null_or(STR),
+            **UNANALYSED,
+        },
     ),
 }

@@ -6,6 +6,7 @@ the lines for stdout; `notes` gives the remarks for stderr (partial, truncated, 
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterable
@@ -173,12 +174,42 @@ def diagnostics(result: dict[str, Any]) -> list[str]:
 
 
 def hover(result: dict[str, Any]) -> list[str]:
+    """The signature, then the docs as plain text (see `plain`)."""
     signature = result.get("signature") or result.get("type")
     docs = result.get("docs")
-    parts = [str(p).strip() for p in (signature, docs) if p]
+    parts = [str(signature).strip()] if signature else []
+    if docs:
+        parts.append(plain(str(docs)).strip())
     if not parts and result.get("markdown"):
-        parts = [str(result["markdown"]).strip()]
+        parts = [plain(str(result["markdown"])).strip()]
     return "\n\n".join(parts).splitlines()
+
+
+# A markdown backslash escape: `\_`, `\*`, `\[`... (CommonMark's escapable punctuation).
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def plain(markdown: str) -> str:
+    r"""Markdown for a model to read: HTML entities decoded (`&nbsp;` a space, `&lt;` `<`)
+    and backslash escapes dropped (`\_` -> `_`), outside code blocks and inline code,
+    which keep their text as written."""
+    out: list[str] = []
+    fenced = False
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+            out.append(line)
+            continue
+        if fenced:
+            out.append(line)
+            continue
+        pieces = line.split("`")
+        for i in range(0, len(pieces), 2):  # the even pieces are outside inline code
+            text = html.unescape(_ESCAPE.sub(r"\1", pieces[i]))
+            pieces[i] = text.replace("\xa0", " ")
+        out.append("`".join(pieces))
+    return "\n".join(out)
 
 
 def definition(result: dict[str, Any]) -> list[str]:
@@ -271,10 +302,33 @@ def signatures(result: dict[str, Any]) -> list[str]:
 
 def edit(result: dict[str, Any]) -> list[str]:
     """The diff of a format, rename, applied code action or edit, then what it did to the
-    diagnostics."""
+    diagnostics; a refused edit says so first."""
     diff = result.get("diff")
     lines = str(diff).rstrip("\n").splitlines() if diff else []
-    return lines + diagnostics_after(result.get("diagnostics_after"))
+    head = [f"refused: {result.get('reason')}"] if result.get("refused") else []
+    body = head + lines + diagnostics_after(result.get("diagnostics_after"))
+    return body + left_out(result)
+
+
+def left_out(result: dict[str, Any]) -> list[str]:
+    """What a write's checks did not cover: files a server does not analyse, and the lines
+    that still mention a renamed symbol's old name."""
+    lines: list[str] = []
+    for scope in result.get("unanalysed") or []:
+        if isinstance(scope, dict):
+            include = ", ".join(str(e) for e in scope.get("include") or [])
+            files = ", ".join(str(f) for f in scope.get("files") or [])
+            count = _int(scope.get("count")) or 0
+            lines.append(
+                f"not analysed by {scope.get('server')} (include: {include}): {count} "
+                f"file{'s' if count != 1 else ''}, neither checked nor renamed in: {files}"
+                + (" ..." if count > len(scope.get("files") or []) else "")
+            )
+    mentioned = [m for m in result.get("unanalysed_mentions") or [] if isinstance(m, dict)]
+    if mentioned:
+        lines.append("still mentioned where the server's edit did not reach:")
+        lines += [f"{location(m)}: {m.get('text', '')}" for m in mentioned]
+    return lines
 
 
 def _diagnostic_line(diag: dict[str, Any]) -> str:
@@ -481,9 +535,29 @@ def _checked(servers: Any) -> str | None:
     return "checked: " + "; ".join(parts) + again if parts else None
 
 
+_BY = {
+    "inside": "the identifier the character given is inside",
+    "nearest": "the identifier nearest the character given",
+    "name": "the name given",
+    "symbol": "the symbol given",
+}
+
+
+def at_remark(at: Any) -> str | None:
+    """`at write src/x.py:184:9 (the identifier nearest the character given)`: what a
+    position tool answered for, when it is not plainly the position given."""
+    if not isinstance(at, dict) or at.get("by") not in _BY:
+        return None
+    return f"at {at.get('name')} {location(at)} ({_BY[at['by']]})"
+
+
 def notes(command: str, result: dict[str, Any]) -> list[str]:
-    """Remarks for stderr: nothing found, partial or truncated results, what an edit did."""
+    """Remarks for stderr: what a position named, nothing found, partial or truncated
+    results, what an edit did."""
     out: list[str] = []
+    resolved = at_remark(result.get("at"))
+    if resolved:
+        out.append(resolved)
     if command == "hover":
         if not hover(result):
             out.append("no hover information")
@@ -518,7 +592,7 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
             out.append(f"{count} diagnostic{'s' if count != 1 else ''}")
     if command in ("edit", "edit-symbol"):
         if result.get("refused"):
-            out.append(f"refused, nothing written: {result.get('reason')}")
+            out.append("refused: nothing written")
         elif not result.get("changed"):
             out.append("no change")
         elif not result.get("written"):
@@ -735,6 +809,8 @@ def tool_text(tool: str, result: Any, *, told_restricted: bool = False) -> str:
         remarks.append("output truncated")
     if isinstance(result.get("content_hash"), str):  # what `since` and `expected_hash` take
         remarks.insert(0, f"content_hash: {result['content_hash']}")
+    elif isinstance(result.get("unchanged_hash"), str):  # a refused edit: the file's own
+        remarks.insert(0, f"unchanged, content_hash: {result['unchanged_hash']}")
     if not lines and not remarks:
         remarks.append(_EMPTY.get(tool, "nothing found"))
     return "\n".join([*lines, *(f"({r})" for r in remarks)])

@@ -51,6 +51,27 @@ class ToolSpec:
     description: str
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
+    title: str | None = None
+    # MCP's hints: readOnlyHint, destructiveHint, idempotentHint, openWorldHint
+    annotations: dict[str, bool] | None = None
+    # The argument that says whether a call writes (`apply`, `mode`): on MCP it has no
+    # default, so a model states every write.
+    write_switch: str | None = None
+
+
+def stated(schema: dict[str, Any], switch: str) -> dict[str, Any]:
+    """`schema` with the argument `switch` required and without its default."""
+    properties = dict(schema.get("properties", {}))
+    if switch not in properties:
+        return schema
+    prop = {k: v for k, v in properties[switch].items() if k != "default"}
+    note = " Required: state whether this call writes."
+    prop["description"] = (prop.get("description", "") + note).strip()
+    properties[switch] = prop
+    required = list(schema.get("required", []))
+    if switch not in required:
+        required.append(switch)
+    return {**schema, "properties": properties, "required": required}
 
 
 def render_tool(spec: ToolSpec, fmt: ToolFormat, *, strict: bool = False) -> dict[str, Any]:
@@ -71,17 +92,25 @@ def render_tool(spec: ToolSpec, fmt: ToolFormat, *, strict: bool = False) -> dic
             "input_schema": spec.input_schema,
         }
     if fmt is ToolFormat.MCP:
-        shown = {
-            "name": spec.name,
-            "description": spec.description,
-            "inputSchema": spec.input_schema,
-        }
+        inputs = spec.input_schema
+        if spec.write_switch is not None:
+            inputs = stated(inputs, spec.write_switch)
+        shown = {"name": spec.name, "description": spec.description, "inputSchema": inputs}
         if spec.output_schema is not None:
             shown["outputSchema"] = spec.output_schema
+        if spec.title is not None:
+            shown["title"] = spec.title
+        if spec.annotations is not None:
+            titled = {"title": spec.title} if spec.title is not None else {}
+            shown["annotations"] = {**titled, **spec.annotations}
         return shown
     shown = {"name": spec.name, "description": spec.description, "input": spec.input_schema}
     if spec.output_schema is not None:
         shown["output"] = spec.output_schema
+    if spec.title is not None:
+        shown["title"] = spec.title
+    if spec.annotations is not None:
+        shown["annotations"] = spec.annotations
     return shown
 
 

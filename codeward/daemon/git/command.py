@@ -10,6 +10,7 @@ from typing import Any
 
 import trio
 
+from codeward.daemon.approvals import CONFIRM_WAYS
 from codeward.daemon.config import GitConfig, PolicyConfig
 from codeward.daemon.git import changes, config_scan, parse, remotes, status
 from codeward.daemon.git.config_scan import ConfigEntry
@@ -217,9 +218,8 @@ async def _authorize(
     if answer is None:
         raise ToolError(
             ErrorKind.CONFIRMATION_REQUIRED,
-            f"{shown} needs the user's approval and this client cannot confirm; use a client "
-            f'that answers client/confirm (the CLI\'s --yes), or set policy.{key} = "allow" '
-            "in the codeward config.",
+            f"{shown} needs the user's approval and this client cannot confirm; "
+            f'{CONFIRM_WAYS}, or set policy.{key} = "allow" in the codeward config.',
             tier=tier.value,
         )
     if not answer:

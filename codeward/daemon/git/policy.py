@@ -9,6 +9,7 @@ is put in the stricter tier.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -80,6 +81,13 @@ def classify(root: Path, subcommand: str, args: Sequence[str]) -> Decision:
             "give a subcommand, and the daemon runs it at the project root."
         )
     spec = SPECS.get(subcommand)
+    words = subcommand.split()
+    if spec is None and len(words) > 1 and words[0] in SPECS:  # `log -n 2` as one string
+        split = json.dumps({"subcommand": words[0], "args": [*words[1:], *args]})
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"`subcommand` is one word, its arguments go in `args`: give {split}.",
+        )
     if spec is None:
         allowed = ", ".join(sorted(SPECS))
         raise ToolError(

@@ -66,6 +66,7 @@ class DiagnosticsArgs(msgspec.Struct, forbid_unknown_fields=True):
     "and deleted ones too; only below `path`, if given) and for the other open files it "
     "broke or fixed, the revision's text shown to the servers in memory (nothing written).",
     DiagnosticsArgs,
+    title="Get diagnostics",
 )
 async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, Any]:
     if args.limit < 1:  # the schema says so too; a direct call of the handler skips it

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import msgspec
 import trio
 
-from codeward.daemon.edits import Basis, apply_workspace_edit
+from codeward.daemon.edits import Basis, apply_workspace_edit, left_out
 from codeward.daemon.edits.aftermath import Aftermath, Report, partial_servers, remember
 from codeward.daemon.edits.diff import unified_diff
 from codeward.daemon.edits.folders import check_links, git_dir_holding, in_git_dir
@@ -25,7 +25,7 @@ from codeward.daemon.intel.inputs import resolve_inside
 from codeward.daemon.lsp.service import FileDiagnostics
 from codeward.daemon.paths import relative
 from codeward.daemon.tools.diagnostics import Severity
-from codeward.daemon.tools.registry import ToolContext, tool
+from codeward.daemon.tools.registry import ToolContext, approve_writes, tool
 from codeward.protocol.errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
@@ -86,13 +86,17 @@ class EditFileArgs(msgspec.Struct, forbid_unknown_fields=True):
 @tool(
     "edit_file",
     "Edit a file: `edits` (ranges of the current text, 1-based lines and characters, each "
-    "with its `new_text`) or the whole `content`. `apply` (the default) writes it "
+    "with its `new_text`) or the whole `content`. `apply` writes it "
     "atomically, `preview` only shows the language servers the new text in memory, `safe` "
-    "writes only if that introduces no error (or nothing at `severity` or worse). Returns "
+    "writes only if that introduces no error (or nothing at `severity` or worse; refused, it "
+    "answers `refused`, `reason` and the file's `unchanged_hash`). Returns "
     "`content_hash` (of the new text), `diff`, `written` and `diagnostics_after`: for the "
     "file and every other file it broke, the diagnostics `introduced`, `resolved` and "
     "`remaining` (a diagnostic that only moved is not introduced).",
     EditFileArgs,
+    title="Edit a file",
+    destructive=True,
+    write_switch="mode",
     writes=lambda args: args.mode != "preview",
 )
 async def edit_file(ctx: ToolContext, args: EditFileArgs) -> dict[str, Any]:
@@ -118,11 +122,12 @@ def check_expected(target: Target, expected_hash: str | None) -> None:
 
 async def write_edit(
     ctx: ToolContext, target: Target, old_text: str, new_text: str, mode: Mode,
-    severity: Severity,
+    severity: Severity, tool_name: str = "edit_file",
 ) -> dict[str, Any]:  # fmt: skip
     """Replace `old_text` (the content read as `target`) by `new_text` the way `mode` says:
     written, previewed in the servers' memory, or written only when it introduces nothing
-    of `severity` or worse; the edit tools' one way to write their own text."""
+    of `severity` or worse (a write approved first as `tool_name`'s when the policy says to
+    confirm edits); the edit tools' one way to write their own text."""
     session = ctx.session
     new_data = new_text.encode("utf-8")
     result: dict[str, Any] = {
@@ -135,18 +140,26 @@ async def write_edit(
         return {**result, "changed": False, "diagnostics_after": []}
     result["changed"] = True
     if mode == "apply":
+        await approve_writes(ctx, tool_name, [target.path])
         report = await _write(session, target, old_text, new_text)
-        return {**result, "written": True, "diagnostics_after": report.public()}
+        scopes = await left_out.unanalysed(session, [target.path])
+        return {**result, "written": True, "diagnostics_after": report.public(),
+                **({"unanalysed": scopes} if scopes else {})}  # fmt: skip
     report = await preview(session, target.path, new_data)
     if mode == "safe":
         reason = _refusal(report, severity)
         if reason:
+            # no `content_hash`: nothing was written; `unchanged_hash` is the file's own
+            # (what `expected_hash` takes next)
+            shown = {k: v for k, v in result.items() if k != "content_hash"}
             return {
-                **result,
                 "refused": True,
-                "reason": reason,
+                "reason": f"{reason}, so nothing was written",
+                **shown,
+                "unchanged_hash": target.hash,
                 "diagnostics_after": report.public(),
             }
+        await approve_writes(ctx, tool_name, [target.path])
         await _write(session, target, old_text, new_text, checked=False)
         result["written"] = True
     return {**result, "diagnostics_after": report.public()}

@@ -84,6 +84,9 @@ class EditSymbolArgs(msgspec.Struct, forbid_unknown_fields=True):
     "the result has `symbol` (what was edited), `content_hash`, `diff`, `written` and "
     "`diagnostics_after`. An ambiguous or unknown name is an error naming the candidates.",
     EditSymbolArgs,
+    title="Edit a symbol",
+    destructive=True,
+    write_switch="mode",
     writes=lambda args: args.mode != "preview",
 )
 async def edit_symbol(ctx: ToolContext, args: EditSymbolArgs) -> dict[str, Any]:
@@ -124,7 +127,9 @@ async def edit_symbol(ctx: ToolContext, args: EditSymbolArgs) -> dict[str, Any]:
     chosen = _choose(args.symbol, found, target.shown)
     place = Place(chosen.span, chosen.name_line, chosen.described)
     new = new_text(old_text, place, action, args.text, language)
-    result = await write_edit(ctx, target, old_text, new, args.mode, args.severity)
+    result = await write_edit(
+        ctx, target, old_text, new, args.mode, args.severity, tool_name="edit_symbol"
+    )
     return {"symbol": chosen.public(), **result}
 
 

@@ -4,14 +4,15 @@ layer (atomic, only inside the root, only on the content the server computed the
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 import trio
 from lsprotocol import types as lsp
 
-from codeward.daemon.edits import Basis, EditResult, ServerEdits, apply_workspace_edit
+from codeward.daemon.edits import Basis, EditResult, ServerEdits, apply_workspace_edit, left_out
 from codeward.daemon.edits.actions import Action, collect, in_lines, matches
 from codeward.daemon.edits.aftermath import Aftermath
 from codeward.daemon.edits.batch import Replacement, combine
@@ -29,8 +30,8 @@ from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import CONTENT_MODIFIED, Answer, DocumentContext, LanguageService
-from codeward.daemon.tools.intel import Character, Line, Path_
-from codeward.daemon.tools.registry import ToolContext, tool
+from codeward.daemon.tools.intel import Path_, PositionArgs, locate
+from codeward.daemon.tools.registry import ToolContext, approve_writes, tool
 from codeward.protocol.errors import ErrorKind, ToolError
 
 FORMATTING_OPTIONS = lsp.FormattingOptions(
@@ -79,12 +80,16 @@ class CodeActionArgs(msgspec.Struct, forbid_unknown_fields=True):
             "`source.fixAll`, every fix-all action), in one atomic write."
         ),
     ] = None
+    symbol: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Instead of `line`: a name path in the file (`Class.method`); the "
+            "range is its name's line (to `end_line` when given)."
+        ),
+    ] = None
 
 
-class RenameArgs(msgspec.Struct, forbid_unknown_fields=True):
-    path: Path_
-    line: Line
-    character: Character
+class RenameArgs(PositionArgs, forbid_unknown_fields=True, kw_only=True):
     new_name: Annotated[str, msgspec.Meta(description="The symbol's new name.")]
     apply: Apply = True
 
@@ -109,21 +114,30 @@ def _edit_result(result: EditResult) -> dict[str, Any]:
 
 
 async def write_checked(
-    ctx: ToolContext, edit: Any, encoding: Encoding, basis: Basis, *, apply: bool
+    ctx: ToolContext, tool: str, edit: Any, encoding: Encoding, basis: Basis, *, apply: bool
 ) -> tuple[EditResult, dict[str, Any]]:
-    """A server's WorkspaceEdit through the edit layer; with `apply`, the diagnostics of
-    the files it touches are taken before and after (`diagnostics_after`)."""
+    """A server's WorkspaceEdit through the edit layer; with `apply`, approved (when the
+    policy says to confirm edits) and the diagnostics of the files it touches taken before
+    and after (`diagnostics_after`)."""
     writer = ctx.session.writer
     planned = await apply_workspace_edit(writer, edit, encoding, basis, apply=False)
     if not apply or not planned.paths:
         return planned, {}
+    await approve_writes(ctx, tool, planned.paths)
     manager = ctx.session.lsp
     check = Aftermath.plan(ctx.session, planned.paths)
     check.took(await manager.files_diagnostics(check.asked, check.changing))
     done = await apply_workspace_edit(writer, edit, encoding, basis, apply=True)
     after = await manager.files_diagnostics(check.to_ask(done.paths, done.deleted), done.paths)
     report = check.report(done.paths, done.deleted, after)
-    return done, {"diagnostics_after": report.public()}
+    return done, {"diagnostics_after": report.public(), **await _unanalysed(ctx, done.paths)}
+
+
+async def _unanalysed(ctx: ToolContext, paths: Sequence[Path]) -> dict[str, Any]:
+    """`unanalysed` beside `diagnostics_after`, when a server checks only part of the
+    project (see `edits.left_out`)."""
+    scopes = await left_out.unanalysed(ctx.session, paths)
+    return {"unanalysed": scopes} if scopes else {}
 
 
 def _errors(errors: list[ToolError]) -> dict[str, Any]:
@@ -144,6 +158,9 @@ def _errors(errors: list[ToolError]) -> dict[str, Any]:
     "`apply` (the default) the file is written, atomically and only if it did not change "
     "meanwhile. `changed` is false when the file is already formatted.",
     FormatArgs,
+    title="Format code",
+    idempotent=True,
+    write_switch="apply",
     writes=lambda args: args.apply,
 )
 async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
@@ -189,6 +206,7 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
     edits = shapes.answer(answer.result, answer.server, method) or []
     result, after = await write_checked(
         ctx,
+        "format_code",
         lsp.WorkspaceEdit(changes={source.path.as_uri(): edits}),
         answer.encoding,
         _basis(answer),
@@ -214,7 +232,7 @@ async def _format_with(
     new = await run_formatter(formatter, root, source.shown, old, trusted=ctx.session.trusted)
     edit = whole_text_edit(source.path.as_uri(), old, new)
     basis = Basis({source.path: (0, content_hash(data))})
-    result, after = await write_checked(ctx, edit, "utf-32", basis, apply=apply)
+    result, after = await write_checked(ctx, "format_code", edit, "utf-32", basis, apply=apply)
     return {
         "changed": bool(result.files_changed),
         "diff": result.diff,
@@ -237,15 +255,22 @@ async def _format_with(
     "in one atomic write; the result then has `files_changed`, `diff` and "
     "`diagnostics_after`.",
     CodeActionArgs,
+    title="Get or apply code actions",
     writes=lambda args: args.apply is not None,
 )
 async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, Any]:
     manager = ctx.session.lsp
     source = source_file(manager, args.path)
-    if args.line is None and args.end_line is not None:
+    start = args.line
+    if args.symbol is not None:
+        if args.line is not None:
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `line` or `symbol`, not both.")
+        _, at = await locate(ctx, PositionArgs(path=args.path, symbol=args.symbol))
+        start = at.line
+    if start is None and args.end_line is not None:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `line` with `end_line`.")
-    first = args.line if args.line is not None else 1
-    last = args.end_line if args.end_line is not None else (args.line or source.line_count)
+    first = start if start is not None else 1
+    last = args.end_line if args.end_line is not None else (start or source.line_count)
     _check_lines(source, first, last)
     if isinstance(args.apply, str) and not args.apply:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `apply` as an index or a title.")
@@ -285,6 +310,8 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         return {**result, **await _apply_preferred(ctx, source, actions, answers, args.kinds)}
     action = _choose(actions, args.apply)
     basis = next((_basis(a) for a in answers if a.server == action.server), Basis())
+    # (the file asked about: an action's command may write others, known only as it runs)
+    await approve_writes(ctx, "get_code_actions", [source.path])
     check = Aftermath.plan(ctx.session, [source.path])
     check.took(await manager.files_diagnostics(check.asked, check.changing))
     done = await _apply_action(ctx, manager, action, basis)
@@ -375,7 +402,9 @@ async def _apply_preferred(
             )
             + "; list the actions and apply one by its index.",
         )
-    done, after = await write_checked(ctx, combined.edit, "utf-32", basis, apply=True)
+    done, after = await write_checked(
+        ctx, "get_code_actions", combined.edit, "utf-32", basis, apply=True
+    )
     return {
         "applied_actions": taken,
         "skipped_actions": skipped,
@@ -481,6 +510,8 @@ def _basis(answer: Answer) -> Basis:
     "with `apply` (the default) every file is written atomically, and only if none changed "
     "since the server computed the rename.",
     RenameArgs,
+    title="Rename a symbol",
+    write_switch="apply",
     writes=lambda args: args.apply,
 )
 async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
@@ -490,17 +521,16 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
             ErrorKind.INVALID_ARGUMENTS,
             "Give `new_name` as a non-empty name on one line.",
         )
-    manager = ctx.session.lsp
-    source = source_file(manager, args.path)
-    check_position(source, args.line, args.character)
+    manager, at = await locate(ctx, args)
+    source, line, character = at.source, at.line, at.character
     invalid = invalid_reason(source.language, name)
     if invalid is not None:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, f"{invalid}; give a valid name.")
-    where = f"line {args.line}, character {args.character} of {source.shown!r}"
+    where = f"{at.name!r} (line {line}, character {character} of {source.shown!r})"
     server = await manager.route(source.language, "textDocument/rename")
 
     def prepare(doc: DocumentContext) -> Any:
-        position = lsp.Position(**doc.position(args.line, args.character))
+        position = lsp.Position(**doc.position(line, character))
         return shapes.document_params("textDocument/prepareRename", doc.uri, position=position)
 
     if manager.supports(server, "textDocument/prepareRename"):
@@ -514,7 +544,7 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
             raise _nothing(where)
 
     def params(doc: DocumentContext) -> Any:
-        position = lsp.Position(**doc.position(args.line, args.character))
+        position = lsp.Position(**doc.position(line, character))
         return shapes.document_params(
             "textDocument/rename", doc.uri, position=position, new_name=name
         )
@@ -529,7 +559,7 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
     if edit is None:
         raise _nothing(where)
     result, after = await write_checked(
-        ctx, edit, answer.encoding, _basis(answer), apply=args.apply
+        ctx, "rename_symbol", edit, answer.encoding, _basis(answer), apply=args.apply
     )
     if not result.files_changed:  # nothing written: say why, never "0 files changed"
         if result.edits:
@@ -544,6 +574,13 @@ async def rename_symbol(ctx: ToolContext, args: RenameArgs) -> dict[str, Any]:
             server=answer.server,
         )
     shown = {**_edit_result(result), **after}
+    # the old name where the server's edit did not reach (a file it does not analyse, docs)
+    skipped = [] if args.apply else result.files_changed
+    mentioned = await left_out.mentions(ctx.session, at.name, skipped)
+    if mentioned:
+        shown["unanalysed_mentions"] = mentioned
+    if at.by != "position":
+        shown["at"] = at.public()
     if answer.partial:
         shown["partial"] = True
     return shown

@@ -97,6 +97,8 @@ class GitArgs(msgspec.Struct, forbid_unknown_fields=True):
     "Returns exit_code, output, stderr, truncated, and parsed data for status, diff, show, "
     "log, branch, tag, remote and stash list.",
     GitArgs,
+    title="Run git",
+    destructive=True,
     servers=False,
     writes=lambda args: may_write(args),
 )

@@ -16,17 +16,15 @@ from codeward.daemon.intel.locations import Locator, finish
 from codeward.daemon.intel.symbols import kind_name
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.service import DocumentContext
-from codeward.daemon.tools.intel import Character, Line, Path_, PositionArgs
+from codeward.daemon.tools import intel
+from codeward.daemon.tools.intel import Character, Line, Path_, locate, with_at
 from codeward.daemon.tools.registry import ToolContext, tool
 
 PREPARE = "textDocument/prepareTypeHierarchy"
 SIGNATURE_HELP = "textDocument/signatureHelp"
 
 
-class TypeHierarchyArgs(msgspec.Struct, forbid_unknown_fields=True):
-    path: Path_
-    line: Line
-    character: Character
+class TypeHierarchyArgs(intel.PositionArgs, forbid_unknown_fields=True, kw_only=True):
     direction: Annotated[
         Literal["supertypes", "subtypes"],
         msgspec.Meta(
@@ -44,6 +42,15 @@ def _at_position(method: str, line: int, character: int) -> Any:
     return build
 
 
+class CallPositionArgs(msgspec.Struct, forbid_unknown_fields=True):
+    """A position inside a call's parentheses: taken as given (a space between arguments
+    is a place here, never snapped to a name)."""
+
+    path: Path_
+    line: Line
+    character: Character
+
+
 @tool(
     "type_hierarchy",
     "List the supertypes (direction supertypes: what it extends or implements) or the "
@@ -51,18 +58,17 @@ def _at_position(method: str, line: int, character: int) -> Any:
     "or struct at a position, one level deep, each with its location and a preview. Use it "
     "to see where a type sits before changing it.",
     TypeHierarchyArgs,
+    title="Type hierarchy",
 )
 async def type_hierarchy(ctx: ToolContext, args: TypeHierarchyArgs) -> dict[str, Any]:
-    manager = ctx.session.lsp
-    source = source_file(manager, args.path)
-    check_position(source, args.line, args.character)
+    manager, at = await locate(ctx, args)
     answer = await manager.request(
-        source.path, PREPARE, _at_position(PREPARE, args.line, args.character)
+        at.source.path, PREPARE, _at_position(PREPARE, at.line, at.character)
     )
     items: Sequence[lsp.TypeHierarchyItem] = shapes.answer(answer.result, answer.server, PREPARE)
     result: dict[str, Any] = {"status": "not_found", "direction": args.direction, "types": []}
     if not items:
-        return {**result, "count": 0, "partial": answer.partial}
+        return with_at(at, {**result, "count": 0, "partial": answer.partial})
     method = f"typeHierarchy/{args.direction}"
     locator = Locator(manager)
     found: list[dict[str, Any]] = []
@@ -85,18 +91,21 @@ async def type_hierarchy(ctx: ToolContext, args: TypeHierarchyArgs) -> dict[str,
     found = finish(found)
     target = items[0]
     where = locator.location(target.uri, target.selection_range, answer.encoding)
-    return {
-        "status": "found" if found else "not_found",
-        "direction": args.direction,
-        "item": {
-            "name": locator.scrub(target.name),
-            "kind": kind_name(target.kind),
-            **(where or {}),
+    return with_at(
+        at,
+        {
+            "status": "found" if found else "not_found",
+            "direction": args.direction,
+            "item": {
+                "name": locator.scrub(target.name),
+                "kind": kind_name(target.kind),
+                **(where or {}),
+            },
+            "types": found,
+            "count": len(found),
+            "partial": answer.partial,
         },
-        "types": found,
-        "count": len(found),
-        "partial": answer.partial,
-    }
+    )
 
 
 @tool(
@@ -104,9 +113,10 @@ async def type_hierarchy(ctx: ToolContext, args: TypeHierarchyArgs) -> dict[str,
     "Show the signature(s) of the function or method whose call a position is in (inside "
     "the parentheses), with each parameter's documentation and which parameter the position "
     "is at. Use it while writing a call, to pass the right arguments.",
-    PositionArgs,
+    CallPositionArgs,
+    title="Signature help",
 )
-async def signature_help(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
+async def signature_help(ctx: ToolContext, args: CallPositionArgs) -> dict[str, Any]:
     manager = ctx.session.lsp
     source = source_file(manager, args.path)
     check_position(source, args.line, args.character)

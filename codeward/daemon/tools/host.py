@@ -63,7 +63,10 @@ class SessionHost:
             opts = {"allow_destructive": args.allow_destructive}
             return await self.git(args.subcommand, list(args.args), opts)
         ctx = ToolContext(self.session, self.caller, self.policy)
-        return found.finish(ctx, await found.handler(ctx, args))
+        try:
+            return found.finish(ctx, await found.handler(ctx, args))
+        except ToolError as exc:
+            raise await found.explained(ctx, args, exc) from None
 
     def log(self, message: str) -> None:
         log.info("lua[%s]: %s", self.session.id, message)

@@ -15,7 +15,8 @@ from lsprotocol import types as lsp
 
 from codeward.daemon.caches import keyed_by_paths
 from codeward.daemon.intel import calls, hover
-from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
+from codeward.daemon.intel.addressing import SNAP, Address, Resolved, resolve
+from codeward.daemon.intel.inputs import SourceFile, source_file
 from codeward.daemon.intel.locations import Location, Locator, bounds, finish, targets
 from codeward.daemon.intel.symbols import (
     Budget,
@@ -55,16 +56,62 @@ Character = Annotated[
 ]
 
 
-class PositionArgs(msgspec.Struct, forbid_unknown_fields=True):
-    path: Path_
-    line: Line
-    character: Character
+OptionalLine = Annotated[
+    int | None,
+    msgspec.Meta(
+        description="1-based line number, as an editor shows it; with `character` or `name`.",
+        extra_json_schema={"minimum": 1},
+    ),
+]
+OptionalCharacter = Annotated[
+    int | None,
+    msgspec.Meta(
+        description="1-based column in characters (Unicode code points), as an editor shows "
+        f"it. On no identifier (a space, a keyword such as `def`), the nearest identifier "
+        f"within {SNAP} characters is taken (the answer's `at` names it); farther, an error "
+        "names the nearest ones.",
+        extra_json_schema={"minimum": 1},
+    ),
+]
+Name = Annotated[
+    str | None,
+    msgspec.Meta(
+        description="The identifier on `line` to ask about, instead of counting characters "
+        "(with `character`: its occurrence nearest it)."
+    ),
+]
+Symbol = Annotated[
+    str | None,
+    msgspec.Meta(
+        description="A name path instead of a position: `Class.method`, a top-level "
+        "`main`. With `path`, found in that file's symbols; without, across the project "
+        "(several matches: an error listing them)."
+    ),
+]
+OptionalPath = Annotated[
+    str | None,
+    msgspec.Meta(
+        description="The file: relative to the project root, or absolute inside it "
+        "(optional with `symbol`)."
+    ),
+]
 
 
-class ReferencesArgs(msgspec.Struct, forbid_unknown_fields=True):
-    path: Path_
-    line: Line
-    character: Character
+class PositionArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Where a position tool asks: `path` + `line` + `character` or `name`, or `symbol`."""
+
+    path: OptionalPath = None
+    line: OptionalLine = None
+    character: OptionalCharacter = None
+    name: Name = None
+    symbol: Symbol = None
+
+    @property
+    def address(self) -> Address:
+        return Address(self.path, self.line, self.character, self.name, self.symbol)
+
+
+class ReferencesArgs(PositionArgs, forbid_unknown_fields=True, kw_only=True):
     include_declaration: Annotated[
         bool, msgspec.Meta(description="Also list the symbol's declaration site(s).")
     ] = False
@@ -123,10 +170,7 @@ class SymbolsArgs(msgspec.Struct, forbid_unknown_fields=True):
     ] = None
 
 
-class CallsArgs(msgspec.Struct, forbid_unknown_fields=True):
-    path: Path_
-    line: Line
-    character: Character
+class CallsArgs(PositionArgs, forbid_unknown_fields=True, kw_only=True):
     direction: Annotated[
         Literal["incoming", "outgoing"],
         msgspec.Meta(description="`incoming`: who calls it; `outgoing`: what it calls."),
@@ -148,13 +192,30 @@ def _tool_errors() -> Iterator[None]:
         raise error from None
 
 
-def _at(
-    ctx: ToolContext, path: str, line: int, character: int
-) -> tuple[LanguageService, SourceFile]:
-    manager = ctx.session.lsp
-    source = source_file(manager, path)
-    check_position(source, line, character)
-    return manager, source
+async def locate(ctx: ToolContext, args: PositionArgs) -> tuple[LanguageService, Resolved]:
+    """The position the arguments name (see `intel.addressing`), on the session's servers."""
+    manager: LanguageService = ctx.session.lsp
+
+    async def document(source: SourceFile) -> list[dict[str, Any]]:
+        found = await _document_symbols(manager, source, 10000, Outline(all=True))
+        return found["symbols"]
+
+    async def workspace(query: str) -> list[dict[str, Any]]:
+        files, _ = await trio.to_thread.run_sync(manager.project_files)
+        languages = manager.workspace_languages(files)
+        found = await _workspace_symbols(manager, languages, files, query, 1000, Outline())
+        return found["symbols"]
+
+    opened = functools.partial(source_file, manager)
+    return manager, await resolve(args.address, opened, document, workspace)
+
+
+def with_at(at: Resolved, result: dict[str, Any]) -> dict[str, Any]:
+    """A position tool's result, with `at` (what it answered for) when that is not plainly
+    the identifier at the position given."""
+    if at.by != "position":
+        result["at"] = at.public()
+    return result
 
 
 def _position_params(method: str, line: int, character: int, **extra: Any) -> Any:
@@ -214,9 +275,11 @@ def _one_or_many(locations: list[Location], partial: bool, one: str, many: str) 
     "module, as the language server's hover shows it. Use it to learn what a name means before "
     "reading its source; a position with nothing to show answers status not_found.",
     PositionArgs,
+    title="Hover info",
 )
 async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
-    manager, source = _at(ctx, args.path, args.line, args.character)
+    manager, at = await locate(ctx, args)
+    source, line, character = at.source, at.line, at.character
     locator = Locator(manager)
     read: list[tuple[Any, lsp.Hover | None, hover.HoverText | None]] = []
 
@@ -233,12 +296,15 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
     # The definition names the module when the hover does not: both are sent at once (the
     # server answers the second right after the first), so it costs no round trip; it is
     # not awaited (`$/cancelRequest`) when the hover shows nothing or names its module.
-    at = (args.line, args.character)
     answer, definition = await manager.request_together(
         source.path,
         [
-            ("textDocument/hover", _position_params("textDocument/hover", *at), Any),
-            ("textDocument/definition", _position_params("textDocument/definition", *at), Any),
+            ("textDocument/hover", _position_params("textDocument/hover", line, character), Any),
+            (
+                "textDocument/definition",
+                _position_params("textDocument/definition", line, character),
+                Any,
+            ),
         ],
         enough=enough,
     )
@@ -249,7 +315,7 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
         hovered = shapes.answer(answer.result, answer.server, "textDocument/hover")
         parsed = _hover_text(hovered, locator)
     if parsed is None:
-        return {"status": "not_found", "partial": answer.partial}
+        return with_at(at, {"status": "not_found", "partial": answer.partial})
     module = parsed.module
     if module is None and isinstance(definition, Answer):  # a failed one: module unknown
         # The server's first definition, in its own order (the likeliest one).
@@ -260,21 +326,24 @@ async def get_hover_info(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]
     rng = hovered.range if hovered is not None else None
     span = None
     if rng is not None:
-        line, char, end_line, end_char = locator.span(
+        first, char, end_line, end_char = locator.span(
             path_to_uri(source.path), rng, answer.encoding
         )
-        span = {"line": line, "character": char, "end_line": end_line, "end_character": end_char}
-    return {
-        "status": "found",
-        "signature": parsed.signature,
-        "kind": parsed.kind,
-        "type": parsed.type,
-        "docs": parsed.docs,
-        "module": module,
-        "markdown": parsed.markdown,
-        "range": span,
-        "partial": answer.partial,
-    }
+        span = {"line": first, "character": char, "end_line": end_line, "end_character": end_char}
+    return with_at(
+        at,
+        {
+            "status": "found",
+            "signature": parsed.signature,
+            "kind": parsed.kind,
+            "type": parsed.type,
+            "docs": parsed.docs,
+            "module": module,
+            "markdown": parsed.markdown,
+            "range": span,
+            "partial": answer.partial,
+        },
+    )
 
 
 def _hover_text(hovered: lsp.Hover | None, locator: Locator) -> hover.HoverText | None:
@@ -327,13 +396,13 @@ def _is_package(folder: Path) -> bool:
     "location has a preview of its line. Outside the project, the standard library and "
     "installed packages show as indicators such as python:os.path or go:fmt.",
     PositionArgs,
+    title="Go to definition",
 )
 async def go_to_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
-    manager, source = _at(ctx, args.path, args.line, args.character)
-    found, partial = await _targets(
-        manager, source, "textDocument/definition", args.line, args.character
-    )
-    return _one_or_many(found, partial, "definition", "definitions")
+    manager, at = await locate(ctx, args)
+    source, line, character = at.source, at.line, at.character
+    found, partial = await _targets(manager, source, "textDocument/definition", line, character)
+    return with_at(at, _one_or_many(found, partial, "definition", "definitions"))
 
 
 @tool(
@@ -341,13 +410,13 @@ async def go_to_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, An
     "Find the definition of the type of the symbol at a position (the class of a variable, "
     "the struct of a field). Use it when you know a value and want to see its type's source.",
     PositionArgs,
+    title="Go to type definition",
 )
 async def get_type_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
-    manager, source = _at(ctx, args.path, args.line, args.character)
-    found, partial = await _targets(
-        manager, source, "textDocument/typeDefinition", args.line, args.character
-    )
-    return _one_or_many(found, partial, "type_definition", "type_definitions")
+    manager, at = await locate(ctx, args)
+    source, line, character = at.source, at.line, at.character
+    found, partial = await _targets(manager, source, "textDocument/typeDefinition", line, character)
+    return with_at(at, _one_or_many(found, partial, "type_definition", "type_definitions"))
 
 
 @tool(
@@ -356,18 +425,21 @@ async def get_type_definition(ctx: ToolContext, args: PositionArgs) -> dict[str,
     "position: the concrete classes or overriding methods. Use it to go from an abstraction "
     "to the code that runs.",
     PositionArgs,
+    title="Find implementations",
 )
 async def find_implementations(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
-    manager, source = _at(ctx, args.path, args.line, args.character)
-    found, partial = await _targets(
-        manager, source, "textDocument/implementation", args.line, args.character
+    manager, at = await locate(ctx, args)
+    source, line, character = at.source, at.line, at.character
+    found, partial = await _targets(manager, source, "textDocument/implementation", line, character)
+    return with_at(
+        at,
+        {
+            "status": "found" if found else "not_found",
+            "implementations": found,
+            "count": len(found),
+            "partial": partial,
+        },
     )
-    return {
-        "status": "found" if found else "not_found",
-        "implementations": found,
-        "count": len(found),
-        "partial": partial,
-    }
 
 
 @tool(
@@ -376,20 +448,22 @@ async def find_implementations(ctx: ToolContext, args: PositionArgs) -> dict[str
     "search): before renaming or changing a function, to see who depends on it. The "
     "declaration itself is left out unless include_declaration is true.",
     ReferencesArgs,
+    title="Find references",
 )
 async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, Any]:
-    manager, source = _at(ctx, args.path, args.line, args.character)
+    manager, at = await locate(ctx, args)
+    source, line, character = at.source, at.line, at.character
     declarations: list[Answer] = []
 
     async def declared(method: str) -> None:
         with contextlib.suppress(ToolError):  # a server without it: the other one counts
             declarations.append(
                 await manager.request(
-                    source.path, method, _position_params(method, args.line, args.character)
+                    source.path, method, _position_params(method, line, character)
                 )
             )
 
-    references = _references_params(args.line, args.character, include_declaration=True)
+    references = _references_params(line, character, include_declaration=True)
     if args.include_declaration:  # nothing beside it: no nursery (its exit is a checkpoint)
         answer = await manager.request(
             source.path, "textDocument/references", references, result_type=list[LspLocation] | None
@@ -410,7 +484,7 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
         answer = await manager.request(
             source.path,
             "textDocument/references",
-            _references_params(args.line, args.character, include_declaration=False),
+            _references_params(line, character, include_declaration=False),
             result_type=list[LspLocation] | None,
         )
     items: list[LspLocation] = answer.result or []
@@ -420,12 +494,15 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
     locator = Locator(manager)
     await locator.prepare({item.uri for item in items})
     found = locator.locations(items, answer.encoding)
-    return {
-        "status": "found" if found else "not_found",
-        "references": found,
-        "count": len(found),
-        "partial": answer.partial,
-    }
+    return with_at(
+        at,
+        {
+            "status": "found" if found else "not_found",
+            "references": found,
+            "count": len(found),
+            "partial": answer.partial,
+        },
+    )
 
 
 def _references_params(line: int, character: int, *, include_declaration: bool) -> Any:
@@ -480,6 +557,7 @@ class DeclarationSites:
     "size:8` is two functions whose names start at character 9 of lines 5 and 8 (the "
     "position the other tools take); `name:line:char` where the characters differ.",
     SymbolsArgs,
+    title="List symbols",
 )
 async def get_symbols(ctx: ToolContext, args: SymbolsArgs) -> dict[str, Any]:
     if not 1 <= args.limit <= 10000:
@@ -717,24 +795,27 @@ async def _workspace_loaded(
     "function at a position, one level deep, each with its location and a preview. Use it "
     "to trace how code is reached or what it depends on.",
     CallsArgs,
+    title="Call hierarchy",
 )
 async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
-    manager, source = _at(ctx, args.path, args.line, args.character)
+    manager, at = await locate(ctx, args)
+    source, line, character = at.source, at.line, at.character
     prepare = "textDocument/prepareCallHierarchy"
-    answer = await manager.request(
-        source.path, prepare, _position_params(prepare, args.line, args.character)
-    )
+    answer = await manager.request(source.path, prepare, _position_params(prepare, line, character))
     items: Sequence[lsp.CallHierarchyItem] = (
         shapes.answer(answer.result, answer.server, prepare) or []
     )
     if not items:
-        return {
-            "status": "not_found",
-            "direction": args.direction,
-            "calls": [],
-            "count": 0,
-            "partial": answer.partial,
-        }
+        return with_at(
+            at,
+            {
+                "status": "not_found",
+                "direction": args.direction,
+                "calls": [],
+                "count": 0,
+                "partial": answer.partial,
+            },
+        )
     method = f"callHierarchy/{args.direction}Calls"
     locator = Locator(manager)
     found: list[dict[str, Any]] = []
@@ -758,11 +839,14 @@ async def call_hierarchy(ctx: ToolContext, args: CallsArgs) -> dict[str, Any]:
     found = finish(found)
     target = items[0]
     where = locator.location(target.uri, target.selection_range, answer.encoding)
-    return {
-        "status": "found" if found else "not_found",
-        "direction": args.direction,
-        "item": {"name": locator.scrub(target.name), **(where or {})},
-        "calls": found,
-        "count": len(found),
-        "partial": answer.partial,
-    }
+    return with_at(
+        at,
+        {
+            "status": "found" if found else "not_found",
+            "direction": args.direction,
+            "item": {"name": locator.scrub(target.name), **(where or {})},
+            "calls": found,
+            "count": len(found),
+            "partial": answer.partial,
+        },
+    )

@@ -55,7 +55,10 @@ class RunLuaArgs(msgspec.Struct, forbid_unknown_fields=True):
     "Git writes need the same approval as git_command. E.g. preview edits with edit_file "
     '`mode = "preview"` and apply only those whose `diagnostics_after` introduce nothing.',
     RunLuaArgs,
+    title="Run a Lua script",
     servers=False,
+    read_only=False,  # its calls may write (each asks its own approval)
+    destructive=True,
 )
 async def run_lua(ctx: ToolContext, args: RunLuaArgs) -> dict[str, Any]:
     result, logs = await evaluate(ctx.session, ctx.caller, ctx.policy, args.source, args.args)

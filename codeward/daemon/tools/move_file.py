@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import trio
 
-from codeward.daemon.edits import Basis, apply_workspace_edit
+from codeward.daemon.edits import Basis, apply_workspace_edit, left_out
 from codeward.daemon.edits.aftermath import Aftermath
 from codeward.daemon.edits.batch import Replacement, combine
 from codeward.daemon.edits.folders import git_dir_holding, in_git_dir
@@ -22,7 +22,7 @@ from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.service import Answer
 from codeward.daemon.lsp.uris import path_to_uri
 from codeward.daemon.paths import relative
-from codeward.daemon.tools.registry import ToolContext, tool
+from codeward.daemon.tools.registry import ToolContext, approve_writes, tool
 from codeward.protocol.errors import ErrorKind, ToolError
 
 METHOD = "workspace/willRenameFiles"
@@ -64,6 +64,8 @@ class MoveFileArgs(msgspec.Struct, forbid_unknown_fields=True):
     "`unsupported_by_server` and nothing moves, unless `force` (then it moves and says so). "
     "Returns `moved`, `files_changed`, `diff`, `servers` and `diagnostics_after`.",
     MoveFileArgs,
+    title="Move a file",
+    write_switch="mode",
     writes=lambda args: args.mode == "apply",
 )
 async def move_file(ctx: ToolContext, args: MoveFileArgs) -> dict[str, Any]:
@@ -97,6 +99,7 @@ async def move_file(ctx: ToolContext, args: MoveFileArgs) -> dict[str, Any]:
         result["partial"] = True
     if args.mode == "preview":
         return {**result, "diagnostics_after": []}
+    await approve_writes(ctx, "move_file", [*planned.paths, old, new])
     check = Aftermath.plan(session, [*planned.paths, old])
     check.took(await manager.files_diagnostics(check.asked, check.changing))
     move = {
@@ -112,7 +115,9 @@ async def move_file(ctx: ToolContext, args: MoveFileArgs) -> dict[str, Any]:
     deleted = [c.path for c in plan.changes if c.after is None]
     after = await manager.files_diagnostics(check.to_ask(paths, deleted), paths)
     report = check.report(paths, deleted, after)
-    return {**result, "moved": True, "diagnostics_after": report.public()}
+    scopes = await left_out.unanalysed(session, [new, *paths])
+    return {**result, "moved": True, "diagnostics_after": report.public(),
+            **({"unanalysed": scopes} if scopes else {})}  # fmt: skip
 
 
 def _paths(root: Path, given: str, given_new: str) -> tuple[Path, Path]:

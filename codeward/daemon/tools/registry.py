@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from codeward.daemon.approvals import approve_edits
 from codeward.daemon.lsp import restricted_effects
+from codeward.daemon.paths import relative
+from codeward.daemon.tools.suggest import suggested
 from codeward.protocol.errors import ErrorKind, ToolError
 from codeward.protocol.outputs import OUTPUT_SCHEMAS
 from codeward.protocol.tools import ToolSpec, tidy_schema
@@ -60,6 +64,17 @@ class ToolContext:
         restricted_effects.collect(self.effects)
 
 
+async def approve_writes(ctx: ToolContext, tool: str, paths: Sequence[Path]) -> None:
+    """Return when `tool` may write `paths` under the caller's `policy.edits`; raise the
+    refusal (`confirmation_required`, `confirmation_denied`) otherwise."""
+    policy = ctx.policy or ctx.session.policy
+    if policy.edits == "allow":
+        return
+    root = ctx.session.root
+    shown = [relative(path, root) if path.is_relative_to(root) else path.name for path in paths]
+    await approve_edits(ctx.session.id, ctx.caller, policy, tool, shown)
+
+
 Handler = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
 
 
@@ -73,6 +88,13 @@ class Tool:
     # whether a call with these (validated) arguments may change files: such a call runs to
     # completion when its client disconnects (its write itself is shielded where it happens)
     writes: Callable[[Any], bool] | None = None
+    title: str | None = None  # a short human name (MCP `title`)
+    destructive: bool = False  # a write may overwrite or delete what was there
+    idempotent: bool | None = None  # the same call twice does no more (default: read-only)
+    write_switch: str | None = None  # the argument that says whether it writes (see ToolSpec)
+    # whether it never writes, where `writes` cannot say (a script that may call writing
+    # tools); None: from `writes`
+    never_writes: bool | None = None
 
     def finish(self, ctx: ToolContext, result: dict[str, Any]) -> dict[str, Any]:
         """The handler's `result` as the caller returns it: `restricted: true` beside it when
@@ -91,25 +113,67 @@ class Tool:
             f.encode_name for f in msgspec.structs.fields(self.arguments) if not f.required
         )
 
+    async def explained(self, ctx: ToolContext, args: Any, error: ToolError) -> ToolError:
+        """The handler's `error` as the caller raises it: a missing `path` names the
+        nearest existing files (called on the error path only, so a call's line to its
+        server has no step more)."""
+        if error.kind is not ErrorKind.FILE_NOT_FOUND:
+            return error
+        return await suggested(ctx.session.lsp, args, error)
+
+    @property
+    def read_only(self) -> bool:
+        return self.writes is None if self.never_writes is None else self.never_writes
+
+    def annotations(self) -> dict[str, bool]:
+        """MCP's hints about the tool: every tool acts on the project only."""
+        read_only = self.read_only
+        idempotent = read_only if self.idempotent is None else self.idempotent
+        return {
+            "readOnlyHint": read_only,
+            "destructiveHint": not read_only and self.destructive,
+            "idempotentHint": idempotent,
+            "openWorldHint": False,
+        }
+
     def spec(self) -> ToolSpec:
         output = OUTPUT_SCHEMAS.get(self.name)
-        return ToolSpec(self.name, self.description, argument_schema(self.arguments), output)
+        return ToolSpec(
+            self.name,
+            self.description,
+            argument_schema(self.arguments),
+            output,
+            title=self.title,
+            annotations=self.annotations(),
+            write_switch=self.write_switch,
+        )
 
 
 def argument_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
-    """The flat JSON Schema object of an argument Struct (no `$ref`s at the top)."""
+    """The flat JSON Schema object of an argument Struct: every `$ref` replaced by what it
+    names, so no format has `$defs` (several hosts and models do not follow references)."""
     schema = msgspec.json.schema(struct)
     defs = schema.pop("$defs", {})
-    ref = schema.get("$ref", "")
-    if ref.startswith("#/$defs/"):
-        schema = defs.pop(ref.removeprefix("#/$defs/"))
+    schema = _inline(schema, defs)
     schema.pop("title", None)
-    if defs:
-        schema["$defs"] = defs
     schema.setdefault("properties", {})
     schema.setdefault("required", [])
     schema["additionalProperties"] = False
     return tidy_schema(schema)
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """`node` with each `{"$ref": "#/$defs/X"}` replaced by (the inlined) `defs[X]`."""
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = dict(_inline(defs[ref.removeprefix("#/$defs/")], defs))
+        target.pop("title", None)
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return {key: _inline(value, defs) for key, value in node.items()}
 
 
 class ToolsWatcher(Protocol):
@@ -196,15 +260,25 @@ def tool(
     description: str,
     arguments: type[msgspec.Struct],
     *,
+    title: str,
     servers: bool = True,
     writes: Callable[[Any], bool] | None = None,
+    destructive: bool = False,
+    idempotent: bool | None = None,
+    write_switch: str | None = None,
+    read_only: bool | None = None,
 ) -> Callable[[Handler], Handler]:
-    """Declare a tool in the registry: `@tool("name", "what it does", ArgsStruct)`;
-    `servers=False` for a tool that never asks a language server; `writes` tells from a
-    call's arguments whether it may change files."""
+    """Declare a tool in the registry: `@tool("name", "what it does", ArgsStruct,
+    title="Short name")`; `servers=False` for a tool that never asks a language server;
+    `writes` tells from a call's arguments whether it may change files (none: a read-only
+    tool); `destructive`, `idempotent` are MCP's hints about its writes; `write_switch`
+    names the argument that says whether a call writes (required on MCP); `read_only=False`
+    for a tool whose writes `writes` cannot tell (a script's)."""
 
     def register(handler: Handler) -> Handler:
-        REGISTRY.register(Tool(name, description, arguments, handler, servers, writes))
+        declared = Tool(name, description, arguments, handler, servers, writes, title,
+                        destructive, idempotent, write_switch, read_only)  # fmt: skip
+        REGISTRY.register(declared)
         return handler
 
     return register

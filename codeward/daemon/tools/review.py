@@ -52,6 +52,7 @@ class ReviewArgs(msgspec.Struct, forbid_unknown_fields=True):
     "file with counts); and the diagnostics the change introduced and resolved, the "
     "revision's text shown to the servers in memory. Nothing is written.",
     ReviewArgs,
+    title="Review changes",
     servers=True,
 )
 async def review_changes(ctx: ToolContext, args: ReviewArgs) -> dict[str, Any]:
