@@ -37,7 +37,7 @@ async def test_a_partial_answer_refuses(client: RpcClient, project: Path) -> Non
     write(project, {"a.fake": "good\n"})
     result = await client.tool("edit_file", path="a.fake", content="good\n# fine\n", mode="safe")
     assert result["refused"] and not result["written"], result
-    assert result["reason"] == "partial: mute"
+    assert result["reason"] == "partial: mute, so nothing was written"
     (report,) = result["diagnostics_after"]
     assert report["partial_servers"] == ["mute"] and report["introduced"] == []
     assert (project / "a.fake").read_text() == "good\n"
