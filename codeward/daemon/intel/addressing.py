@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from codeward.daemon.intel.inputs import SourceFile, check_position
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -180,7 +180,7 @@ def segments(symbol: str) -> list[str]:
     return [part.strip() for part in _PATH_SEPARATOR.split(symbol.strip()) if part.strip()]
 
 
-def _name_parts(name: str) -> list[str]:
+def name_parts(name: str) -> list[str]:
     """A server's symbol name as name-path parts: gopls's `(*Server).Run` -> [Server, Run],
     jdtls's `run(String)` -> [run]."""
     name = name.strip()
@@ -203,6 +203,10 @@ class Candidate:
     def shown(self) -> str:
         return f"{'.'.join(self.chain)} ({self.kind}, {self.path}:{self.line}:{self.character})"
 
+    @property
+    def place(self) -> tuple[Any, ...]:
+        return (self.path, self.line, self.character)
+
     def public(self) -> dict[str, Any]:
         return {"symbol": ".".join(self.chain), "kind": self.kind, "path": self.path,
                 "line": self.line, "character": self.character}  # fmt: skip
@@ -218,7 +222,7 @@ def document_candidates(tree: list[dict[str, Any]], path: str) -> Iterator[Candi
                 continue
             container = item.get("container")
             above = chain or (tuple(_container_parts(container)) if container else ())
-            own = (*above, *_name_parts(str(item["name"])))
+            own = (*above, *name_parts(str(item["name"])))
             yield Candidate(own, path, item["line"], item["character"], str(item.get("kind")))
             yield from walk(item.get("children") or [], own)
 
@@ -230,7 +234,7 @@ def workspace_candidates(found: list[dict[str, Any]]) -> Iterator[Candidate]:
         if "line" not in item or "path" not in item:
             continue
         container = item.get("container")
-        chain = (*(_container_parts(container) if container else ()), *_name_parts(item["name"]))
+        chain = (*(_container_parts(container) if container else ()), *name_parts(item["name"]))
         yield Candidate(chain, item["path"], item["line"], item["character"], str(item["kind"]))
 
 
@@ -238,10 +242,34 @@ def _container_parts(container: str) -> list[str]:
     return [p for p in _PATH_SEPARATOR.split(container.replace("/", ".")) if p]
 
 
-def choose(symbol: str, candidates: list[Candidate], where: str) -> Candidate:
+class Named(Protocol):
+    """A symbol a name path may name: its chain of names, how an error shows it, where it
+    is (one per place), and its entry in an error's `data.candidates`."""
+
+    @property
+    def chain(self) -> tuple[str, ...]: ...
+
+    @property
+    def shown(self) -> str: ...
+
+    @property
+    def place(self) -> tuple[Any, ...]: ...
+
+    def public(self) -> dict[str, Any]: ...
+
+
+N = TypeVar("N", bound=Named)
+
+
+def choose(
+    symbol: str,
+    candidates: Sequence[N],
+    where: str,
+    ways: str = "`path`, or a line and name",
+) -> N:
     """The one candidate that `symbol` names: its chain ends with the name path's parts (the
     whole chain first: `main` is the top-level `main` before any `X.main`). Ambiguity and
-    absence are errors naming the candidates."""
+    absence are errors naming the candidates (`ways`: what else narrows it, if anything)."""
     parts = tuple(segments(symbol))
     if not parts:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `symbol` as a name path, e.g. "
@@ -257,25 +285,30 @@ def choose(symbol: str, candidates: list[Candidate], where: str) -> Candidate:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS,
                 f"{symbol!r} names {len(matches)} symbols {where}: {listed}{more}; give a "
-                "longer name path (`Class.method`), `path`, or a line and name.",
+                f"longer name path (`Class.method`){', ' + ways if ways else ''}.",
                 candidates=[c.public() for c in matches[:SHOWN]],
             )
     names = sorted({".".join(c.chain) for c in candidates})
     close = difflib.get_close_matches(".".join(parts), names, n=SHOWN, cutoff=0.6)
     close += [n for n in names if n.split(".")[-1].lower() == parts[-1].lower() and n not in close]
-    hint = f" (close: {', '.join(close[:SHOWN])})" if close else ""
+    if close:
+        hint = f" (close: {', '.join(close[:SHOWN])})"
+    else:  # nothing alike: what there is at the top
+        close = [n for n in names if "." not in n]
+        hint = f" (its top-level symbols: {', '.join(close[:SHOWN]) or 'none'})"
     raise ToolError(
         ErrorKind.INVALID_ARGUMENTS,
-        f"No symbol {symbol!r} {where}{hint}; list them with get_symbols, or give a line and name.",
+        f"No symbol {symbol!r} {where}{hint}; list them with get_symbols"
+        f"{', or give ' + ways if ways else ''}.",
         candidates=[{"symbol": n} for n in close[:SHOWN]],
     )
 
 
-def _unique(found: Iterator[Candidate]) -> list[Candidate]:
+def _unique(found: Iterator[N]) -> list[N]:
     """One candidate per place (a server may report a symbol twice)."""
-    seen: dict[tuple[str, int, int], Candidate] = {}
+    seen: dict[tuple[Any, ...], N] = {}
     for candidate in found:
-        seen.setdefault((candidate.path, candidate.line, candidate.character), candidate)
+        seen.setdefault(candidate.place, candidate)
     return list(seen.values())
 
 

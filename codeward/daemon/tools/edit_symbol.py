@@ -3,8 +3,6 @@ its name path in the file's document symbols, and written the way `edit_file` wr
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +12,7 @@ import msgspec
 from lsprotocol import types as lsp
 
 from codeward.daemon.edits.symbol_text import ACTIONS, Action, Place, Span, check_text, new_text
+from codeward.daemon.intel.addressing import choose, name_parts, segments
 from codeward.daemon.intel.symbols import kind_name
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.service import Answer
@@ -22,9 +21,6 @@ from codeward.daemon.tools.diagnostics import Severity
 from codeward.daemon.tools.edit_file import Mode, check_expected, read_target, write_edit
 from codeward.daemon.tools.registry import ToolContext, tool
 from codeward.protocol.errors import ErrorKind, ToolError
-
-SHOWN = 8  # candidates an error names
-_SEPARATOR = re.compile(r"\.|::|#")  # `Class.method`, `mod::f`, `Class#method`
 
 
 class EditSymbolArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -97,7 +93,7 @@ async def edit_symbol(ctx: ToolContext, args: EditSymbolArgs) -> dict[str, Any]:
         )
     action: Action = args.action  # type: ignore[assignment]  # checked just above
     check_text(args.text, action)
-    if not _segments(args.symbol):
+    if not segments(args.symbol):
         raise ToolError(
             ErrorKind.INVALID_ARGUMENTS,
             "Give `symbol` as a name path, such as `Class.method` or `main`.",
@@ -124,7 +120,7 @@ async def edit_symbol(ctx: ToolContext, args: EditSymbolArgs) -> dict[str, Any]:
         )
     tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
     found = list(_symbols(tree or [], answer, target.path.as_uri()))
-    chosen = _choose(args.symbol, found, target.shown)
+    chosen = choose(args.symbol, found, f"in {target.shown!r}", ways="")
     place = Place(chosen.span, chosen.name_line, chosen.described)
     new = new_text(old_text, place, action, args.text, language)
     result = await write_edit(
@@ -145,6 +141,14 @@ class _Symbol:
         return ".".join(self.chain)
 
     @property
+    def place(self) -> tuple[Any, ...]:
+        return (self.span.line, self.span.character, self.chain)
+
+    @property
+    def shown(self) -> str:
+        return self.described
+
+    @property
     def described(self) -> str:
         return f"{self.dotted!r} ({self.kind}, {self._lines})"
 
@@ -162,72 +166,22 @@ class _Symbol:
         }
 
 
-def _segments(symbol: str) -> tuple[str, ...]:
-    """A name path's parts: `Context.invoke` -> (Context, invoke)."""
-    return tuple(part.strip() for part in _SEPARATOR.split(symbol.strip()) if part.strip())
-
-
-def _name_parts(name: str) -> tuple[str, ...]:
-    """A server's symbol name as name-path parts: gopls's `(*Server).Run` -> (Server, Run),
-    jdtls's `run(String)` -> (run,)."""
-    name = name.strip()
-    if name.startswith("("):  # a Go method with its receiver
-        name = name.replace("(", "").replace(")", "").replace("*", "")
-    else:
-        name = name.split("(", 1)[0]
-    return tuple(part for part in _SEPARATOR.split(name) if part) or (name,)
-
-
 def _symbols(items: Sequence[Any], answer: Answer, uri: str) -> Iterator[_Symbol]:
     """Every symbol of a document-symbol answer (a tree, or flat with containers)."""
 
     def walk(nodes: Sequence[Any], chain: tuple[str, ...]) -> Iterator[_Symbol]:
         for node in nodes:
             if isinstance(node, lsp.DocumentSymbol):
-                own = (*chain, *_name_parts(node.name))
+                own = (*chain, *name_parts(node.name))
                 span = Span(*answer.span(uri, node.range))
                 name_line = answer.point(uri, node.selection_range.start)[0]
                 yield _Symbol(own, kind_name(node.kind), span, name_line)
                 yield from walk(node.children or [], own)
             elif isinstance(node, lsp.SymbolInformation):
                 container = node.container_name
-                above = _segments(container.replace("/", ".")) if container else ()
-                own = (*above, *_name_parts(node.name))
+                above = segments(container.replace("/", ".")) if container else ()
+                own = (*above, *name_parts(node.name))
                 span = Span(*answer.span(uri, node.location.range))
                 yield _Symbol(own, kind_name(node.kind), span, span.line)
 
     yield from walk(items, ())
-
-
-def _choose(symbol: str, found: list[_Symbol], shown: str) -> _Symbol:
-    """The one symbol `symbol` names: its whole chain first (`main` is the top-level one
-    before any `X.main`), else the chains that end with it. Never a guess."""
-    parts = _segments(symbol)
-    whole = [s for s in found if s.chain == parts]
-    ending = [s for s in found if s.chain[-len(parts) :] == parts]
-    for matches in (whole, ending):
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            listed = "; ".join(s.described for s in matches[:SHOWN])
-            more = f" and {len(matches) - SHOWN} more" if len(matches) > SHOWN else ""
-            raise ToolError(
-                ErrorKind.INVALID_ARGUMENTS,
-                f"{symbol!r} names {len(matches)} symbols in {shown!r}: {listed}{more}; give "
-                "a longer name path (`Class.method`).",
-                candidates=[s.public() for s in matches[:SHOWN]],
-            )
-    names = sorted({s.dotted for s in found})
-    close = difflib.get_close_matches(".".join(parts), names, n=SHOWN, cutoff=0.6)
-    close += [n for n in names if n.rsplit(".", 1)[-1].lower() == parts[-1].lower()]
-    close = list(dict.fromkeys(close))[:SHOWN]
-    if close:
-        hint = f" (the nearest: {', '.join(close)})"
-    else:
-        close = [s.dotted for s in found if len(s.chain) == 1][:SHOWN]
-        hint = f" (its top-level symbols: {', '.join(close) or 'none'})"
-    raise ToolError(
-        ErrorKind.INVALID_ARGUMENTS,
-        f"No symbol {symbol!r} in {shown!r}{hint}; list its symbols with get_symbols.",
-        candidates=[{"name_path": n} for n in close],
-    )
