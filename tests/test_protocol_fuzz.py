@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeward.protocol import mcp, methods
+from codeward.protocol import lsp, mcp, methods
 from codeward.protocol.errors import ErrorCode, RpcError
 from codeward.protocol.framing import FrameError, Framing, encode_frame, make_decoder
 from codeward.protocol.jsoncodec import JsonCodec
@@ -33,7 +33,7 @@ from codeward.protocol.peer import (
     ResponseReceived,
     UnmatchedResponse,
 )
-from tests.wire_support import BAD_HEADERS, MCP, NATIVE, NOT_UTF8, bad_bodies
+from tests.wire_support import BAD_HEADERS, LSP, MCP, NATIVE, NOT_UTF8, bad_bodies
 
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None)
 ERROR_CODES = {ErrorCode.PARSE_ERROR, ErrorCode.INVALID_REQUEST}
@@ -52,6 +52,7 @@ PARAMS: list[Any] = [
     mcp.CallToolParams,
     mcp.CancelledParams,
     mcp.BindParams,
+    lsp.InitializeParams,
 ]
 
 
@@ -175,6 +176,30 @@ def test_the_mcp_machine_answers_every_line(initialized: bool, frames: list[byte
             assert isinstance(event.arguments, dict) and isinstance(event.name, str)
         else:
             assert event is None or isinstance(event, mcp.Event)  # type: ignore[arg-type]
+
+
+@FUZZ
+@given(initialized=st.booleans(), frames=st.lists(bad_bodies(LSP), min_size=1, max_size=6))
+def test_the_lsp_machine_answers_every_frame(initialized: bool, frames: list[bytes]) -> None:
+    machine = lsp.LspMachine()
+    if initialized:
+        assert isinstance(machine.receive(LSP[0]), lsp.Initialize)
+    for frame in frames:
+        assert lsp.is_opening(frame) in (True, False)
+        event = machine.receive(frame)
+        if isinstance(event, lsp.Send):
+            reply = json.loads(event.data)
+            assert reply["error"]["code"] in {
+                *ERROR_CODES, ErrorCode.INVALID_PARAMS, ErrorCode.SERVER_NOT_INITIALIZED
+            }  # fmt: skip
+            if not_utf8(frame):
+                assert reply["error"]["code"] in ERROR_CODES
+        elif isinstance(event, lsp.Call):
+            assert event.id in machine.inbound  # answered later: the reply encodes
+            json.loads(machine.result_message(event.id, msgspec.Raw(b"null")))
+            assert event.id not in machine.inbound
+        else:
+            assert event is None or isinstance(event, lsp.Event)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", NOT_UTF8)

@@ -46,6 +46,30 @@ MCP = [
     body({"method": mcp.BIND_METHOD, "params": {"root": "/nonexistent/fuzz"}}),
     body({"id": 5, "result": {}}),
 ]  # fmt: skip
+LSP_INIT = {
+    "processId": 1,
+    "rootUri": "file:///nonexistent/fuzz",
+    "capabilities": {"general": {"positionEncodings": ["utf-8", "utf-16"]}},
+    "clientInfo": {"name": "fuzz"},
+}
+TEXT_POSITION = {
+    "textDocument": {"uri": "file:///nonexistent/fuzz/a.py"},
+    "position": {"line": 0, "character": 1},
+}
+LSP = [
+    body({"id": 1, "method": "initialize", "params": LSP_INIT}),
+    body({"method": "initialized", "params": {}}),
+    body({"id": 2, "method": "textDocument/hover", "params": TEXT_POSITION}),
+    body({"method": "$/cancelRequest", "params": {"id": 2}}),
+    body({"method": "textDocument/didChange", "params": {
+        "textDocument": {"uri": "file:///nonexistent/fuzz/a.py", "version": 2},
+        "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
+                                      "end": {"line": 0, "character": 1}}, "text": "x"}]}}),
+    body({"id": "codeward-1", "result": {"applied": True}}),
+    body({"id": 3, "method": "shutdown"}),
+    body({"method": "exit"}),
+    body({"id": 0, "method": "codeward/lsp-stdio"}),
+]  # fmt: skip
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 # Bodies bad in every way a message can be: not UTF-8 in each place, cut short, numbers too

@@ -17,6 +17,8 @@ class ErrorCode(IntEnum):
     TOOL_ERROR = -32000
     CONNECTION_CLOSED = -32001  # the daemon closes this connection; the message says why
     REQUEST_CANCELLED = -32800
+    SERVER_NOT_INITIALIZED = -32002  # LSP: a request before `initialize`
+    REQUEST_FAILED = -32803  # LSP: the request was valid but failed (the message says why)
 
 
 class ErrorKind(StrEnum):
