@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from codeward.client import pump
-from codeward.client.entry import mcp_options
+from codeward.client.entry import pump_options
 from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode
 
@@ -184,10 +184,12 @@ def test_binding_line_escapes_the_root() -> None:
 @pytest.mark.parametrize(
     ("argv", "options"),
     [
-        (["mcp"], {}),
-        (["--socket", "/s", "mcp", "--root=/r"], {"socket": "/s", "root": "/r"}),
+        (["mcp"], ("mcp", {})),
+        (["--socket", "/s", "mcp", "--root=/r"], ("mcp", {"socket": "/s", "root": "/r"})),
         (["--no-autostart", "-y", "mcp", "--timeout", "5"],
-         {"no-autostart": "", "y": "", "timeout": "5"}),
+         ("mcp", {"no-autostart": "", "y": "", "timeout": "5"})),
+        (["--socket=/s", "lsp"], ("lsp", {"socket": "/s"})),
+        (["lsp", "mcp"], None),
         (["status"], None),
         (["mcp", "extra"], None),
         (["mcp", "mcp"], None),
@@ -197,7 +199,7 @@ def test_binding_line_escapes_the_root() -> None:
         ([], None),
     ],
 )  # fmt: skip
-def test_the_console_script_sends_only_plain_mcp_to_the_pump(
-    argv: list[str], options: dict[str, str] | None
+def test_the_console_script_sends_only_plain_mcp_and_lsp_to_the_pumps(
+    argv: list[str], options: tuple[str, dict[str, str]] | None
 ) -> None:
-    assert mcp_options(argv) == options
+    assert pump_options(argv) == options

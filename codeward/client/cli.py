@@ -311,7 +311,7 @@ COMMANDS = (
     "daemon", "status", "stop", "sessions", "tools", "call", "git", "lua", "diagnostics",
     "hover", "definition", "references", "implementations", "type-definition", "symbols",
     "calls", "types", "signature", "format", "actions", "rename", "review", "edit",
-    "edit-symbol", "move", "mcp", "trust", "servers",
+    "edit-symbol", "move", "mcp", "lsp", "trust", "servers",
 )  # fmt: skip
 
 
@@ -521,6 +521,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="move even when a language server cannot update the references",
     )
     command("mcp", cmd_mcp, "serve MCP on stdio, bridged to the daemon")
+    command("lsp", cmd_lsp, "serve LSP on stdio for an editor, bridged to the daemon")
     trust = command(
         "trust",
         cmd_trust,
@@ -953,6 +954,16 @@ def cmd_mcp(inv: Invocation) -> int:
 
     return pump.run(
         inv.args.socket, inv.root, autostart=inv.autostart,
+        stdin=inv.stdin, stdout=inv.stdout, stderr=inv.stderr,
+    )  # fmt: skip
+
+
+def cmd_lsp(inv: Invocation) -> int:
+    """The editor's pump (the console script reaches it without loading this module)."""
+    from codeward.client import lsp_pump
+
+    return lsp_pump.run(
+        inv.args.socket, autostart=inv.autostart,
         stdin=inv.stdin, stdout=inv.stdout, stderr=inv.stderr,
     )  # fmt: skip
 

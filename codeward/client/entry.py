@@ -1,5 +1,6 @@
-"""The `codeward` console script: `codeward mcp` goes straight to the lean pump, so that an
-agent's MCP server starts in milliseconds; every other command runs the full CLI."""
+"""The `codeward` console script: `codeward mcp` and `codeward lsp` go straight to the lean
+pumps, so that an agent's MCP server or an editor's language server starts in milliseconds;
+every other command runs the full CLI."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ _FLAGS = frozenset({"--json", "--no-autostart", "-y", "--yes"})
 _VALUED = frozenset({"--root", "--socket", "--timeout"})
 
 
-def mcp_options(argv: Sequence[str]) -> dict[str, str] | None:
-    """The global options of a plain `codeward [OPTIONS] mcp [OPTIONS]`, or None for any
-    other command line (the full CLI parses it, and says what is wrong)."""
+def pump_options(argv: Sequence[str]) -> tuple[str, dict[str, str]] | None:
+    """The command (`mcp` or `lsp`) and global options of a plain `codeward [OPTIONS] mcp
+    [OPTIONS]` (or `lsp`), or None for any other command line (the full CLI parses it, and
+    says what is wrong)."""
     options: dict[str, str] = {}
     command: str | None = None
     i = 0
@@ -26,17 +28,22 @@ def mcp_options(argv: Sequence[str]) -> dict[str, str] | None:
         elif arg in _VALUED and i + 1 < len(argv):
             options[arg[2:]] = argv[i + 1]
             i += 1
-        elif arg == "mcp" and command is None:
+        elif arg in ("mcp", "lsp") and command is None:
             command = arg
         else:
             return None
         i += 1
-    return options if command == "mcp" else None
+    return None if command is None else (command, options)
 
 
 def main() -> int:
-    options = mcp_options(sys.argv[1:])
-    if options is not None:
+    found = pump_options(sys.argv[1:])
+    if found is not None:
+        command, options = found
+        if command == "lsp":
+            from codeward.client import lsp_pump
+
+            return lsp_pump.main(options)
         from codeward.client import pump
 
         return pump.main(options)

@@ -30,7 +30,7 @@ from codeward.daemon.hangup import hung_up, wait_hung_up
 from codeward.daemon.mcp import McpDialect
 from codeward.daemon.outbox import Outbox
 from codeward.daemon.reads import receive_some, receive_with_fds
-from codeward.protocol import mcp
+from codeward.protocol import lsp, mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
 from codeward.protocol.framing import FrameError, Framing
 from codeward.protocol.messages import CODEC, ErrorObject, Id, Incoming, Response
@@ -46,6 +46,7 @@ from codeward.protocol.peer import (
 )
 
 if TYPE_CHECKING:
+    from codeward.daemon.editor.dialect import EditorDialect
     from codeward.daemon.session import Session, SessionManager
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,8 @@ class Connection:
         self.session: Session | None = None
         self.policy: PolicyConfig | None = None  # the narrowing this client asked for
         self.mcp: McpDialect | None = None  # the MCP dialect, when the first line chose it
+        self.editor: EditorDialect | None = None  # the LSP dialect (`codeward lsp`)
+        self._exited = False  # the editor sent `exit`: read no more
         self._first_frame = True
         # The peer's requests in flight carry (cancel scope, message) handles: a disconnect
         # spares the ones that change files.
@@ -199,6 +202,8 @@ class Connection:
             # A stopping daemon cancels this task: unshielded, the first close would raise
             # Cancelled and leave the pump's socket open (the pump would wait on it forever).
             with trio.CancelScope(shield=True):
+                if self.editor is not None:
+                    await self.editor.release()
                 await trio.aclose_forcefully(self.stream)
                 if self._lifeline is not None:
                     await self._end_lifeline(self._lifeline)
@@ -211,8 +216,12 @@ class Connection:
         end = "timeout"
         with self._reader:
             end = await self._read_loop(requests)
+        if self._exited:
+            end = "eof"
         self._end = end
         self.reader_done.set()
+        if self.editor is not None:
+            self.editor.stop()
         if end == "timeout":
             self.close_with(
                 f"No message within {limits.first_message_timeout:g} s of connecting; "
@@ -302,6 +311,14 @@ class Connection:
                 os.write(self._socket.fileno(), self._ended)
         await trio.aclose_forcefully(lifeline)
 
+    def finish_reading(self, ended: bytes) -> None:
+        """The editor sent `exit`: read no more, answer what runs, then close (`ended`: the
+        last line a handed-over session's pump gets)."""
+        self._exited = True
+        if self._lifeline is not None:
+            self._ended = self.peer.frame(ended)
+        self._reader.cancel()
+
     def _fatal(self, reason: str) -> None:
         """A framing error: say so where possible, then close."""
         self.outbox.put(
@@ -343,6 +360,8 @@ class Connection:
                 scope.cancel()
         if self.mcp is not None:
             self.mcp.cancel(writes=False)
+        if self.editor is not None:
+            self.editor.cancel(writes=False)
 
     async def wind_down(self, grace: float) -> None:
         """The daemon is stopping: refuse new requests, cancel reads in flight, give writes
@@ -356,6 +375,8 @@ class Connection:
             scope.cancel()  # a write's own shielded step still completes
         if self.mcp is not None:
             self.mcp.cancel(writes=True)
+        if self.editor is not None:
+            self.editor.cancel(writes=True)
         with trio.move_on_after(grace):
             await self._wait_until(lambda: self._tasks == 0)
         with trio.move_on_after(FAREWELL_SECONDS):
@@ -454,10 +475,15 @@ class Connection:
             self._first_frame = False
             if self.peer.framing is Framing.NDJSON and mcp.is_opening(frame):
                 self.mcp = McpDialect(self)
-        if self.mcp is not None:
+            elif self.peer.framing is Framing.CONTENT_LENGTH and lsp.is_opening(frame):
+                from codeward.daemon.editor.dialect import EditorDialect  # (what editors need)
+
+                self.editor = EditorDialect(self)
+        dialect = self.mcp or self.editor
+        if dialect is not None:
             if self._full():
                 await self._wait_for_room()
-            self.mcp.receive(frame, requests)
+            dialect.receive(frame, requests)
             if self._passed:  # what the first line carried and no handoff took
                 self._passed = _close_all(self._passed)
             return

@@ -41,6 +41,18 @@ _PROVIDERS: dict[str, tuple[str, str | None]] = {
     "textDocument/signatureHelp": ("signature_help_provider", None),
     "textDocument/diagnostic": ("diagnostic_provider", None),
     "workspace/diagnostic": ("diagnostic_provider", "workspace_diagnostics"),
+    # what an editor asks too (`codeward lsp`)
+    "textDocument/completion": ("completion_provider", None),
+    "completionItem/resolve": ("completion_provider", "resolve_provider"),
+    "textDocument/documentHighlight": ("document_highlight_provider", None),
+    "textDocument/foldingRange": ("folding_range_provider", None),
+    "textDocument/selectionRange": ("selection_range_provider", None),
+    "textDocument/semanticTokens/full": ("semantic_tokens_provider", "full"),
+    "textDocument/semanticTokens/full/delta": ("semantic_tokens_provider", "full"),
+    "textDocument/semanticTokens/range": ("semantic_tokens_provider", "range"),
+    "textDocument/inlayHint": ("inlay_hint_provider", None),
+    "inlayHint/resolve": ("inlay_hint_provider", "resolve_provider"),
+    "workspace/executeCommand": ("execute_command_provider", None),
 }
 # The file operations (`workspace.fileOperations.<name>` with filters of the files they
 # are about) that codeward sends.
@@ -57,6 +69,11 @@ _REGISTERED_AS = {
     "workspace/diagnostic": "textDocument/diagnostic",
     "codeAction/resolve": "textDocument/codeAction",
     "textDocument/prepareRename": "textDocument/rename",
+    "completionItem/resolve": "textDocument/completion",
+    "inlayHint/resolve": "textDocument/inlayHint",
+    "textDocument/semanticTokens/full": "textDocument/semanticTokens",
+    "textDocument/semanticTokens/full/delta": "textDocument/semanticTokens",
+    "textDocument/semanticTokens/range": "textDocument/semanticTokens",
 }
 
 

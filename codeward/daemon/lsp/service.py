@@ -118,6 +118,7 @@ from codeward.daemon.lsp.project import WALK_LIMIT, main_languages, project_file
 from codeward.daemon.lsp.restricted import FORMATTING_OFF
 from codeward.daemon.lsp.routing import Languages, unsupported
 from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.shapes import unstructure
 from codeward.daemon.lsp.shared import Repository, SharedServers, repository_of
 from codeward.daemon.lsp.texts import Texts, stat_of
 from codeward.daemon.lsp.types import PositionLike, RangeLike
@@ -134,6 +135,7 @@ __all__ = [
     "FolderDiagnostics",
     "Found",
     "LanguageService",
+    "Offer",
     "OnEdit",
     "Previewer",
     "ServerDiagnostics",
@@ -152,6 +154,17 @@ Ask = tuple[str, Callable[["DocumentContext"], Any], Any]
 Listing = tuple[dict[str, list[Path]], bool]  # files by language, and whether that is all
 # a server's own edit during a command: (WorkspaceEdit, its encoding, its documents) -> answer
 OnEdit = Callable[[Any, Encoding, Versions], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What one running server offers: its static capabilities as it sent them (JSON
+    data), its position encoding, and `supports(method)` (dynamic registrations too)."""
+
+    server: str
+    capabilities: dict[str, Any]
+    encoding: Encoding
+    supports: Callable[[str], bool]
 
 
 @dataclass
@@ -951,6 +964,24 @@ class LanguageService:
         for server in self.pool.live():
             if takes(server.capabilities.file_filters(method), new):
                 server.notify(method, rename_params(old, new))
+
+    async def capabilities_of(self, languages: Sequence[str]) -> list[Offer]:
+        """The servers of `languages` (routing order, each once), started together: what
+        each offers, for an editor's `initialize`. A server that cannot start is left out."""
+        names = self.languages.servers_of(languages)
+        offers: list[Offer | None] = [None] * len(names)
+
+        async def one(i: int, name: str) -> None:
+            with contextlib.suppress(ToolError):
+                server = await self.pool.started(name)
+                static = server.capabilities.static
+                data = unstructure(static) if static is not None else {}
+                offers[i] = Offer(name, data, server.encoding, server.capabilities.supports)
+
+        async with self.gate.shared(), trio.open_nursery() as nursery:
+            for i, name in enumerate(names):
+                nursery.start_soon(one, i, name)
+        return [offer for offer in offers if offer is not None]
 
     def indexing(self, server: str) -> bool:
         """Whether server `server` is not ready (an index still loading, as its readiness

@@ -1,0 +1,400 @@
+"""The editor dialect of a connection: the daemon as the editor's language server.
+
+`EditorDialect.receive` takes each frame of a connection whose first frame opened LSP
+(`codeward.protocol.lsp.is_opening`). The editor's requests run in the connection's request
+nursery (counted by `request_started`/`request_finished`, as MCP's calls), each in its own
+cancel scope: `$/cancelRequest` or a disconnect cancels it, and the service passes the
+cancellation on to the server. The diagnostics publisher runs in a background scope of the
+same nursery, cancelled when the editor stops sending.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+import trio
+from msgspec import Struct
+
+from codeward import __version__
+from codeward.daemon.editor import diagnostics
+from codeward.daemon.editor.buffers import BadChange, Buffers
+from codeward.daemon.editor.forward import FORWARDED, Forwarder, uri_of
+from codeward.daemon.editor.offers import command_servers, merged
+from codeward.daemon.editor.workspace import Workspace, folders_of
+from codeward.daemon.lsp.positions import Encoding, LineIndex, negotiated
+from codeward.protocol import lsp
+from codeward.protocol.errors import ErrorCode, ErrorKind, ToolError, find_tool_error
+from codeward.protocol.messages import Id
+
+if TYPE_CHECKING:
+    from codeward.daemon.lsp.service import Offer
+    from codeward.daemon.mcp import _Sessions
+
+log = logging.getLogger(__name__)
+APPLY_TIMEOUT = 60.0  # seconds the editor gets to answer workspace/applyEdit
+# A document's request when no server can say anything about it: LSP's empty answer.
+EMPTY_REPORT = {"kind": "full", "items": []}
+
+
+class Link(Protocol):
+    """The connection the dialect speaks over (`daemon.connection.Connection`)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def daemon(self) -> _Sessions: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def send_body(self, body: bytes) -> None: ...
+
+    def request_started(self) -> None: ...
+
+    def request_finished(self) -> None: ...
+
+    def hand_over(self, ack: bytes, ended: bytes) -> bool: ...
+
+    def finish_reading(self, ended: bytes) -> None:
+        """Read no more (the editor sent `exit`); `ended` is the pump's last line."""
+        ...
+
+
+class _TextDocument(Struct, rename="camel", forbid_unknown_fields=False):
+    uri: str
+    language_id: str = ""
+    version: int = 0
+    text: str = ""
+
+
+class _OpenParams(Struct, rename="camel", forbid_unknown_fields=False):
+    text_document: _TextDocument
+
+
+class _ChangeParams(Struct, rename="camel", forbid_unknown_fields=False):
+    text_document: _TextDocument
+    content_changes: list[dict[str, Any]]
+
+
+class _ApplyResult(Struct, forbid_unknown_fields=False):
+    applied: bool = False
+
+
+class EditorDialect:
+    def __init__(self, conn: Link) -> None:
+        self.conn = conn
+        self.machine = lsp.LspMachine()
+        self.name = "editor"  # the holder's name, from initialize's clientInfo and processId
+        self.encoding: Encoding = negotiated(lsp.DEFAULT_ENCODING)
+        self.buffers = Buffers(self.encoding)
+        self.workspace: Workspace | None = None
+        self.forwarder: Forwarder | None = None
+        self.publisher: diagnostics.Publisher | None = None
+        self._ready = trio.Event()  # initialize answered (or failed)
+        self._failure: ToolError | None = None
+        self._calls: dict[Id, tuple[trio.CancelScope, str]] = {}
+        self._asked: dict[Id, trio.MemorySendChannel[lsp.Reply]] = {}
+        self._background = trio.CancelScope()
+
+    # -- frames in ------------------------------------------------------------------------
+
+    def receive(self, frame: bytes, requests: trio.Nursery) -> None:
+        event = self.machine.receive(frame)
+        if event is None:
+            return
+        if isinstance(event, lsp.Send):
+            self.conn.send_body(event.data)
+        elif isinstance(event, lsp.Call):
+            self._start(event, requests)
+        elif isinstance(event, lsp.Notify):
+            self._notify(event)
+        elif isinstance(event, lsp.Cancel):
+            call = self._calls.get(event.id)
+            if call is not None:
+                call[0].cancel()
+        elif isinstance(event, lsp.Reply):
+            waiting = self._asked.pop(event.id, None)
+            if waiting is not None:
+                waiting.send_nowait(event)  # (a buffer of one: never blocks)
+        elif isinstance(event, lsp.Initialize):
+            self.conn.request_started()
+            requests.start_soon(self._initialize, event, requests)
+        elif isinstance(event, lsp.Shutdown):
+            self.conn.send_body(self.machine.result_message(event.id, None))
+        elif isinstance(event, lsp.Exit):
+            self.cancel(writes=True)
+            self.conn.finish_reading(self.machine.ended_message(event.code))
+        elif isinstance(event, lsp.Handoff) and not self.conn.hand_over(
+            self.machine.handoff_message(event.id), self.machine.ended_message(1)
+        ):
+            self.conn.send_body(self.machine.error_message(
+                event.id, ErrorCode.INVALID_REQUEST, "The handoff carries stdin and stdout: "
+                "two pipes or sockets (SCM_RIGHTS); send the binding frame instead."
+            ))  # fmt: skip
+        # Bind and Initialized need nothing
+
+    # -- initialize -----------------------------------------------------------------------
+
+    async def _initialize(self, event: lsp.Initialize, requests: trio.Nursery) -> None:
+        try:
+            body = await self._initialized(event)
+            requests.start_soon(self._run_background)
+        except ToolError as exc:
+            self._failure = exc
+            body = self._error(event.id, exc)
+        finally:
+            self._ready.set()
+            self.conn.request_finished()
+        self.conn.send_body(body)
+
+    async def _initialized(self, event: lsp.Initialize) -> bytes:
+        params = event.params
+        self.name = holder_name(params)
+        if not self.conn.daemon.loaded.is_set():
+            await self.conn.daemon.loaded.wait()
+        workspace = Workspace(self.conn.daemon.sessions, self.conn.id, self._on_progress)
+        self.workspace = workspace
+        await workspace.open(folders_of(params))
+        offers: list[Offer] = []
+        commands: dict[str, Any] = {}
+        for root in workspace.roots:
+            service = root.session.lsp
+            files, _ = await trio.to_thread.run_sync(service.project_files)
+            found = await service.capabilities_of(service.workspace_languages(files))
+            offers += found
+            for command, server in command_servers(found).items():
+                commands.setdefault(command, (root, server))
+        preferred = offers[0].encoding if offers else lsp.DEFAULT_ENCODING
+        self.encoding = negotiated(lsp.negotiate_encoding(params.capabilities, preferred))
+        self.buffers.encoding = self.encoding
+        self.forwarder = Forwarder(workspace, self.encoding, self._lines, self._apply_edit)
+        self.forwarder.commands = commands
+        self.publisher = diagnostics.Publisher(self._diagnostics_of, self._publish)
+        result = {
+            "capabilities": merged(offers, self.encoding),
+            "serverInfo": {"name": "codeward", "version": __version__},
+        }
+        return self.machine.result_message(event.id, result)
+
+    async def _run_background(self) -> None:
+        with self._background:
+            assert self.publisher is not None
+            await self.publisher.run()
+
+    # -- requests -------------------------------------------------------------------------
+
+    def _start(self, event: lsp.Call, requests: trio.Nursery) -> None:
+        method = event.method
+        if method not in FORWARDED and method != "textDocument/diagnostic":
+            self.conn.send_body(self.machine.error_message(
+                event.id, ErrorCode.METHOD_NOT_FOUND, f"codeward lsp does not serve {method}."
+            ))  # fmt: skip
+            return
+        if self.conn.stopping:
+            self.conn.send_body(self.machine.error_message(
+                event.id, ErrorCode.REQUEST_CANCELLED, "The daemon is stopping; the editor's "
+                "server restarts with it.", {"kind": ErrorKind.CANCELLED.value}
+            ))  # fmt: skip
+            return
+        scope = trio.CancelScope()
+        self._calls[event.id] = (scope, method)
+        self.conn.request_started()
+        requests.start_soon(self._run, event, scope)
+
+    async def _run(self, event: lsp.Call, scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                self.conn.send_body(await self._answer(event))
+            if scope.cancelled_caught:
+                self.conn.send_body(self.machine.error_message(
+                    event.id, ErrorCode.REQUEST_CANCELLED, "Request cancelled.",
+                    {"kind": ErrorKind.CANCELLED.value},
+                ))  # fmt: skip
+        finally:
+            self._calls.pop(event.id, None)
+            self.conn.request_finished()
+
+    async def _answer(self, event: lsp.Call) -> bytes:
+        try:
+            if not self._ready.is_set():
+                await self._ready.wait()
+            if self._failure is not None:
+                raise self._failure
+            assert self.forwarder is not None
+            if event.method == "textDocument/diagnostic":
+                result = await self._pull(uri_of(event.params))
+            else:
+                result = await self.forwarder.request(event.method, event.params)
+            return self.machine.result_message(event.id, result)
+        except ToolError as exc:
+            return self._error(event.id, exc)
+        except msgspec.DecodeError as exc:
+            return self.machine.error_message(
+                event.id, ErrorCode.INVALID_PARAMS, f"Invalid params for {event.method}: {exc}."
+            )
+        except ExceptionGroup as group:
+            found = find_tool_error(group)
+            if found is None:
+                raise
+            return self._error(event.id, found)
+
+    def _error(self, msg_id: Id, exc: ToolError) -> bytes:
+        """A tool error as the editor gets it: no server offers the method -> MethodNotFound;
+        else RequestFailed; `data` says the kind (and the server) as for any client."""
+        code = {
+            ErrorKind.UNSUPPORTED_BY_SERVER: ErrorCode.METHOD_NOT_FOUND,
+            ErrorKind.CANCELLED: ErrorCode.REQUEST_CANCELLED,
+            ErrorKind.INVALID_ARGUMENTS: ErrorCode.INVALID_PARAMS,
+        }.get(exc.kind, ErrorCode.REQUEST_FAILED)
+        return self.machine.error_message(msg_id, code, exc.message, exc.to_data())
+
+    def cancel(self, *, writes: bool) -> None:
+        """Cancel the requests in flight (`writes`: commands too, which may change files),
+        and the background work."""
+        for scope, method in self._calls.values():
+            if writes or method != "workspace/executeCommand":
+                scope.cancel()
+        self._background.cancel()
+
+    def stop(self) -> None:
+        """The editor stopped sending: no more diagnostics to push."""
+        self._background.cancel()
+
+    async def release(self) -> None:
+        """The connection ends: its sessions let go of it."""
+        if self.workspace is not None:
+            self.workspace.release()
+
+    # -- documents ------------------------------------------------------------------------
+
+    def _notify(self, event: lsp.Notify) -> None:
+        method = event.method
+        try:
+            if method == "textDocument/didOpen":
+                doc = msgspec.json.decode(event.params, type=_OpenParams).text_document
+                located = self.workspace.locate(doc.uri) if self.workspace else None
+                path = located[1] if located is not None else None
+                self.buffers.did_open(doc.uri, path, doc.language_id, doc.version, doc.text)
+                self._changed(doc.uri)
+            elif method == "textDocument/didChange":
+                change = msgspec.json.decode(event.params, type=_ChangeParams)
+                doc = change.text_document
+                self.buffers.did_change(doc.uri, doc.version, change.content_changes)
+                self._changed(doc.uri)
+            elif method == "textDocument/didSave":
+                self._changed(uri_of(event.params))
+            elif method == "textDocument/didClose":
+                uri = uri_of(event.params)
+                if self.buffers.did_close(uri) is not None:
+                    self._publish(uri, None, [])
+        except (msgspec.DecodeError, BadChange) as exc:
+            self._log(1, f"codeward: {method} was not applied: {exc}")
+        # configuration, watched files, trace and the rest: codeward's own (its config,
+        # its watcher) — nothing to do
+
+    def _changed(self, uri: str) -> None:
+        if self.publisher is not None:
+            self.publisher.changed(uri)
+
+    def _lines(self, uri: str) -> LineIndex | None:
+        """The text of `uri` as the editor has it: its buffer, else the servers' view."""
+        buffer = self.buffers.get(uri)
+        if buffer is not None:
+            return buffer.index
+        located = self.workspace.locate(uri) if self.workspace else None
+        if located is None:
+            return None
+        root, path = located
+        return root.session.lsp.line_index(path)
+
+    # -- diagnostics ----------------------------------------------------------------------
+
+    async def _diagnostics_of(self, uri: str) -> tuple[int | None, diagnostics.Items] | None:
+        assert self.workspace is not None
+        located = self.workspace.locate(uri)
+        if located is None:
+            return None
+        root, path = located
+        service = (await self.workspace.session(root)).lsp
+        if service.language_or_none(path) is None:
+            return None
+        try:
+            found = await service.diagnostics(path)
+        except ToolError as exc:
+            self._log(2, f"codeward: no diagnostics for {path.name}: {exc.message}")
+            return None
+        buffer = self.buffers.get(uri)
+        if buffer is None:
+            return None  # closed meanwhile
+        version = buffer.version if buffer.text == found.text else None
+        return version, diagnostics.items(found, self.encoding)
+
+    async def _pull(self, uri: str) -> Any:
+        found = await self._diagnostics_of(uri)
+        if found is None:
+            return EMPTY_REPORT
+        return {"kind": "full", "items": found[1]}
+
+    def _publish(self, uri: str, version: int | None, items: diagnostics.Items) -> None:
+        if self.conn.closed:
+            return
+        params: dict[str, Any] = {"uri": uri, "diagnostics": items}
+        if version is not None:
+            params["version"] = version
+        self.conn.send_body(
+            self.machine.notification_message("textDocument/publishDiagnostics", params)
+        )
+
+    # -- to the editor --------------------------------------------------------------------
+
+    def _log(self, kind: int, message: str) -> None:
+        """`window/logMessage` (1 error, 2 warning, 3 info)."""
+        if not self.conn.closed:
+            self.conn.send_body(self.machine.notification_message(
+                "window/logMessage", {"type": kind, "message": message}
+            ))  # fmt: skip
+
+    def _on_progress(self, params: dict[str, Any]) -> None:
+        """The servers' work-done progress (not forwarded yet: the editor sees its results)."""
+
+    async def _apply_edit(self, edit: dict[str, Any], label: str) -> bool:
+        """`workspace/applyEdit` to the editor: whether it applied the edit."""
+        reply = await self._ask("workspace/applyEdit", {"label": label, "edit": edit})
+        if reply is None or reply.result is None:
+            return False
+        try:
+            return msgspec.json.decode(reply.result, type=_ApplyResult).applied
+        except msgspec.DecodeError:
+            return False
+
+    async def _ask(self, method: str, params: Any) -> lsp.Reply | None:
+        """A request to the editor; its reply, or None (no answer in time, or gone)."""
+        if self.conn.closed:
+            return None
+        msg_id, body = self.machine.request_message(method, params)
+        send, receive = trio.open_memory_channel[lsp.Reply](1)
+        self._asked[msg_id] = send
+        try:
+            self.conn.send_body(body)
+            with trio.move_on_after(APPLY_TIMEOUT):
+                return await receive.receive()
+            return None
+        finally:
+            self._asked.pop(msg_id, None)
+            self.machine.forget(msg_id)
+
+
+def holder_name(params: lsp.InitializeParams) -> str:
+    """`Neovim 0.7.2 (pid 1234)`: who holds the buffers, as agents are told."""
+    info = params.client_info
+    name = " ".join(p for p in (info.name, info.version) if p) if info else ""
+    pid = f"pid {params.process_id}" if params.process_id is not None else ""
+    if name and pid:
+        return f"{name} ({pid})"
+    return name or (f"editor ({pid})" if pid else "editor")

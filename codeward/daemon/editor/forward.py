@@ -1,0 +1,261 @@
+"""The editor's requests, sent to the right server(s) of the root through its session's
+`LanguageService`, and their answers back.
+
+A document's request goes to the first server of its language offering the method (as an
+agent's would); code actions and document symbols go to every server that offers them and
+their answers are merged. The editor's params and the server's result pass as raw JSON when
+the server's position encoding is the editor's and the URI is the server's spelling of it;
+otherwise they are converted (`convert.Converter`). A follow-up (`completionItem/resolve`,
+`codeAction/resolve`, the hierarchies' calls, `inlayHint/resolve`) goes to the server that
+gave the item: a merged code action carries its server in its `data`; the others go to the
+server that answered the last request of their kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import Raw, Struct
+
+from codeward.daemon.editor.convert import Converter
+from codeward.daemon.editor.offers import PROVIDERS
+from codeward.daemon.editor.workspace import Root, Workspace
+from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.lsp.shapes import unstructure
+from codeward.protocol.errors import ErrorKind, ToolError
+
+if TYPE_CHECKING:
+    from codeward.daemon.lsp.service import Answer, DocumentContext, Versions
+
+MERGED = frozenset({"textDocument/codeAction", "textDocument/documentSymbol"})
+# follow-up -> the request whose answer it follows
+FOLLOWS = {
+    "completionItem/resolve": "textDocument/completion",
+    "codeAction/resolve": "textDocument/codeAction",
+    "inlayHint/resolve": "textDocument/inlayHint",
+    "callHierarchy/incomingCalls": "textDocument/prepareCallHierarchy",
+    "callHierarchy/outgoingCalls": "textDocument/prepareCallHierarchy",
+    "typeHierarchy/supertypes": "textDocument/prepareTypeHierarchy",
+    "typeHierarchy/subtypes": "textDocument/prepareTypeHierarchy",
+}
+DOCUMENT = frozenset(m for m in PROVIDERS if m.startswith("textDocument/"))
+WORKSPACE = frozenset({"workspace/symbol", "workspace/executeCommand"})
+FORWARDED = DOCUMENT | WORKSPACE | frozenset(FOLLOWS)
+_TAG = "codewardServer"  # in a merged code action's `data`: the server that gave it
+# answers the editor gets when no server can be asked about its document (outside every
+# root, or of no language): LSP's "nothing here"
+NOTHING: Any = None
+ApplyEdit = Callable[[dict[str, Any], str], Awaitable[bool]]
+
+
+class _Document(Struct, forbid_unknown_fields=False):
+    uri: str
+
+
+class _DocumentParams(Struct, rename="camel", forbid_unknown_fields=False):
+    text_document: _Document
+
+
+class _Command(Struct, forbid_unknown_fields=False):
+    command: str
+    arguments: list[Any] | None = None
+
+
+_document_params = msgspec.json.Decoder(_DocumentParams)
+_command_params = msgspec.json.Decoder(_Command)
+
+
+def uri_of(params: Raw) -> str:
+    """The document a request is about (raises `msgspec.DecodeError` when none)."""
+    return _document_params.decode(params).text_document.uri
+
+
+@dataclass
+class Origin:
+    root: Root
+    server: str
+    encoding: Encoding
+
+
+class Forwarder:
+    """Sends one editor's requests (see the module docstring)."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        encoding: Encoding,
+        lines: Callable[[str], LineIndex | None],
+        apply_edit: ApplyEdit,
+    ) -> None:
+        self.workspace = workspace
+        self.encoding: Encoding = encoding
+        self.lines = lines  # the editor's text of a URI (its buffer, else the servers')
+        self.apply_edit = apply_edit
+        self.origins: dict[str, Origin] = {}  # by request method: who answered the last
+        self.encodings: dict[str, Encoding] = {}  # each server's that answered
+        self.commands: dict[str, tuple[Root, str]] = {}  # command -> its root and server
+
+    async def request(self, method: str, params: Raw) -> Any:
+        """The result for the editor (raw JSON or data); raises `ToolError`."""
+        if method in FOLLOWS:
+            return await self._follow(method, params)
+        if method == "workspace/symbol":
+            return await self._workspace_symbols(params)
+        if method == "workspace/executeCommand":
+            return await self._execute(params)
+        uri = uri_of(params)
+        located = self.workspace.locate(uri)
+        if located is None:
+            return NOTHING
+        root, path = located
+        service = (await self.workspace.session(root)).lsp
+        if service.language_or_none(path) is None:
+            return NOTHING
+        build = self._params(uri, params)
+        if method in MERGED:
+            answers, errors = await service.request_all(path, method, build, result_type=Raw)
+            if not answers and errors:
+                raise errors[0]
+            self.origins[method] = Origin(root, answers[0].server, answers[0].encoding)
+            self.encodings.update((a.server, a.encoding) for a in answers)
+            return self._merged(method, root, answers, uri)
+        answer = await service.request(path, method, build, result_type=Raw, wait_ready=False)
+        self.origins[method] = Origin(root, answer.server, answer.encoding)
+        self.encodings[answer.server] = answer.encoding
+        return self._result(answer.result, answer.encoding, uri)
+
+    # -- params and results -------------------------------------------------------------
+
+    def _params(self, uri: str, params: Raw) -> Callable[[DocumentContext], Any]:
+        def build(ctx: DocumentContext) -> Any:
+            if ctx.encoding == self.encoding and ctx.uri == uri:
+                return params  # as the editor sent it
+            data = msgspec.json.decode(params)
+            if ctx.encoding != self.encoding:
+                data = Converter(self.encoding, ctx.encoding, self.lines)(data, uri)
+            if isinstance(data.get("textDocument"), dict):
+                data["textDocument"] = {**data["textDocument"], "uri": ctx.uri}
+            return data
+
+        return build
+
+    def _result(self, result: Raw, encoding: Encoding, uri: str | None) -> Any:
+        if encoding == self.encoding:
+            return result
+        return Converter(encoding, self.encoding, self.lines)(msgspec.json.decode(result), uri)
+
+    def _data(self, result: Raw, encoding: Encoding, uri: str | None) -> Any:
+        """A result as data, in the editor's encoding."""
+        data = msgspec.json.decode(result)
+        if encoding == self.encoding:
+            return data
+        return Converter(encoding, self.encoding, self.lines)(data, uri)
+
+    def _merged(self, method: str, root: Root, answers: list[Answer], uri: str) -> Any:
+        if len(answers) == 1 and method != "textDocument/codeAction":
+            return self._result(answers[0].result, answers[0].encoding, uri)
+        items: list[Any] = []
+        shape: bool | None = None  # document symbols: flat (`location`) or a tree
+        for answer in answers:
+            found = self._data(answer.result, answer.encoding, uri)
+            if not isinstance(found, list):
+                continue
+            for item in found:
+                if method == "textDocument/codeAction":
+                    items.append(_tagged(item, answer.server))
+                    continue
+                flat = isinstance(item, dict) and "location" in item
+                if shape is None:
+                    shape = flat
+                if flat == shape:  # (LSP cannot mix the two shapes in one answer)
+                    items.append(item)
+        return items
+
+    # -- follow-ups and workspace requests ----------------------------------------------
+
+    async def _follow(self, method: str, params: Raw) -> Any:
+        data = msgspec.json.decode(params)
+        origin = self.origins.get(FOLLOWS[method])
+        server = _untagged(data) if method == "codeAction/resolve" else None
+        if origin is None:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"{method} follows {FOLLOWS[method]}, which no server answered on this "
+                "connection yet; send that request first.",
+            )
+        server = server or origin.server
+        encoding = self.encodings.get(server, origin.encoding)
+        uri = _uri_in(data)
+        if encoding != self.encoding:
+            data = Converter(self.encoding, encoding, self.lines)(data, uri)
+        service = (await self.workspace.session(origin.root)).lsp
+        answer = await service.ask(server, method, data, result_type=Raw)
+        if method == "codeAction/resolve":
+            return _tagged(self._data(answer.result, encoding, uri), server)
+        return self._result(answer.result, encoding, uri)
+
+    async def _workspace_symbols(self, params: Raw) -> Any:
+        data = msgspec.json.decode(params)
+        symbols: list[Any] = []
+        for root in self.workspace.roots:
+            service = (await self.workspace.session(root)).lsp
+            files, _ = service.project_files()
+            languages = service.workspace_languages(files)
+            for answer in await service.workspace_request(
+                "workspace/symbol", data, languages=languages, result_type=Raw
+            ):
+                found = self._data(answer.result, answer.encoding, None)
+                symbols.extend(found if isinstance(found, list) else [])
+        return symbols
+
+    async def _execute(self, params: Raw) -> Any:
+        command = _command_params.decode(params)
+        target = self.commands.get(command.command)
+        if target is None:
+            raise ToolError(
+                ErrorKind.UNSUPPORTED_BY_SERVER,
+                f"No server of this project offers the command {command.command!r}; run "
+                "one of executeCommandProvider.commands.",
+            )
+        root, server = target
+        service = (await self.workspace.session(root)).lsp
+
+        async def on_edit(edit: Any, encoding: Encoding, versions: Versions) -> None:
+            data = unstructure(edit)
+            if encoding != self.encoding:
+                data = Converter(encoding, self.encoding, self.lines)(data, None)
+            if not await self.apply_edit(data, command.command):
+                raise ToolError(ErrorKind.WRITE_FAILED, "The editor did not apply the edit.")
+
+        call = {"command": command.command, "arguments": command.arguments or []}
+        return await service.execute_command(server, call, on_edit)
+
+
+def _tagged(action: Any, server: str) -> Any:
+    """A code action whose `data` also names the server that gave it."""
+    if not isinstance(action, dict) or "data" not in action:
+        return action
+    return {**action, "data": {_TAG: server, "data": action["data"]}}
+
+
+def _untagged(action: Any) -> str | None:
+    """The server a code action's `data` names (its own `data` put back), if any."""
+    data = action.get("data") if isinstance(action, dict) else None
+    if isinstance(data, dict) and isinstance(data.get(_TAG), str):
+        action["data"] = data.get("data")
+        return data[_TAG]
+    return None
+
+
+def _uri_in(data: Any) -> str | None:
+    """The document a follow-up's item is about (`uri`, `textDocument.uri`)."""
+    if isinstance(data, dict):
+        item = data.get("item")
+        if isinstance(item, dict) and isinstance(item.get("uri"), str):
+            return item["uri"]
+        if isinstance(data.get("uri"), str):
+            return data["uri"]
+    return None

@@ -1,0 +1,98 @@
+"""The editor's roots: the folders of its `initialize` (workspace folders, else `rootUri`,
+else `rootPath`), each served by the session of that folder (one per folder, opened and
+trusted as any session is), and which root a document belongs to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codeward.daemon.lsp.uris import real_path, uri_to_path
+from codeward.protocol.errors import ErrorKind, ToolError
+from codeward.protocol.lsp import InitializeParams
+
+if TYPE_CHECKING:
+    from codeward.daemon.session import Session, SessionManager
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+def folders_of(params: InitializeParams) -> list[str]:
+    """The root folders an `initialize` names, each once, in its order."""
+    uris: list[str] = []
+    if params.workspace_folders:
+        uris = [folder.uri for folder in params.workspace_folders]
+    elif params.root_uri:
+        uris = [params.root_uri]
+    paths = [str(p) for p in map(uri_to_path, uris) if p is not None]
+    if not uris and params.root_path:
+        paths = [params.root_path]
+    if not paths:
+        raise ToolError(
+            ErrorKind.NO_SESSION,
+            "initialize names no folder (workspaceFolders, rootUri or rootPath); open a "
+            "project folder in the editor (its root directory) and start the server again.",
+        )
+    return list(dict.fromkeys(paths))
+
+
+@dataclass
+class Root:
+    path: Path  # canonical
+    session: Session
+
+
+class Workspace:
+    """The sessions of one editor's roots, attached to its connection while it lasts."""
+
+    def __init__(self, sessions: SessionManager, client_id: int, progress: Progress) -> None:
+        self.sessions = sessions
+        self.client_id = client_id
+        self.progress = progress
+        self.roots: list[Root] = []
+        self._located: dict[str, tuple[Root, Path] | None] = {}  # by URI (a hover's cost)
+
+    async def open(self, folders: list[str]) -> None:
+        """Open (or join) the session of each folder; the first failure is raised."""
+        for folder in folders:
+            session, _ = await self.sessions.open(folder)
+            session.attach(self.client_id, self.progress)  # (nothing awaited since open)
+            self.roots.append(Root(session.root, session))
+
+    async def session(self, root: Root) -> Session:
+        """The live session of `root` (opened again when it was closed meanwhile)."""
+        if root.session.stopped.is_set():
+            root.session, _ = await self.sessions.open(str(root.path))
+            root.session.attach(self.client_id, self.progress)
+        return root.session
+
+    def locate(self, uri: str) -> tuple[Root, Path] | None:
+        """The root holding the document `uri` (the deepest one), and its canonical path;
+        None for a document outside every root or no file."""
+        if uri in self._located:
+            return self._located[uri]
+        found = self._locate(uri)
+        if len(self._located) >= 4096:
+            self._located.clear()
+        self._located[uri] = found
+        return found
+
+    def _locate(self, uri: str) -> tuple[Root, Path] | None:
+        path = uri_to_path(uri)
+        if path is None:
+            return None
+        canonical = Path(real_path(path))
+        best: Root | None = None
+        for root in self.roots:
+            if canonical.is_relative_to(root.path) and (
+                best is None or len(root.path.parts) > len(best.path.parts)
+            ):
+                best = root
+        return None if best is None else (best, canonical)
+
+    def release(self) -> None:
+        """The editor is gone: its connection leaves every session."""
+        for root in self.roots:
+            root.session.detach(self.client_id)

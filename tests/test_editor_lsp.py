@@ -1,0 +1,284 @@
+"""`codeward lsp` end to end: the real pump, a real daemon, real basedpyright and ruff on a
+small Python project, driven by a small LSP client written here (tests/lsp_client.py).
+
+One daemon and one project serve the module (the servers start once); each test starts its
+own `codeward lsp` (an editor) on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.leaks import leftovers
+from tests.lsp_client import LspProcess, frame
+from tests.test_cli_e2e import CODEWARD, Env, running_daemon
+
+pytestmark = pytest.mark.servers("basedpyright", "ruff")
+
+MODELS = '''\
+"""Models."""
+
+
+class Account:
+    """A bank account."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.balance = 0
+
+    def deposit(self, amount: int) -> int:
+        """Add money."""
+        self.balance += amount
+        return self.balance
+
+
+def open_account(owner: str) -> Account:
+    return Account(owner)
+'''
+MAIN = '''\
+"""Main."""
+import os
+
+from models import Account, open_account
+
+account = open_account("ann")
+total: int = account.deposit(5)
+other = Account("bob")
+'''
+
+
+class Project:
+    def __init__(self, env: Env, root: Path, daemon: subprocess.Popen[bytes]) -> None:
+        self.env = env
+        self.daemon = daemon
+        self.root = root
+        self.models = root / "models.py"
+        self.main = root / "main.py"
+
+    def editor(self) -> LspProcess:
+        return LspProcess([CODEWARD, "--socket", str(self.env.socket), "lsp"], env=self.env.vars)
+
+    def status(self) -> Any:
+        return self.env.json("status")
+
+
+@pytest.fixture(scope="module")
+def project() -> Iterator[Project]:
+    base = Path(tempfile.mkdtemp(prefix="cwl-", dir="/tmp"))  # AF_UNIX paths are short
+    try:
+        env = Env(base)
+        root = base / "proj"
+        root.mkdir()
+        (root / "models.py").write_text(MODELS)
+        (root / "main.py").write_text(MAIN)
+        (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        with running_daemon(env) as daemon:
+            assert env.run("trust", str(root)).returncode == 0
+            yield Project(env, root, daemon)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes(project: Project) -> Iterator[None]:
+    """conftest's check, but for the module's daemon (and the servers it owns)."""
+    yield
+    leaked = leftovers(keep={project.daemon.pid})
+    assert not leaked, f"processes left behind: {leaked}"
+
+
+@pytest.fixture
+def editor(project: Project) -> Iterator[LspProcess]:
+    proc = project.editor()
+    try:
+        yield proc
+    finally:
+        proc.close()
+
+
+def descendants(pid: int, name: str) -> list[int]:
+    """The processes under `pid` whose command line names `name`."""
+    parents: dict[int, int] = {}
+    commands: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                command = (entry / "cmdline").read_bytes().decode(errors="replace")
+                commands[int(entry.name)] = command
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+
+    def under(child: int) -> bool:
+        while child > 1:
+            child = parents.get(child, 0)
+            if child == pid:
+                return True
+        return False
+
+    return [p for p, command in commands.items() if name in command and under(p)]
+
+
+def at(uri: str, line: int, character: int) -> dict[str, Any]:
+    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+
+
+def test_initialize_answers_the_servers_capabilities_and_exits_cleanly(
+    project: Project, editor: LspProcess
+) -> None:
+    result = editor.initialize(project.root, general={"positionEncodings": ["utf-16"]})
+    capabilities = result["capabilities"]
+    assert result["serverInfo"]["name"] == "codeward"
+    assert capabilities["positionEncoding"] == "utf-16"
+    assert capabilities["hoverProvider"] and capabilities["definitionProvider"]
+    assert capabilities["completionProvider"]["triggerCharacters"]
+    assert capabilities["codeActionProvider"]
+    assert capabilities["textDocumentSync"]["change"] == 2
+    assert capabilities["diagnosticProvider"]
+    assert editor.shutdown() == 0
+
+
+def test_hover_definition_references_completion_and_symbols(
+    project: Project, editor: LspProcess
+) -> None:
+    editor.initialize(project.root)
+    main = editor.open(project.main)
+    models = project.models.as_uri()
+    hover = editor.result("textDocument/hover", at(main, 6, 22))  # deposit
+    assert "Add money" in json.dumps(hover)
+    found = editor.result("textDocument/definition", at(main, 5, 12))  # open_account
+    targets = found if isinstance(found, list) else [found]
+    assert {t.get("uri", t.get("targetUri")) for t in targets} == {models}
+    start = (targets[0].get("range") or targets[0]["targetSelectionRange"])["start"]
+    assert start["line"] == 16
+    context = {"context": {"includeDeclaration": True}}
+    refs = editor.result("textDocument/references", {**at(main, 7, 10), **context})
+    assert {r["uri"] for r in refs} == {main, models}
+    completion = editor.result("textDocument/completion", at(main, 6, 21))  # account.|
+    items = completion["items"] if isinstance(completion, dict) else completion
+    assert "deposit" in {i["label"] for i in items}
+    item = next(i for i in items if i["label"] == "deposit")
+    resolved = editor.result("completionItem/resolve", item)
+    assert resolved["label"] == "deposit"
+    symbols = editor.result("textDocument/documentSymbol", {"textDocument": {"uri": main}})
+    assert {"account", "total", "other"} <= {s["name"] for s in symbols}
+    assert editor.shutdown() == 0
+
+
+def test_diagnostics_are_pushed_and_pulled_and_follow_the_buffer(
+    project: Project, editor: LspProcess
+) -> None:
+    editor.initialize(project.root)
+    main = editor.open(project.main)
+    # ruff's F401: `os` imported and unused
+    pushed = editor.diagnostics(main, lambda d: any(x.get("code") == "F401" for x in d))
+    unused = next(d for d in pushed["diagnostics"] if d.get("code") == "F401")
+    assert unused["range"]["start"] == {"line": 1, "character": 7}
+    assert pushed.get("version") == 1
+    pulled = editor.result("textDocument/diagnostic", {"textDocument": {"uri": main}})
+    assert pulled["kind"] == "full"
+    assert any(d.get("code") == "F401" for d in pulled["items"])
+    assert editor.shutdown() == 0
+
+
+def test_formatting_rename_and_code_actions(project: Project, editor: LspProcess) -> None:
+    editor.initialize(project.root)
+    main = editor.open(project.main)
+    rename = editor.result("textDocument/rename", {**at(main, 5, 0), "newName": "acct"})
+    changes = rename.get("changes") or {
+        c["textDocument"]["uri"]: c["edits"] for c in rename["documentChanges"]
+    }
+    assert [e["range"]["start"]["line"] for e in changes[main]] == [5, 6]  # defined, used
+    options = {"tabSize": 4, "insertSpaces": True}
+    formatted = editor.result("textDocument/formatting", {"textDocument": {"uri": main},
+                                                          "options": options})  # fmt: skip
+    assert formatted is None or isinstance(formatted, list)
+    actions = editor.result("textDocument/codeAction", {
+        "textDocument": {"uri": main},
+        "range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 9}},
+        "context": {"diagnostics": []},
+    })  # fmt: skip
+    titles = [a["title"] for a in actions]
+    assert any("organize" in t.lower() or "import" in t.lower() for t in titles), titles
+    assert editor.shutdown() == 0
+
+
+def test_bad_input_is_answered_and_the_editor_goes_on(project: Project, editor: LspProcess) -> None:
+    early = editor.request("textDocument/hover", at(project.main.as_uri(), 0, 0))
+    assert early["error"]["code"] == -32002
+    editor.initialize(project.root)
+    editor.write(frame(b"{not json"))
+    assert editor.reply(None)["error"]["code"] == -32700
+    unknown = editor.request("textDocument/colorPresentation", {})
+    assert unknown["error"]["code"] == -32601 and "colorPresentation" in unknown["error"]["message"]
+    outside = editor.request("textDocument/hover", at("file:///etc/hostname", 0, 0))
+    assert outside == {"jsonrpc": "2.0", "id": outside["id"], "result": None}
+    bad = editor.request("textDocument/hover", {"position": {}})
+    assert bad["error"]["code"] == -32602
+    assert editor.result("textDocument/hover", at(project.main.as_uri(), 5, 12))
+    assert editor.shutdown() == 0
+
+
+def test_exit_without_shutdown_ends_with_one(project: Project, editor: LspProcess) -> None:
+    editor.initialize(project.root)
+    editor.notify("exit")
+    assert editor.close() == 1
+
+
+def test_two_editors_share_one_process_per_server(project: Project) -> None:
+    first, second = project.editor(), project.editor()
+    try:
+        for editor in (first, second):
+            editor.initialize(project.root)
+            main = editor.open(project.main)
+            assert editor.result("textDocument/hover", at(main, 6, 22))
+        sessions = project.env.json("sessions")["sessions"]
+        mine = [s for s in sessions if Path(s["root"]) == project.root.resolve()]
+        assert len(mine) == 1 and mine[0]["clients"] >= 2
+        running = [s["name"] for s in mine[0]["servers"] if s.get("pid")]
+        assert "basedpyright" in running and sorted(running) == sorted(set(running))
+        # and on the machine: one basedpyright under the daemon
+        assert len(descendants(project.daemon.pid, "basedpyright/langserver")) == 1
+        assert first.shutdown() == 0 and second.shutdown() == 0
+    finally:
+        first.close()
+        second.close()
+
+
+def test_cancel_reaches_the_request(project: Project, editor: LspProcess) -> None:
+    editor.initialize(project.root)
+    main = editor.open(project.main)
+    msg_id = editor.start("workspace/symbol", {"query": ""})
+    editor.notify("$/cancelRequest", {"id": msg_id})
+    reply = editor.reply(msg_id)
+    # cancelled, or answered before the cancellation arrived
+    assert reply.get("error", {}).get("code") == -32800 or "result" in reply
+    assert editor.result("textDocument/hover", at(main, 6, 22))
+    assert editor.shutdown() == 0
+
+
+def test_the_spawned_pump_answers_initialize_quickly(project: Project) -> None:
+    warm = project.editor()
+    warm.initialize(project.root)
+    times = []
+    for _ in range(3):
+        editor = project.editor()
+        started = time.monotonic()
+        editor.initialize(project.root)
+        times.append(time.monotonic() - started)
+        editor.shutdown()
+    warm.shutdown()
+    assert min(times) < 2.0, times  # (the figure itself: bench; here only a bound under load)
+    assert os.environ  # (the env the pumps ran with)
