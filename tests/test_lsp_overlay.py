@@ -181,6 +181,20 @@ async def test_a_preview_of_a_held_file_gives_the_buffer_back(tmp_path: Path) ->
             assert "fresh" in await symbols(manager, a)
 
 
+async def test_servers_started_anew_for_a_new_trust_get_the_buffer(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    a = root / "a.py"
+    editor = FakeEditor("kakoune")
+    async with running(root, real_config()) as (manager, _):
+        with trio.fail_after(60):
+            await manager.editor_open(editor, a, BUFFER, 1)
+            old = manager.pool.servers["basedpyright"]
+            await manager.set_restricted(True)
+            assert manager.pool.servers["basedpyright"] is not old
+            assert seen(manager, a) == {"basedpyright": BUFFER, "ruff": BUFFER}
+            assert "fresh" in await symbols(manager, a)
+
+
 async def test_files_outside_the_root_or_of_no_language_are_kept(tmp_path: Path) -> None:
     root = project(tmp_path)
     notes, outside = root / "notes.txt", tmp_path / "elsewhere.py"

@@ -69,6 +69,14 @@ class Editors:
                     server = await self.pool.started(name, language)
                     server.sync(path, language_id, held.data)
 
+    async def reshow(self) -> None:
+        """New server actors (the root's trust changed): every held file of this root is
+        sent to its servers again."""
+        for path in self.overlay.paths():
+            held = self.overlay.held(path)
+            if held is not None and is_inside(path, self.root):
+                await self.put(held.buffer.holder, path, held.buffer.text, held.buffer.version)
+
     def saved(self, path: Path) -> None:
         """The editor wrote its buffer to disk: the disk's text is read again when asked."""
         self.texts.forget(canonical(path))

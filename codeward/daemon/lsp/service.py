@@ -350,6 +350,7 @@ class LanguageService:
     async def set_restricted(self, restricted: bool) -> None:
         """The root's trust changed: servers restart in the configuration it allows."""
         await self.pool.set_restricted(restricted)
+        await self.editors.reshow()  # new actors: the editors' buffers again
 
     def files_changed(self, paths: Sequence[Path], created: Sequence[Path] = ()) -> None:
         """Files changed by git writes or edits (`created`: the new ones among them): the
