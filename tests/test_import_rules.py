@@ -33,6 +33,9 @@ PUBLIC: dict[str, frozenset[str] | None] = {
     # a tool call collects what the root's restriction took from the servers (and the
     # formatter) it asked
     f"{LSP}.restricted_effects": frozenset({"collect", "record"}),
+    # editors' buffers over the disk: the holder's protocol and the buffer (the editor
+    # dialect implements the one and hands the service the other's parts)
+    f"{LSP}.overlay": frozenset({"Buffer", "EditorHolder"}),
 }
 
 

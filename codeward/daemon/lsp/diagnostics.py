@@ -127,10 +127,8 @@ class Diagnostics:
         languages: Languages,
         texts: Texts,
         events: FileEvents,
-        previews: Mapping[Path, bytes],
         gate: Gate,
     ) -> None:
-        self.previews = previews  # files shown a text that is not on disk
         self.gate = gate  # each call runs inside `gate.shared()`, as every request does
         self.root = root
         self.lsp = lsp
@@ -181,7 +179,7 @@ class Diagnostics:
         language = self.languages.require(path)
         names = [n for n in self.languages.servers(language) if servers is None or n in servers]
         await self.events.flush()
-        data, stat = self.previews.get(path), UNTRUSTED
+        data, stat = self.texts.override(path), UNTRUSTED
         if data is None:
             data, stat = self.texts.read(path)
         if data is None:
@@ -229,8 +227,10 @@ class Diagnostics:
     async def _by_server(self, path: Path) -> ServerDiagnostics:
         language = self.languages.require(path)
         await self.events.flush()
+        data = self.texts.override(path)
         try:
-            data, _ = read_file(path, self.root, self.lsp.max_file_bytes)
+            if data is None:
+                data, _ = read_file(path, self.root, self.lsp.max_file_bytes)
         except ToolError:
             return {}  # the code action request reports what is wrong with the file
         language_id = self.languages.language_id(language)
@@ -378,7 +378,9 @@ class Diagnostics:
 
         async def ask(language: str, path: Path) -> None:
             async with limiter:
-                data, stat = self.texts.read(path)
+                data, stat = self.texts.override(path), UNTRUSTED
+                if data is None:
+                    data, stat = self.texts.read(path)
                 if data is None:  # gone since the walk
                     return
                 language_id = self.languages.language_id(language)

@@ -104,11 +104,13 @@ class FileEvents:
         if not changes:
             return
         events: dict[str, list[dict[str, Any]]] = {s.name: [] for s in running}
+        overlay = self.texts.overlay  # a file an editor holds keeps the buffer's text
         for path, kind in changes.items():
             self.texts.forget(path)
             uri = path.as_uri()
             data, stat = None, UNTRUSTED
-            if any(server.document(uri) is not None for server in running):
+            held = path in overlay
+            if not held and any(server.document(uri) is not None for server in running):
                 try:  # only open documents are read (never a FIFO or a huge file)
                     data, stat = self.texts.read(path)
                 except ToolError:
@@ -118,6 +120,8 @@ class FileEvents:
             for server in running:
                 doc = server.document(uri)
                 if doc is not None:
+                    if held:
+                        continue
                     if data is None:
                         server.close_document(doc.uri)
                     else:
@@ -137,12 +141,15 @@ class FileEvents:
         stale: list[Path] = []
         stats: dict[str, Stat] = {}
         mine = self._prefix
+        held = self.texts.overlay
         for server in self.servers.values():
             if not server.running:
                 continue
             for doc in server.open_documents():
-                if doc.path in self.previews or not str(doc.path).startswith(mine):
-                    continue  # previewed, or another root's on a shared server
+                if doc.path in self.previews or doc.path in held:
+                    continue  # previewed, or an editor's buffer
+                if not str(doc.path).startswith(mine):
+                    continue  # another root's on a shared server
                 name = str(doc.path)
                 current = stats.get(name)
                 if current is None:

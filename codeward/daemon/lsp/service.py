@@ -70,6 +70,11 @@ open files has the folder's files opened, at most `lsp.folder_diagnostics_files`
 per request, the rest making the answer `partial`), and
 `await service.server_diagnostics(path)`: each server's own items, for code actions.
 
+Editors' buffers (an overlay over the disk, `lsp/overlay.py`, told to the servers by
+`lsp/editors.py`): `editor_open`/`editor_change(holder, path, text, version)`,
+`editor_save`, `editor_close(holder, path)`, `editor_release(holder)`,
+`editor_buffer(path)`. A held file's servers see the buffer's text, not the disk's.
+
 The session's hooks: `files_changed(paths)`, `status()`, `park(reason)`,
 `restart_failed()`, `await set_restricted(bool)`, `busy`, `last_used`;
 `formatting_off(server)` says why a server does not format in an untrusted root. A server that was
@@ -109,8 +114,10 @@ from codeward.daemon.lsp.diagnostics import (
     ServerDiagnostics,
 )
 from codeward.daemon.lsp.documents import Document
+from codeward.daemon.lsp.editors import Editors, canonical
 from codeward.daemon.lsp.file_events import FileEvents
 from codeward.daemon.lsp.file_operations import rename_params, takes
+from codeward.daemon.lsp.overlay import Buffer, EditorHolder
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Previewer, hold_for_preview
@@ -273,7 +280,9 @@ class LanguageService:
         )
         self.languages = Languages(root, effective_languages(config))
         servers = self.pool.servers
-        self.texts = Texts(root, config.lsp.max_file_bytes, servers, self.previews, self.gate)
+        self.overlay = held.overlay  # editors' buffers, the text the servers see for them
+        limit = config.lsp.max_file_bytes
+        self.texts = Texts(root, limit, servers, self.previews, self.gate, self.overlay)
         self.events = FileEvents(
             root, servers, self.texts, self.languages, self.previews, self.gate
         )
@@ -284,9 +293,9 @@ class LanguageService:
             self.languages,
             self.texts,
             self.events,
-            self.previews,
             self.gate,
         )
+        self.editors = Editors(root, self.overlay, self.pool, self.languages, self.texts, self.gate)
         self.last_used = 0.0  # trio time of its last request's end
         self._in_flight = 0  # requests through `_ask`
         self._watching = False  # the watcher reports creations and deletions
@@ -354,6 +363,7 @@ class LanguageService:
     async def set_restricted(self, restricted: bool) -> None:
         """The root's trust changed: servers restart in the configuration it allows."""
         await self.pool.set_restricted(restricted)
+        await self.editors.reshow()  # new actors: the editors' buffers again
 
     def files_changed(self, paths: Sequence[Path], created: Sequence[Path] = ()) -> None:
         """Files changed by git writes or edits (`created`: the new ones among them): the
@@ -492,21 +502,37 @@ class LanguageService:
                 server.sync(path, self.languages.language_id(language), data)
 
     def restore(self, path: Path) -> None:
-        """Give every server that has `path` open the disk's content again (or close it
-        when the file is not there)."""
-        uri = path_to_uri(path)
-        try:
-            data, stat = self.texts.read(path)
-        except ToolError:
-            data, stat = None, UNTRUSTED
-        for server in self.pool.servers.values():
-            doc = server.document(uri)
-            if doc is None:
-                continue
-            if data is None:
-                server.close_document(uri)
-            else:
-                server.sync(path, doc.language_id, data, stat)
+        """Give every server that has `path` open its text again: the buffer an editor
+        holds, else the disk's (or close it when the file is not there)."""
+        self.editors.restore(path)
+
+    # -- editors' buffers (lsp/overlay.py, lsp/editors.py) --------------------------------
+
+    async def editor_open(self, holder: EditorHolder, path: Path, text: str, version: int) -> None:
+        """An editor opened `path`: its servers see `text` as its content, not the disk's."""
+        await self.editors.put(holder, path, text, version)
+
+    async def editor_change(
+        self, holder: EditorHolder, path: Path, text: str, version: int
+    ) -> None:
+        """The buffer's whole new text (the editor dialect applied its changes)."""
+        await self.editors.put(holder, path, text, version)
+
+    async def editor_save(self, holder: EditorHolder, path: Path) -> None:
+        """The editor wrote the buffer to disk (it stays the text the servers see)."""
+        self.editors.saved(path)
+
+    async def editor_close(self, holder: EditorHolder, path: Path) -> None:
+        """The editor closed `path`: the servers see another holder's buffer, else the disk."""
+        await self.editors.close(holder, path)
+
+    async def editor_release(self, holder: EditorHolder) -> None:
+        """The editor disconnected: every buffer it held is closed."""
+        await self.editors.release(holder)
+
+    def editor_buffer(self, path: Path) -> Buffer | None:
+        """The buffer an editor holds for `path` (the one the servers see), or None."""
+        return self.overlay.buffer(canonical(path))
 
     # -- requests -------------------------------------------------------------------------
 
@@ -548,15 +574,18 @@ class LanguageService:
             await server.connection()
             unchanged = False
         doc = server.document(path_to_uri(path))
-        if (
-            doc is not None
-            and doc.stat is not UNTRUSTED
-            and path not in self.previews
-            and (unchanged or stat_of(path) == doc.stat)  # the flush's stat, just taken
+        held = self.overlay.held(path) if path in self.overlay else None
+        if doc is not None and (
+            (held is not None and doc.hash == held.hash and path not in self.previews)
+            or (
+                doc.stat is not UNTRUSTED
+                and path not in self.previews
+                and (unchanged or stat_of(path) == doc.stat)  # the flush's stat, just taken
+            )
         ):
             server.touch(doc.uri)
             return doc
-        data, stat = self.previews.get(path), UNTRUSTED
+        data, stat = self.texts.override(path), UNTRUSTED
         if data is None:
             data, stat = self.texts.read(path)
         if data is None:

@@ -25,6 +25,7 @@ from pathlib import Path
 import trio
 
 from codeward.daemon.lsp.freshness import ProgressSink
+from codeward.daemon.lsp.overlay import Overlay
 from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.server import LanguageServer
 
@@ -73,10 +74,11 @@ def _worktree_common_dir(dot_git: Path) -> str | None:
 class Repository:
     """What the sessions of one repository hold together: one gate (a preview in one root
     has the shared processes to itself for its duration, as within one session) and the
-    files under preview, by absolute path."""
+    files under preview, by absolute path, and the editors' buffers (`overlay`)."""
 
     gate: Gate = field(default_factory=Gate)
     previews: dict[Path, bytes] = field(default_factory=dict)
+    overlay: Overlay = field(default_factory=Overlay)
     sessions: int = 0
 
 

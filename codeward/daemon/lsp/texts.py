@@ -14,6 +14,7 @@ from pathlib import Path
 
 from codeward.daemon.files import UNTRUSTED, Missing, Stat, read_file, stat_key
 from codeward.daemon.lsp.documents import Document
+from codeward.daemon.lsp.overlay import Overlay
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.server import LanguageServer
@@ -36,12 +37,14 @@ class Texts:
         servers: Mapping[str, LanguageServer],
         previews: Mapping[Path, bytes],
         gate: Gate,
+        overlay: Overlay,
     ) -> None:
         self.root = root
         self.limit = limit  # lsp.max_file_bytes
         self.servers = servers  # the service's live table of server actors
         self.previews = previews  # files shown a text that is not on disk
         self.gate = gate
+        self.overlay = overlay  # editors' buffers: the servers see them, not the disk
         self._texts: dict[Path, tuple[Stat, LineIndex]] = {}
 
     def document(self, path: Path) -> Document | None:
@@ -63,6 +66,16 @@ class Texts:
             return None, UNTRUSTED
         return data, trusted(st, now)
 
+    def override(self, path: Path) -> bytes | None:
+        """The text the servers see for `path` instead of the disk's: its preview's (only
+        ever asked by the preview's holder: no other request runs meanwhile), else the
+        buffer an editor holds; None: the disk's."""
+        data = self.previews.get(path)
+        if data is None and path in self.overlay:
+            held = self.overlay.held(path)
+            data = held.data if held is not None else None
+        return data
+
     def forget(self, path: Path) -> None:
         """`path` changed on disk: its text is read again next time."""
         self._texts.pop(path, None)
@@ -74,6 +87,9 @@ class Texts:
         doc = None if hidden else self.document(path)
         if doc is not None:
             return doc.index
+        held = self.overlay.held(path)
+        if held is not None:
+            return held.index
         now = time.time_ns()
         stat = stat_of(path)
         cached = self._texts.get(path)
