@@ -282,3 +282,31 @@ def test_the_spawned_pump_answers_initialize_quickly(project: Project) -> None:
     warm.shutdown()
     assert min(times) < 2.0, times  # (the figure itself: bench; here only a bound under load)
     assert os.environ  # (the env the pumps ran with)
+
+
+def test_an_unsaved_change_is_what_the_servers_see_until_the_editor_leaves(
+    project: Project, editor: LspProcess
+) -> None:
+    editor.initialize(project.root)
+    main = editor.open(project.main)
+    editor.diagnostics(main)  # the opened text's
+    end = {"line": 8, "character": 0}
+    editor.notify("textDocument/didChange", {
+        "textDocument": {"uri": main, "version": 2},
+        "contentChanges": [{"range": {"start": end, "end": end},
+                            "text": "broken = undefined_thing\n"}],
+    })  # fmt: skip
+    pushed = editor.diagnostics(main, lambda d: any("undefined_thing" in x["message"] for x in d))
+    assert pushed["version"] == 2
+    mention = next(d for d in pushed["diagnostics"] if "undefined_thing" in d["message"])
+    assert mention["range"]["start"] == {"line": 8, "character": 9}
+    hover = editor.result("textDocument/hover", at(main, 8, 1))
+    assert "broken" in json.dumps(hover)
+    # an agent asks the same servers: it sees the buffer while the editor holds it
+    agent = project.env.json("--root", str(project.root), "diagnostics", "main.py")
+    assert "undefined_thing" in json.dumps(agent)
+    assert editor.shutdown() == 0
+    # the editor left: the servers see the disk again
+    agent = project.env.json("--root", str(project.root), "diagnostics", "main.py")
+    assert "undefined_thing" not in json.dumps(agent)
+    assert project.main.read_text() == MAIN

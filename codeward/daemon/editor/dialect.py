@@ -20,15 +20,20 @@ from msgspec import Struct
 from codeward import __version__
 from codeward.daemon.editor import diagnostics
 from codeward.daemon.editor.buffers import BadChange, Buffers
+from codeward.daemon.editor.convert import Converter
+from codeward.daemon.editor.documents import Documents
 from codeward.daemon.editor.forward import FORWARDED, Forwarder, uri_of
 from codeward.daemon.editor.offers import command_servers, merged
 from codeward.daemon.editor.workspace import Workspace, folders_of
 from codeward.daemon.lsp.positions import Encoding, LineIndex, negotiated
+from codeward.daemon.lsp.shapes import unstructure
 from codeward.protocol import lsp
 from codeward.protocol.errors import ErrorCode, ErrorKind, ToolError, find_tool_error
 from codeward.protocol.messages import Id
 
 if TYPE_CHECKING:
+    from lsprotocol import types as lsp_types
+
     from codeward.daemon.lsp.service import Offer
     from codeward.daemon.mcp import _Sessions
 
@@ -96,6 +101,7 @@ class EditorDialect:
         self.workspace: Workspace | None = None
         self.forwarder: Forwarder | None = None
         self.publisher: diagnostics.Publisher | None = None
+        self.documents: Documents | None = None
         self._ready = trio.Event()  # initialize answered (or failed)
         self._failure: ToolError | None = None
         self._calls: dict[Id, tuple[trio.CancelScope, str]] = {}
@@ -176,6 +182,7 @@ class EditorDialect:
         self.forwarder = Forwarder(workspace, self.encoding, self._lines, self._apply_edit)
         self.forwarder.commands = commands
         self.publisher = diagnostics.Publisher(self._diagnostics_of, self._publish)
+        self.documents = Documents(workspace, self, self.publisher.changed)
         result = {
             "capabilities": merged(offers, self.encoding),
             "serverInfo": {"name": "codeward", "version": __version__},
@@ -183,9 +190,12 @@ class EditorDialect:
         return self.machine.result_message(event.id, result)
 
     async def _run_background(self) -> None:
+        """The diagnostics publisher and the documents' task, until the editor stops."""
+        assert self.publisher is not None and self.documents is not None
         with self._background:
-            assert self.publisher is not None
-            await self.publisher.run()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.publisher.run)
+                nursery.start_soon(self.documents.run)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -226,7 +236,8 @@ class EditorDialect:
                 await self._ready.wait()
             if self._failure is not None:
                 raise self._failure
-            assert self.forwarder is not None
+            assert self.forwarder is not None and self.documents is not None
+            await self.documents.settled()  # answered on the text the editor has now
             if event.method == "textDocument/diagnostic":
                 result = await self._pull(uri_of(event.params))
             else:
@@ -267,7 +278,10 @@ class EditorDialect:
         self._background.cancel()
 
     async def release(self) -> None:
-        """The connection ends: its sessions let go of it."""
+        """The connection ends: the servers see the disk again where this editor held a
+        buffer, and its sessions let go of it (the caller shields this)."""
+        if self.documents is not None:
+            await self.documents.release()
         if self.workspace is not None:
             self.workspace.release()
 
@@ -281,22 +295,30 @@ class EditorDialect:
                 located = self.workspace.locate(doc.uri) if self.workspace else None
                 path = located[1] if located is not None else None
                 self.buffers.did_open(doc.uri, path, doc.language_id, doc.version, doc.text)
-                self._changed(doc.uri)
+                self._queue("open", doc.uri, doc.text, doc.version)
             elif method == "textDocument/didChange":
                 change = msgspec.json.decode(event.params, type=_ChangeParams)
                 doc = change.text_document
-                self.buffers.did_change(doc.uri, doc.version, change.content_changes)
-                self._changed(doc.uri)
+                buffer = self.buffers.did_change(doc.uri, doc.version, change.content_changes)
+                self._queue("change", doc.uri, buffer.text, buffer.version)
             elif method == "textDocument/didSave":
-                self._changed(uri_of(event.params))
+                self._queue("save", uri_of(event.params))
             elif method == "textDocument/didClose":
                 uri = uri_of(event.params)
                 if self.buffers.did_close(uri) is not None:
+                    self._queue("close", uri)
                     self._publish(uri, None, [])
         except (msgspec.DecodeError, BadChange) as exc:
             self._log(1, f"codeward: {method} was not applied: {exc}")
         # configuration, watched files, trace and the rest: codeward's own (its config,
         # its watcher) — nothing to do
+
+    def _queue(self, kind: Any, uri: str, text: str = "", version: int = 0) -> None:
+        """A document's change, for the servers (documents outside every root reach none)."""
+        located = self.workspace.locate(uri) if self.workspace else None
+        if located is not None and self.documents is not None:
+            root, path = located
+            self.documents.put(kind, uri, root, path, text, version)
 
     def _changed(self, uri: str) -> None:
         if self.publisher is not None:
@@ -362,6 +384,15 @@ class EditorDialect:
 
     def _on_progress(self, params: dict[str, Any]) -> None:
         """The servers' work-done progress (not forwarded yet: the editor sees its results)."""
+
+    async def apply_edit(self, edit: lsp_types.WorkspaceEdit, label: str) -> bool:
+        """The overlay's edit of a buffer this editor holds (an agent's write), as
+        `workspace/applyEdit`: True when the editor applied it. The edit's positions are
+        UTF-16 (SEAM-25): converted when the editor negotiated another encoding."""
+        data = unstructure(edit)
+        if self.encoding != "utf-16":
+            data = Converter("utf-16", self.encoding, self._lines)(data, None)
+        return await self._apply_edit(data, label)
 
     async def _apply_edit(self, edit: dict[str, Any], label: str) -> bool:
         """`workspace/applyEdit` to the editor: whether it applied the edit."""
