@@ -57,6 +57,12 @@ other = Account("bob")
 '''
 
 
+UNI = '''\
+"""Text beyond ASCII."""
+greeting = "héllo😀"; shout = greeting.upper()
+'''
+
+
 class Project:
     def __init__(self, env: Env, root: Path, daemon: subprocess.Popen[bytes]) -> None:
         self.env = env
@@ -81,12 +87,17 @@ def project() -> Iterator[Project]:
         root.mkdir()
         (root / "models.py").write_text(MODELS)
         (root / "main.py").write_text(MAIN)
+        (root / "uni.py").write_text(UNI)
+        (root / "other").mkdir()
+        (root / "other" / "tool.py").write_text("def helper() -> int:\n    return 1\n")
         (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
         subprocess.run(["git", "init", "-q", str(root)], check=True)
         with running_daemon(env) as daemon:
             assert env.run("trust", str(root)).returncode == 0
             yield Project(env, root, daemon)
     finally:
+        if os.environ.get("CW_SHOW_LOG"):
+            print(Path(base / "state" / "codeward" / "daemon.log").read_text()[-6000:])
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -310,3 +321,135 @@ def test_an_unsaved_change_is_what_the_servers_see_until_the_editor_leaves(
     agent = project.env.json("--root", str(project.root), "diagnostics", "main.py")
     assert "undefined_thing" not in json.dumps(agent)
     assert project.main.read_text() == MAIN
+
+
+def offered_or_refused(
+    editor: LspProcess, capabilities: dict[str, Any], key: str, method: str, params: Any
+) -> Any:
+    """A method's answer where the servers offer it; else the error that says none does."""
+    reply = editor.request(method, params)
+    if capabilities.get(key):
+        assert "error" not in reply, reply
+        return reply["result"]
+    assert reply["error"]["code"] == -32601 and method in reply["error"]["message"], reply
+    return None
+
+
+def test_the_other_methods_reach_their_servers(project: Project, editor: LspProcess) -> None:
+    capabilities = editor.initialize(project.root)["capabilities"]
+    main, models = editor.open(project.main), editor.open(project.models)
+    help_ = editor.result("textDocument/signatureHelp", at(main, 5, 23))  # open_account("|
+    assert "owner" in json.dumps(help_)
+    highlights = editor.result("textDocument/documentHighlight", at(main, 5, 1))
+    assert len(highlights) == 2
+    folds = offered_or_refused(
+        editor,
+        capabilities,
+        "foldingRangeProvider",
+        "textDocument/foldingRange",
+        {"textDocument": {"uri": models}},
+    )
+    assert folds is None or folds
+    ranges = offered_or_refused(editor, capabilities, "selectionRangeProvider",
+                                "textDocument/selectionRange", {"textDocument": {"uri": main},
+                                "positions": [{"line": 6, "character": 22}]})  # fmt: skip
+    assert ranges is None or ranges[0]["range"]
+    tokens = offered_or_refused(
+        editor,
+        capabilities,
+        "semanticTokensProvider",
+        "textDocument/semanticTokens/full",
+        {"textDocument": {"uri": main}},
+    )
+    assert tokens is None or tokens["data"]
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": 8, "character": 0}}
+    hints = offered_or_refused(editor, capabilities, "inlayHintProvider", "textDocument/inlayHint",
+                               {"textDocument": {"uri": main}, "range": whole})  # fmt: skip
+    assert hints is None or isinstance(hints, list)
+    for method, key in (("textDocument/declaration", "declarationProvider"),
+                        ("textDocument/typeDefinition", "typeDefinitionProvider"),
+                        ("textDocument/implementation", "implementationProvider")):  # fmt: skip
+        offered_or_refused(editor, capabilities, key, method, at(main, 7, 9))
+    prepared = editor.result("textDocument/prepareRename", at(main, 5, 1))
+    assert prepared is not None
+    items = editor.result("textDocument/prepareCallHierarchy", at(models, 16, 6))
+    assert items[0]["name"] == "open_account"
+    calls = editor.result("callHierarchy/incomingCalls", {"item": items[0]})
+    assert {c["from"]["uri"] for c in calls} == {main}
+    types = offered_or_refused(editor, capabilities, "typeHierarchyProvider",
+                               "textDocument/prepareTypeHierarchy", at(models, 3, 7))  # fmt: skip
+    if types:
+        assert isinstance(editor.result("typeHierarchy/supertypes", {"item": types[0]}), list)
+    symbols = editor.result("workspace/symbol", {"query": "open_acc"})
+    assert {s["name"] for s in symbols} >= {"open_account"}
+    assert editor.shutdown() == 0
+
+
+def test_code_actions_resolve_and_commands_edit_in_the_editor(
+    project: Project, editor: LspProcess
+) -> None:
+    capabilities = editor.initialize(project.root)["capabilities"]
+    main = editor.open(project.main)
+    editor.diagnostics(main, lambda d: any(x.get("code") == "F401" for x in d))
+    line = {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 9}}
+    actions = editor.result("textDocument/codeAction", {
+        "textDocument": {"uri": main}, "range": line, "context": {"diagnostics": []}})  # fmt: skip
+    lazy = [a for a in actions if "edit" not in a and "data" in a]
+    if lazy:  # a server that fills its actions' edits on resolve
+        resolved = editor.result("codeAction/resolve", lazy[0])
+        assert resolved["edit"] and resolved["title"] == lazy[0]["title"]
+    commands = capabilities["executeCommandProvider"]["commands"]
+    assert "ruff.applyAutofix" in commands
+    editor.result(
+        "workspace/executeCommand",
+        {"command": "ruff.applyAutofix", "arguments": [{"uri": main, "version": 1}]},
+    )
+    # ruff asked for the edit with workspace/applyEdit: it went to this editor
+    assert editor.applied_edits, "the command's edit did not reach the editor"
+    assert main in json.dumps(editor.applied_edits[0]["edit"])
+    unknown = editor.request("workspace/executeCommand", {"command": "nobody.knows"})
+    assert unknown["error"]["code"] == -32601 and unknown["error"]["data"]["kind"] == (
+        "unsupported_by_server"
+    )
+    assert project.main.read_text() == MAIN  # the disk is the editor's business
+    assert editor.shutdown() == 0
+
+
+def test_positions_in_the_editors_encoding(project: Project, editor: LspProcess) -> None:
+    result = editor.initialize(project.root, general={"positionEncodings": ["utf-8"]})
+    assert result["capabilities"]["positionEncoding"] == "utf-8"
+    uni = editor.open(project.root / "uni.py")
+    line = (project.root / "uni.py").read_text().splitlines()[1]
+    upper = len(line[: line.index("upper")].encode())  # UTF-8 units
+    hover = editor.result("textDocument/hover", at(uni, 1, upper + 1))
+    assert "upper" in json.dumps(hover)
+    shout = len(line[: line.index("shout")].encode())
+    refs = editor.result(
+        "textDocument/references", {**at(uni, 1, shout), "context": {"includeDeclaration": True}}
+    )
+    assert [r["range"]["start"] for r in refs] == [{"line": 1, "character": shout}]
+    assert refs[0]["range"]["end"]["character"] == shout + len("shout")
+    assert editor.shutdown() == 0
+
+
+def test_several_folders_are_several_sessions(project: Project, editor: LspProcess) -> None:
+    other = project.root / "other"
+    editor.result(
+        "initialize",
+        {
+            "processId": os.getpid(),
+            "rootUri": None,
+            "capabilities": {},
+            "workspaceFolders": [
+                {"uri": project.root.as_uri(), "name": "p"},
+                {"uri": other.as_uri(), "name": "o"},
+            ],
+        },
+    )
+    editor.notify("initialized", {})
+    tool = editor.open(other / "tool.py")
+    assert "helper" in json.dumps(editor.result("textDocument/hover", at(tool, 0, 5)))
+    sessions = project.env.json("sessions")["sessions"]
+    roots = {Path(s["root"]) for s in sessions if s["clients"]}
+    assert {project.root.resolve(), other.resolve()} <= roots
+    assert editor.shutdown() == 0

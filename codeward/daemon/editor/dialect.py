@@ -23,8 +23,9 @@ from codeward.daemon.editor.buffers import BadChange, Buffers
 from codeward.daemon.editor.convert import Converter
 from codeward.daemon.editor.documents import Documents
 from codeward.daemon.editor.forward import FORWARDED, Forwarder, uri_of
-from codeward.daemon.editor.offers import command_servers, merged
-from codeward.daemon.editor.workspace import Workspace, folders_of
+from codeward.daemon.editor.offers import PROVIDERS, command_servers, merged, registrations
+from codeward.daemon.editor.progress import Progress
+from codeward.daemon.editor.workspace import Root, Workspace, folders_of
 from codeward.daemon.lsp.positions import Encoding, LineIndex, negotiated
 from codeward.daemon.lsp.shapes import unstructure
 from codeward.protocol import lsp
@@ -102,6 +103,11 @@ class EditorDialect:
         self.forwarder: Forwarder | None = None
         self.publisher: diagnostics.Publisher | None = None
         self.documents: Documents | None = None
+        self.progress: Progress | None = None
+        self.client: dict[str, Any] = {}  # the editor's capabilities
+        self._announced: set[str] = set()  # capabilities the editor was told of
+        self._languages: set[str] = set()  # languages whose servers it was told of
+        self._nursery: trio.Nursery | None = None  # the background's
         self._ready = trio.Event()  # initialize answered (or failed)
         self._failure: ToolError | None = None
         self._calls: dict[Id, tuple[trio.CancelScope, str]] = {}
@@ -164,27 +170,41 @@ class EditorDialect:
         self.name = holder_name(params)
         if not self.conn.daemon.loaded.is_set():
             await self.conn.daemon.loaded.wait()
-        workspace = Workspace(self.conn.daemon.sessions, self.conn.id, self._on_progress)
+        window = params.capabilities.get("window")
+        self.progress = Progress(
+            self.conn.id,
+            isinstance(window, dict) and window.get("workDoneProgress") is True,
+            self._notify_editor,
+            self._ask,
+        )
+        workspace = Workspace(self.conn.daemon.sessions, self.conn.id, self.progress.published)
         self.workspace = workspace
         await workspace.open(folders_of(params))
         offers: list[Offer] = []
         commands: dict[str, Any] = {}
+        self.client = params.capabilities
         for root in workspace.roots:
             service = root.session.lsp
             files, _ = await trio.to_thread.run_sync(service.project_files)
-            found = await service.capabilities_of(service.workspace_languages(files))
+            languages = service.workspace_languages(files)
+            self._languages.update(languages)
+            found = await service.capabilities_of(languages)
             offers += found
             for command, server in command_servers(found).items():
                 commands.setdefault(command, (root, server))
         preferred = offers[0].encoding if offers else lsp.DEFAULT_ENCODING
         self.encoding = negotiated(lsp.negotiate_encoding(params.capabilities, preferred))
         self.buffers.encoding = self.encoding
-        self.forwarder = Forwarder(workspace, self.encoding, self._lines, self._apply_edit)
+        self.forwarder = Forwarder(
+            workspace, self.encoding, self._lines, self._apply_edit, self.progress.rewrite
+        )
         self.forwarder.commands = commands
         self.publisher = diagnostics.Publisher(self._diagnostics_of, self._publish)
         self.documents = Documents(workspace, self, self.publisher.changed)
+        capabilities = merged(offers, self.encoding)
+        self._announced = {key for key in PROVIDERS.values() if key in capabilities}
         result = {
-            "capabilities": merged(offers, self.encoding),
+            "capabilities": capabilities,
             "serverInfo": {"name": "codeward", "version": __version__},
         }
         return self.machine.result_message(event.id, result)
@@ -192,10 +212,13 @@ class EditorDialect:
     async def _run_background(self) -> None:
         """The diagnostics publisher and the documents' task, until the editor stops."""
         assert self.publisher is not None and self.documents is not None
+        assert self.progress is not None
         with self._background:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 nursery.start_soon(self.publisher.run)
                 nursery.start_soon(self.documents.run)
+                nursery.start_soon(self.progress.run)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -319,6 +342,24 @@ class EditorDialect:
         if located is not None and self.documents is not None:
             root, path = located
             self.documents.put(kind, uri, root, path, text, version)
+            language = root.session.lsp.language_or_none(path)
+            if kind == "open" and language and language not in self._languages and self._nursery:
+                self._languages.add(language)
+                self._nursery.start_soon(self._register, root, language)
+
+    async def _register(self, root: Root, language: str) -> None:
+        """A document of a language whose servers the editor was not told of: what they
+        offer beyond that, registered for its documents of that language."""
+        assert self.workspace is not None
+        service = (await self.workspace.session(root)).lsp
+        offers = await service.capabilities_of([language])
+        language_id = next(
+            (b.language_id for b in self.buffers.open.values() if b.path is not None
+             and service.language_or_none(b.path) == language), language
+        )  # fmt: skip
+        found = registrations(offers, self._announced, language_id, self.client)
+        if found:
+            await self._ask("client/registerCapability", {"registrations": found})
 
     def _changed(self, uri: str) -> None:
         if self.publisher is not None:
@@ -382,8 +423,9 @@ class EditorDialect:
                 "window/logMessage", {"type": kind, "message": message}
             ))  # fmt: skip
 
-    def _on_progress(self, params: dict[str, Any]) -> None:
-        """The servers' work-done progress (not forwarded yet: the editor sees its results)."""
+    def _notify_editor(self, method: str, params: Any) -> None:
+        if not self.conn.closed:
+            self.conn.send_body(self.machine.notification_message(method, params))
 
     async def apply_edit(self, edit: lsp_types.WorkspaceEdit, label: str) -> bool:
         """The overlay's edit of a buffer this editor holds (an agent's write), as

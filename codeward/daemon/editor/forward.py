@@ -89,11 +89,13 @@ class Forwarder:
         encoding: Encoding,
         lines: Callable[[str], LineIndex | None],
         apply_edit: ApplyEdit,
+        rewrite: Callable[[int | str], str],
     ) -> None:
         self.workspace = workspace
         self.encoding: Encoding = encoding
         self.lines = lines  # the editor's text of a URI (its buffer, else the servers')
         self.apply_edit = apply_edit
+        self.rewrite = rewrite  # an editor's workDoneToken, as its server gets it
         self.origins: dict[str, Origin] = {}  # by request method: who answered the last
         self.encodings: dict[str, Encoding] = {}  # each server's that answered
         self.commands: dict[str, tuple[Root, str]] = {}  # command -> its root and server
@@ -129,11 +131,23 @@ class Forwarder:
 
     # -- params and results -------------------------------------------------------------
 
+    def _tokens(self, data: Any) -> Any:
+        """The editor's params with its progress tokens made the daemon's: no partial
+        results (the answer comes whole), work-done progress told back to this editor."""
+        if isinstance(data, dict):
+            data.pop("partialResultToken", None)
+            token = data.get("workDoneToken")
+            if isinstance(token, int | str):
+                data["workDoneToken"] = self.rewrite(token)
+        return data
+
     def _params(self, uri: str, params: Raw) -> Callable[[DocumentContext], Any]:
+        tokens = b'Token"' in bytes(params)  # (a progress token: rare; read only then)
+
         def build(ctx: DocumentContext) -> Any:
-            if ctx.encoding == self.encoding and ctx.uri == uri:
+            if ctx.encoding == self.encoding and ctx.uri == uri and not tokens:
                 return params  # as the editor sent it
-            data = msgspec.json.decode(params)
+            data = self._tokens(msgspec.json.decode(params))
             if ctx.encoding != self.encoding:
                 data = Converter(self.encoding, ctx.encoding, self.lines)(data, uri)
             if isinstance(data.get("textDocument"), dict):
@@ -177,7 +191,7 @@ class Forwarder:
     # -- follow-ups and workspace requests ----------------------------------------------
 
     async def _follow(self, method: str, params: Raw) -> Any:
-        data = msgspec.json.decode(params)
+        data = self._tokens(msgspec.json.decode(params))
         origin = self.origins.get(FOLLOWS[method])
         server = _untagged(data) if method == "codeAction/resolve" else None
         if origin is None:
@@ -198,7 +212,7 @@ class Forwarder:
         return self._result(answer.result, encoding, uri)
 
     async def _workspace_symbols(self, params: Raw) -> Any:
-        data = msgspec.json.decode(params)
+        data = self._tokens(msgspec.json.decode(params))
         symbols: list[Any] = []
         for root in self.workspace.roots:
             service = (await self.workspace.session(root)).lsp
@@ -231,7 +245,8 @@ class Forwarder:
                 raise ToolError(ErrorKind.WRITE_FAILED, "The editor did not apply the edit.")
 
         call = {"command": command.command, "arguments": command.arguments or []}
-        return await service.execute_command(server, call, on_edit)
+        await service.execute_command(server, call, on_edit)
+        return None  # (the service keeps what the command did: its edits went to the editor)
 
 
 def _tagged(action: Any, server: str) -> Any:

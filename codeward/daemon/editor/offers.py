@@ -92,3 +92,49 @@ def command_servers(offers: list[Offer]) -> dict[str, str]:
         for command in _commands(offer):
             found.setdefault(command, offer.server)
     return found
+
+
+def _client_name(method: str) -> tuple[str, str]:
+    """Where the editor declares a method's dynamic registration: (section, name)."""
+    section, _, name = method.partition("/")
+    name = name.split("/", 1)[0]
+    if name.startswith("prepare") and name != "prepareRename":
+        name = name[len("prepare") :]
+    return section, name[:1].lower() + name[1:]
+
+
+def registration_method(method: str) -> str:
+    """The method a registration names (semantic tokens register as one)."""
+    if method.startswith("textDocument/semanticTokens"):
+        return "textDocument/semanticTokens"
+    return method
+
+
+def registrations(
+    offers: list[Offer], announced: set[str], language_id: str, client: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """`client/registerCapability` registrations of what the servers of a language that
+    started after `initialize` offer and the editor was not told (`announced`: the
+    capabilities told so far, updated), for the editor's documents of that language only;
+    only those the editor registers dynamically."""
+    found: list[dict[str, Any]] = []
+    for method, key in PROVIDERS.items():
+        if key in announced or method == "textDocument/prepareRename":
+            continue
+        section, name = _client_name(method)
+        declared = client.get(section, {}).get(name, {}) if isinstance(client, dict) else {}
+        if not (isinstance(declared, dict) and declared.get("dynamicRegistration") is True):
+            continue
+        for offer in offers:
+            option = offer.capabilities.get(key)
+            if option in (None, False) and not offer.supports(method):
+                continue
+            options = dict(option) if isinstance(option, dict) else {}
+            if section == "textDocument":
+                options["documentSelector"] = [{"language": language_id}]
+            method_name = registration_method(method)
+            found.append({"id": f"codeward-{method_name}-{language_id}", "method": method_name,
+                          "registerOptions": options})  # fmt: skip
+            announced.add(key)
+            break
+    return found

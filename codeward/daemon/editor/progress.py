@@ -1,0 +1,77 @@
+"""The servers' work-done progress, to the editors it concerns.
+
+A request's progress goes to the editor that asked: the `workDoneToken` an editor's request
+carries is sent to the server as `codeward-editor-<connection>-<token>` (`own_token`), so
+the progress the session publishes under it is told back to that editor only, under its own
+token. Any other progress is the server's own work (indexing, loading the project) and goes
+to every editor of the root: each editor that declared `window.workDoneProgress` gets it
+under a token made with `window/workDoneProgress/create`, its `begin` sent once the editor
+answered that request, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+PREFIX = "codeward-editor-"
+Send = Callable[[str, Any], None]  # a notification to the editor
+Ask = Callable[[str, Any], Awaitable[object]]  # a request to the editor, its reply awaited
+
+
+class Progress:
+    """One editor's share of its roots' progress (see the module docstring)."""
+
+    def __init__(self, connection: int, supported: bool, send: Send, ask: Ask) -> None:
+        self.mine = f"{PREFIX}{connection}-"
+        self.supported = supported  # the editor declared window.workDoneProgress
+        self.send = send
+        self.ask = ask
+        self.tokens: dict[str, int | str] = {}  # rewritten -> the editor's own token
+        self._made: dict[tuple[str, str], str] = {}  # (server, its token) -> the editor's
+        self._out, self._in = trio.open_memory_channel[tuple[str, str, dict[str, Any]]](
+            float("inf")
+        )
+        self._numbers = 0
+
+    def rewrite(self, token: int | str) -> str:
+        """An editor request's token, as sent to the server."""
+        rewritten = f"{self.mine}{token!s}"
+        self.tokens[rewritten] = token
+        return rewritten
+
+    def published(self, params: dict[str, Any]) -> None:
+        """A progress event of a session (its listener: called in the session's task)."""
+        token = params.get("token")
+        value = {k: params[k] for k in ("kind", "title", "message", "percentage")
+                 if params.get(k) is not None}  # fmt: skip
+        if isinstance(token, str) and token.startswith(PREFIX):
+            original = self.tokens.get(token)
+            if original is not None:  # progress of this editor's request
+                self.send("$/progress", {"token": original, "value": value})
+                if params.get("kind") == "end":
+                    self.tokens.pop(token, None)
+            return  # (another editor's request)
+        if self.supported:
+            key = (str(params.get("session_id", "")), f"{params.get('server')}:{token!s}")
+            self._out.send_nowait((key[0], key[1], value))
+
+    async def run(self) -> None:
+        """Tell the root's own progress, in order (owner: the dialect's background scope)."""
+        async for session, server_token, value in self._in:
+            key = (session, server_token)
+            made = self._made.get(key)
+            if made is None:
+                if value.get("kind") != "begin":
+                    continue  # begun before this editor came: it sees the next one
+                self._numbers += 1
+                made = f"codeward-{self._numbers}"
+                await self.ask("window/workDoneProgress/create", {"token": made})
+                self._made[key] = made
+            if value.get("kind") == "begin" and "title" not in value:
+                value = {**value, "title": server_token.split(":", 1)[0]}
+            self.send("$/progress", {"token": made, "value": value})
+            if value.get("kind") == "end":
+                self._made.pop(key, None)

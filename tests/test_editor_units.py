@@ -1,0 +1,173 @@
+"""The editor dialect's parts without I/O: buffers, position conversion, the merged
+capabilities and registrations, the routing of progress, code actions' servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from codeward.daemon.editor.buffers import BadChange, Buffers
+from codeward.daemon.editor.convert import Converter
+from codeward.daemon.editor.forward import _tagged, _untagged
+from codeward.daemon.editor.offers import merged, registrations
+from codeward.daemon.editor.progress import Progress
+from codeward.daemon.lsp.positions import LineIndex
+from codeward.daemon.lsp.service import Offer
+
+TEXT = "a = '😀é'\nb = 1\r\nc = 2\n"
+
+
+def change(line: int, character: int, end_line: int, end_character: int, text: str) -> Any:
+    return {
+        "range": {
+            "start": {"line": line, "character": character},
+            "end": {"line": end_line, "character": end_character},
+        },
+        "text": text,
+    }
+
+
+@pytest.mark.parametrize(("encoding", "after_emoji"), [("utf-16", 7), ("utf-8", 9), ("utf-32", 6)])
+def test_incremental_changes_in_the_editors_encoding(encoding: Any, after_emoji: int) -> None:
+    buffers = Buffers(encoding)
+    buffers.did_open("u", Path("/p/a.py"), "python", 1, TEXT)
+    # replace é (right after the emoji) with x
+    buffer = buffers.did_change("u", 2, [change(0, after_emoji, 0, after_emoji + (
+        2 if encoding == "utf-8" else 1), "x")])  # fmt: skip
+    assert buffer.text == "a = '😀x'\nb = 1\r\nc = 2\n" and buffer.version == 2
+    # across a CRLF line end; a line past the end is the end
+    buffer = buffers.did_change("u", 3, [change(1, 4, 2, 0, "2\n"), change(9, 0, 9, 0, "d")])
+    assert buffer.text == "a = '😀x'\nb = 2\nc = 2\nd"
+    assert buffer.index.lines[-1] == "d"
+    # a whole text, then a character past its line's end (clamped)
+    buffer = buffers.did_change("u", 4, [{"text": "xy\n"}, change(0, 99, 0, 99, "!")])
+    assert buffer.text == "xy!\n"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [change(0, 2, 0, 1, "x")],
+        [{"range": {"start": {"line": 0}}, "text": "x"}],
+        [{"range": change(0, 0, 0, 0, "")["range"]}],
+        [change(-1, 0, 0, 0, "")],
+    ],
+)
+def test_a_bad_change_is_refused_and_the_buffer_kept(bad: list[Any]) -> None:
+    buffers = Buffers("utf-16")
+    buffers.did_open("u", None, "python", 1, "abc\n")
+    with pytest.raises(BadChange):
+        buffers.did_change("u", 2, bad)
+    buffer = buffers.get("u")
+    assert buffer is not None and buffer.text == "abc\n" and buffer.version == 1
+    with pytest.raises(BadChange):
+        buffers.did_change("other", 2, [])
+
+
+def test_positions_are_converted_on_their_own_documents_lines() -> None:
+    texts = {"file:///a": LineIndex("x = '😀é' + y\n"), "file:///b": LineIndex("ascii only\n")}
+    to_utf8 = Converter("utf-16", "utf-8", texts.get)
+    at = {"line": 0, "character": 8}  # after é in UTF-16 (the emoji is two units)
+    assert to_utf8({"position": at}, "file:///a") == {"position": {"line": 0, "character": 11}}
+    result = to_utf8([
+        {"uri": "file:///a", "range": {"start": at, "end": at}},
+        {"uri": "file:///b", "range": {"start": at, "end": at}},
+        {"targetUri": "file:///b", "targetRange": {"start": at, "end": at},
+         "originSelectionRange": {"start": at, "end": at}},
+        {"changes": {"file:///a": [{"range": {"start": at, "end": at}, "newText": "z"}]}},
+        {"textDocument": {"uri": "file:///a", "version": 1}, "edits": [{"range": {
+            "start": at, "end": at}}]},
+    ], "file:///b")  # fmt: skip
+    assert result[0]["range"]["start"] == {"line": 0, "character": 11}
+    assert result[1]["range"]["start"] == at  # ascii: the same
+    assert result[2]["targetRange"]["start"] == at
+    assert result[2]["originSelectionRange"]["start"] == at  # the asking document's (b)
+    assert result[3]["changes"]["file:///a"][0]["range"]["end"]["character"] == 11
+    assert result[4]["edits"][0]["range"]["start"]["character"] == 11
+    back = Converter("utf-8", "utf-16", texts.get)
+    assert back({"line": 0, "character": 11}, "file:///a") == at
+    assert back({"line": 0, "character": 11}, "file:///unknown") == {"line": 0, "character": 11}
+
+
+def offer(name: str, capabilities: dict[str, Any], supports: tuple[str, ...] = (),
+          encoding: Any = "utf-16") -> Offer:  # fmt: skip
+    return Offer(name, capabilities, encoding, lambda method: method in supports)
+
+
+def test_capabilities_merged_in_routing_order() -> None:
+    offers = [
+        offer("pyright", {"hoverProvider": True, "completionProvider": {"triggerCharacters": ["."]},
+                          "executeCommandProvider": {"commands": ["a", "b"]}}),
+        offer("ruff", {"hoverProvider": {"workDoneProgress": False},
+                       "codeActionProvider": {"codeActionKinds": ["quickfix"]},
+                       "executeCommandProvider": {"commands": ["b", "c"]}},
+              supports=("textDocument/formatting",)),
+    ]  # fmt: skip
+    capabilities = merged(offers, "utf-16")
+    assert capabilities["hoverProvider"] is True  # the first's
+    assert capabilities["completionProvider"] == {"triggerCharacters": ["."]}
+    assert capabilities["codeActionProvider"] == {"codeActionKinds": ["quickfix"]}
+    assert capabilities["documentFormattingProvider"] is True  # registered dynamically
+    assert capabilities["executeCommandProvider"] == {"commands": ["a", "b", "c"]}
+    assert capabilities["positionEncoding"] == "utf-16"
+    assert "renameProvider" not in capabilities and "semanticTokensProvider" not in capabilities
+    assert capabilities["textDocumentSync"]["change"] == 2
+
+
+def test_a_later_servers_capabilities_are_registered_for_its_language() -> None:
+    announced = {"hoverProvider"}
+    client = {"textDocument": {"hover": {"dynamicRegistration": True},
+                               "foldingRange": {"dynamicRegistration": True},
+                               "semanticTokens": {"dynamicRegistration": True},
+                               "rename": {"dynamicRegistration": False}}}  # fmt: skip
+    later = [offer("tombi", {"hoverProvider": True, "foldingRangeProvider": True,
+                             "renameProvider": True,
+                             "semanticTokensProvider": {"legend": {}, "full": True}})]  # fmt: skip
+    found = registrations(later, announced, "toml", client)
+    assert [r["method"] for r in found] == ["textDocument/foldingRange",
+                                            "textDocument/semanticTokens"]  # fmt: skip
+    assert found[1]["registerOptions"] == {"legend": {}, "full": True,
+                                           "documentSelector": [{"language": "toml"}]}  # fmt: skip
+    assert "foldingRangeProvider" in announced
+    assert registrations(later, announced, "toml", client) == []  # told once
+
+
+def test_code_actions_carry_their_server() -> None:
+    action = {"title": "fix", "data": {"x": 1}}
+    tagged = _tagged(action, "ruff")
+    assert tagged["data"] != action["data"]
+    assert _untagged(tagged) == "ruff" and tagged["data"] == {"x": 1}
+    assert _tagged({"title": "t", "edit": {}}, "ruff") == {"title": "t", "edit": {}}
+    assert _untagged({"title": "t", "data": {"x": 1}}) is None
+
+
+async def test_progress_goes_to_the_editor_it_concerns() -> None:
+    sent: list[tuple[str, Any]] = []
+    asked: list[tuple[str, Any]] = []
+
+    async def ask(method: str, params: Any) -> None:
+        asked.append((method, params))
+
+    mine = Progress(7, True, lambda m, p: sent.append((m, p)), ask)
+    token = mine.rewrite("t1")
+    assert token == "codeward-editor-7-t1"
+    mine.published({"server": "s", "token": token, "kind": "begin", "title": "Finding"})
+    mine.published({"server": "s", "token": "codeward-editor-8-t1", "kind": "begin",
+                    "title": "another editor's"})  # fmt: skip
+    assert sent == [("$/progress", {"token": "t1", "value": {"kind": "begin",
+                                                             "title": "Finding"}})]  # fmt: skip
+    sent.clear()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(mine.run)
+        mine.published({"session_id": "x", "server": "s", "token": 1, "kind": "report"})
+        mine.published({"session_id": "x", "server": "s", "token": 2, "kind": "begin",
+                        "title": "Indexing"})  # fmt: skip
+        mine.published({"session_id": "x", "server": "s", "token": 2, "kind": "end"})
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert asked == [("window/workDoneProgress/create", {"token": "codeward-1"})]
+    assert [p["value"]["kind"] for _, p in sent] == ["begin", "end"]
+    assert {p["token"] for _, p in sent} == {"codeward-1"}
