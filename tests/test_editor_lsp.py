@@ -453,3 +453,30 @@ def test_several_folders_are_several_sessions(project: Project, editor: LspProce
     roots = {Path(s["root"]) for s in sessions if s["clients"]}
     assert {project.root.resolve(), other.resolve()} <= roots
     assert editor.shutdown() == 0
+
+
+def test_a_pump_that_cannot_hand_over_copies(project: Project, tmp_path: Path) -> None:
+    """stdin a file (no handoff): the pump binds and copies; the daemon ends after exit."""
+    script = tmp_path / "in"
+    init = {"processId": None, "rootUri": project.root.as_uri(), "capabilities": {}}
+    script.write_bytes(b"".join(frame({"jsonrpc": "2.0", **m}) for m in [
+        {"id": 1, "method": "initialize", "params": init},
+        {"method": "initialized", "params": {}},
+        {"id": 2, "method": "shutdown"},
+        {"method": "exit"},
+    ]))  # fmt: skip
+    with script.open("rb") as stdin:
+        done = subprocess.run([CODEWARD, "--socket", str(project.env.socket), "lsp"],
+                              stdin=stdin, capture_output=True, env=project.env.vars,
+                              timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in
+              done.stdout.split(b"Content-Length")[1:]]  # fmt: skip
+    assert [b.get("id") for b in bodies if "id" in b] == [1, 2]
+    assert bodies[0]["result"]["capabilities"]["hoverProvider"]
+
+
+def test_no_daemon_and_no_autostart_exits_3(tmp_path: Path) -> None:
+    argv = [CODEWARD, "--no-autostart", "--socket", str(tmp_path / "none.sock"), "lsp"]
+    done = subprocess.run(argv, stdin=subprocess.PIPE, capture_output=True, timeout=60)
+    assert done.returncode == 3 and b"daemon" in done.stderr and done.stdout == b""

@@ -138,7 +138,11 @@ class EditorDialect:
             self.conn.request_started()
             requests.start_soon(self._initialize, event, requests)
         elif isinstance(event, lsp.Shutdown):
-            self.conn.send_body(self.machine.result_message(event.id, None))
+            if self._ready.is_set():
+                self.conn.send_body(self.machine.result_message(event.id, None))
+            else:  # (after initialize's answer, as the editor's order says)
+                self.conn.request_started()
+                requests.start_soon(self._shut_down, event)
         elif isinstance(event, lsp.Exit):
             self.cancel(writes=True)
             self.conn.finish_reading(self.machine.ended_message(event.code))
@@ -208,6 +212,13 @@ class EditorDialect:
             "serverInfo": {"name": "codeward", "version": __version__},
         }
         return self.machine.result_message(event.id, result)
+
+    async def _shut_down(self, event: lsp.Shutdown) -> None:
+        try:
+            await self._ready.wait()
+            self.conn.send_body(self.machine.result_message(event.id, None))
+        finally:
+            self.conn.request_finished()
 
     async def _run_background(self) -> None:
         """The diagnostics publisher and the documents' task, until the editor stops."""
