@@ -50,6 +50,9 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
 - `await service.execute_command(server, command, on_edit)`: `workspace/executeCommand`;
   the `workspace/applyEdit` requests the server sends meanwhile go to `on_edit(edit,
   encoding, versions)`. `service.snapshot(server)`: its open documents' versions now.
+- `await service.capabilities_of(languages) -> list[Offer]`: each server of the languages,
+  started: its static capabilities as it sent them, its encoding, `supports(method)` (the
+  editor dialect's `initialize`).
 - `Answer.point(uri, position)`, `Answer.span(uri, range)`: 1-based code points from the
   server's positions in any file; `service.relative(uri)`: root-relative output path or
   None; `service.source_line(uri, line)`: the trimmed source line (1-based);
