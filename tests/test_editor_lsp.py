@@ -238,6 +238,11 @@ def test_bad_input_is_answered_and_the_editor_goes_on(project: Project, editor: 
     assert outside == {"jsonrpc": "2.0", "id": outside["id"], "result": None}
     bad = editor.request("textDocument/hover", {"position": {}})
     assert bad["error"]["code"] == -32602
+    # a change of a document never opened, and one out of its lines: said, not applied
+    editor.notify("textDocument/didChange", {"textDocument": {"uri": "file:///x.py", "version": 2},
+                                             "contentChanges": [{"text": "x"}]})  # fmt: skip
+    said = editor.wait_for(lambda m: m.get("method") == "window/logMessage")
+    assert "didOpen first" in said["params"]["message"]
     assert editor.result("textDocument/hover", at(project.main.as_uri(), 5, 12))
     assert editor.shutdown() == 0
 
@@ -480,3 +485,15 @@ def test_no_daemon_and_no_autostart_exits_3(tmp_path: Path) -> None:
     argv = [CODEWARD, "--no-autostart", "--socket", str(tmp_path / "none.sock"), "lsp"]
     done = subprocess.run(argv, stdin=subprocess.PIPE, capture_output=True, timeout=60)
     assert done.returncode == 3 and b"daemon" in done.stderr and done.stdout == b""
+
+
+def test_an_initialize_without_a_folder_says_what_to_do(
+    project: Project, editor: LspProcess
+) -> None:
+    reply = editor.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    assert reply["error"]["code"] == -32803
+    assert "open a project folder" in reply["error"]["message"]
+    assert reply["error"]["data"]["kind"] == "no_session"
+    later = editor.request("textDocument/hover", at(project.main.as_uri(), 0, 0))
+    assert later["error"]["data"]["kind"] == "no_session"
+    assert editor.shutdown() == 0
