@@ -35,7 +35,7 @@ PUBLIC: dict[str, frozenset[str] | None] = {
     f"{LSP}.restricted_effects": frozenset({"collect", "record"}),
     # editors' buffers over the disk: the holder's protocol and the buffer (the editor
     # dialect implements the one and hands the service the other's parts)
-    f"{LSP}.overlay": frozenset({"Buffer", "EditorHolder"}),
+    f"{LSP}.overlay": frozenset({"Buffer", "EditorHolder", "collect"}),
 }
 
 

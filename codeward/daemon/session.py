@@ -100,7 +100,8 @@ class Session:
             shared=shared,
             repository=repository_of(root) if shared is not None else None,
         )
-        self.writer = RootWriter(root, self.files_changed, config.lsp.max_file_bytes)
+        limit = config.lsp.max_file_bytes
+        self.writer = RootWriter(root, self.files_changed, limit, self.lsp.editor_buffers)
         self.diagnostics_history = DiagnosticsHistory()  # what get_diagnostics reported
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}

@@ -292,3 +292,14 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
         },
     ),
 }
+
+# Any tool's result, beside its own keys: the editors' buffers it read instead of the disk
+# (when one differs from the disk) and what became of its edits sent to editors.
+EDITOR_FIELDS: dict[str, Schema] = {
+    "source": {"type": "string", "enum": ["editor"]},
+    "editor_version": INT,
+    "editor_files": array(obj({"path": STR, "version": INT, "holder": STR})),
+    "editors": array(obj({"holder": STR, "files": array(STR), "applied": BOOL}, {"reason": STR})),
+}
+for _schema in OUTPUT_SCHEMAS.values():
+    _schema["properties"].update(EDITOR_FIELDS)

@@ -551,6 +551,28 @@ def at_remark(at: Any) -> str | None:
     return f"at {at.get('name')} {location(at)} ({_BY[at['by']]})"
 
 
+def editor_remarks(result: dict[str, Any]) -> list[str]:
+    """What the answer owes to editors: unsaved buffers read, edits sent to editors."""
+    out: list[str] = []
+    if result.get("source") == "editor":
+        files = result.get("editor_files") or []
+        shown = ", ".join(
+            f"{f.get('path')} (version {f.get('version')} in {f.get('holder')})"
+            for f in files
+            if isinstance(f, dict)
+        )
+        out.append(f"answered on an editor's unsaved text: {shown}")
+    for followed in result.get("editors") or []:
+        if not isinstance(followed, dict):
+            continue
+        files = ", ".join(str(f) for f in followed.get("files") or [])
+        if followed.get("applied"):
+            out.append(f"{followed.get('holder')} applied the edit of {files} in its buffer")
+        else:
+            out.append(f"{followed.get('holder')}: {followed.get('reason')}")
+    return out
+
+
 def notes(command: str, result: dict[str, Any]) -> list[str]:
     """Remarks for stderr: what a position named, nothing found, partial or truncated
     results, what an edit did."""
@@ -569,6 +591,7 @@ def notes(command: str, result: dict[str, Any]) -> list[str]:
         out.append("output truncated")
     if result.get("restricted"):
         out.append(RESTRICTED)
+    out += editor_remarks(result)
     if command in ("diagnostics", "actions"):
         what = "code actions" if command == "actions" else command
         for error in result.get("errors") or []:
@@ -802,7 +825,7 @@ def tool_text(tool: str, result: Any, *, told_restricted: bool = False) -> str:
         return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     lines = [*_count_line(tool, result), *shape(result)]
     command = _COMMANDS.get(tool)
-    remarks = notes(command, result) if command else []
+    remarks = notes(command, result) if command else editor_remarks(result)
     if told_restricted and RESTRICTED in remarks:
         remarks.remove(RESTRICTED)
     if tool == "git_command" and result.get("truncated"):

@@ -40,8 +40,9 @@ async def apply_workspace_edit(
     if apply:
         plan = await writer.write(edit, encoding, basis)
     else:
+        held = writer.buffers()  # editors' buffers: an unsaved one refuses the edit
         plan = await trio.to_thread.run_sync(
-            prepare, writer.root, edit, encoding, basis, writer.limit
+            prepare, writer.root, edit, encoding, basis, writer.limit, held
         )
     paths = [c.path for c in plan.changes]
     deleted = [c.path for c in plan.changes if c.after is None]

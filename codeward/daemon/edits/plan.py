@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,10 +20,13 @@ from codeward.daemon.edits.workspace import (
     operations,
 )
 from codeward.daemon.files import DEFAULT_LIMIT, Missing, content_hash, read_file
+from codeward.daemon.lsp.overlay import Buffer
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.uris import uri_to_path
 from codeward.daemon.paths import is_inside, real_path
 from codeward.protocol.errors import ErrorKind, ToolError
+
+Buffers = Mapping[Path, Sequence[Buffer]]  # every editor's buffer of each file editors hold
 
 
 @dataclass
@@ -64,8 +68,11 @@ class _File:
 
 
 class _Planner:
-    def __init__(self, root: Path, encoding: Encoding, basis: Basis, limit: int) -> None:
+    def __init__(
+        self, root: Path, encoding: Encoding, basis: Basis, limit: int, held: Buffers
+    ) -> None:
         self.root = root
+        self.held = held  # editors' buffers: a file one holds unsaved is never written
         self.limit = limit
         self.encoding: Encoding = encoding
         self.basis = basis
@@ -94,6 +101,7 @@ class _Planner:
             return file
         shown = path.relative_to(self.root).as_posix()
         data, mode = _read(self.root, path, shown, self.limit)
+        unsaved(path, shown, data, self.held)
         text: str | None = None
         if data is not None:
             expected = self.basis.documents.get(path)
@@ -184,16 +192,22 @@ class _Planner:
 
 
 def prepare(
-    root: Path, edit: object, encoding: Encoding, basis: Basis, limit: int = DEFAULT_LIMIT
+    root: Path,
+    edit: object,
+    encoding: Encoding,
+    basis: Basis,
+    limit: int = DEFAULT_LIMIT,
+    held: Buffers | None = None,
 ) -> EditPlan:
     """Check and compute a WorkspaceEdit on the files' current content; writes nothing.
 
     Raises `path_outside_project`, `stale_edit` (a file is no longer the content in
-    `basis`, or a document version differs), `unsupported_file_type` (a binary file) or
+    `basis`, a document version differs, or an editor holds it with unsaved changes:
+    `held`, naming the editor), `unsupported_file_type` (a binary file) or
     `lsp_error` (a malformed or impossible edit); files are read by `read_file`, at most
     `limit` bytes each.
     """
-    planner = _Planner(root, encoding, basis, limit)
+    planner = _Planner(root, encoding, basis, limit, held or {})
     ops = operations(edit)
     for op in ops:  # every path is checked before any file is read
         for uri in _uris(op):
@@ -248,3 +262,17 @@ def _refused(reason: str) -> ToolError:
         ErrorKind.LSP_ERROR,
         f"The language server's edit cannot be applied: {reason}; nothing was written.",
     )
+
+
+def unsaved(path: Path, shown: str, data: bytes | None, buffers: Buffers) -> None:
+    """`stale_edit` naming the editor when a buffer of `path` is not `data` (the disk's)."""
+    for buffer in buffers.get(path, ()):
+        if data is None or buffer.text.encode("utf-8", "replace") != data:
+            name = buffer.holder.name
+            raise ToolError(
+                ErrorKind.STALE_EDIT,
+                f"{shown!r} has unsaved changes in an editor ({name}), so nothing was "
+                "written; ask for them to be saved or reverted, then run the tool again.",
+                path=shown,
+                holder=name,
+            )

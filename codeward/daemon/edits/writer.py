@@ -13,12 +13,19 @@ from typing import Any, Generic, TypeVar, cast
 import trio
 
 from codeward.daemon.edits.atomic import commit, make_folders
+from codeward.daemon.edits.follow import Buffers, follow
 from codeward.daemon.edits.plan import Basis, EditPlan, prepare
 from codeward.daemon.files import DEFAULT_LIMIT
 from codeward.daemon.lsp.positions import Encoding
 from codeward.protocol.errors import ErrorKind, ToolError
 
 FilesChanged = Callable[[Sequence[Path], Sequence[Path]], None]  # (changed, of them created)
+
+
+def _none() -> Buffers:
+    return {}
+
+
 T = TypeVar("T")
 
 
@@ -35,10 +42,17 @@ class _Job(Generic[T]):
 class RootWriter:
     """Owns the writing of one root's files. Start it with `await nursery.start(w.run)`."""
 
-    def __init__(self, root: Path, on_changed: FilesChanged, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self,
+        root: Path,
+        on_changed: FilesChanged,
+        limit: int = DEFAULT_LIMIT,
+        buffers: Callable[[], Buffers] = _none,
+    ) -> None:
         self.root = root
         self.limit = limit  # the largest file an edit may read
         self.on_changed = on_changed
+        self.buffers = buffers  # editors' buffers now (`service.editor_buffers`)
         self._send, self._receive = trio.open_memory_channel[_Job[Any]](0)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -76,27 +90,41 @@ class RootWriter:
     ) -> EditPlan:
         """Prepare `edit` against the files as they are now and write it; the plan written.
         `folder` (inside the root) is made first with its missing parents, and removed
-        again when the edit is not written."""
+        again when the edit is not written. A file an editor holds with unsaved changes
+        refuses the edit (`stale_edit`); the editors holding the files written get the
+        same edit afterwards, in the caller's task (`follow.follow`)."""
+        held: Buffers = {}
 
         async def work() -> EditPlan:
+            nonlocal held
             root = self.root
+            held = self.buffers()  # in the writer's task: the buffers as the write sees them
             plan = await trio.to_thread.run_sync(
-                _prepare_and_commit, root, edit, encoding, basis, self.limit, folder
+                _prepare_and_commit, root, edit, encoding, basis, self.limit, folder, held
             )
             if plan.changes:
                 created = [c.path for c in plan.changes if c.before is None]
                 self.on_changed([c.path for c in plan.changes], created)
             return plan
 
-        return await self.exclusive(work)
+        plan = await self.exclusive(work)
+        if held and plan.changes:
+            await follow(plan.changes, held)
+        return plan
 
 
 def _prepare_and_commit(
-    root: Path, edit: Any, encoding: Encoding, basis: Basis, limit: int, folder: Path | None
+    root: Path,
+    edit: Any,
+    encoding: Encoding,
+    basis: Basis,
+    limit: int,
+    folder: Path | None,
+    held: Buffers,
 ) -> EditPlan:
     made = make_folders(root, folder) if folder is not None else []
     try:
-        plan = prepare(root, edit, encoding, basis, limit)
+        plan = prepare(root, edit, encoding, basis, limit, held)
         if plan.changes:
             commit(plan)
     except BaseException:

@@ -77,6 +77,14 @@ class Editors:
             if held is not None and is_inside(path, self.root):
                 await self.put(held.buffer.holder, path, held.buffer.text, held.buffer.version)
 
+    def unsaved(self, buffer: Buffer) -> bool:
+        """Whether `buffer`'s text differs from the disk's (or the file cannot be read)."""
+        try:
+            data, _ = self.texts.read(buffer.path)
+        except ToolError:
+            return True
+        return data is None or data != buffer.text.encode("utf-8", "replace")
+
     def saved(self, path: Path) -> None:
         """The editor wrote its buffer to disk: the disk's text is read again when asked."""
         self.texts.forget(canonical(path))

@@ -7,11 +7,16 @@ repository like the previews (the roots of a repository share server processes, 
 nested root's files are the same documents): the last buffer opened or changed is the text
 the servers see (`held`); closing it hands the file to another holder's buffer, else the
 disk. The service's `editor_*` methods change it and tell the servers (`lsp/editors.py`).
+
+A tool call collects the buffers its answer was read from (`collect`, a context variable
+the tool context sets, shared with the tasks the call starts); the layer calls `record`
+wherever it hands out a buffer's text instead of the disk's.
 """
 
 from __future__ import annotations
 
 import functools
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -21,7 +26,22 @@ from lsprotocol import types as lsp
 from codeward.daemon.files import content_hash
 from codeward.daemon.lsp.positions import LineIndex
 
-__all__ = ["Buffer", "EditorHolder", "Held", "Overlay"]
+__all__ = ["Buffer", "EditorHolder", "Held", "Overlay", "collect", "record"]
+
+_READ: ContextVar[dict[Path, Buffer] | None] = ContextVar("editor_buffers_read", default=None)
+
+
+def collect(read: dict[Path, Buffer]) -> None:
+    """Record into `read` the buffers the current task (and the tasks it starts from now
+    on) is answered from, by path."""
+    _READ.set(read)
+
+
+def record(held: Held) -> None:
+    """A buffer's text was handed out instead of the disk's."""
+    read = _READ.get()
+    if read is not None:
+        read[held.buffer.path] = held.buffer
 
 
 class EditorHolder(Protocol):
@@ -84,6 +104,10 @@ class Overlay:
 
     def paths(self) -> list[Path]:
         return list(self._held)
+
+    def every(self) -> dict[Path, list[Buffer]]:
+        """Every holder's buffer of each held file (a copy), the one held last."""
+        return {path: list(buffers) for path, buffers in self._buffers.items()}
 
     def holds(self, holder: EditorHolder, path: Path) -> bool:
         """Whether `holder` has a buffer of `path` (held or not)."""

@@ -537,6 +537,14 @@ class LanguageService:
         """The buffer an editor holds for `path` (the one the servers see), or None."""
         return self.overlay.buffer(canonical(path))
 
+    def editor_buffers(self) -> dict[Path, list[Buffer]]:
+        """Every holder's buffer of each file editors hold (a copy): what a write checks."""
+        return self.overlay.every()
+
+    def editor_unsaved(self, buffers: Collection[Buffer]) -> list[Buffer]:
+        """Those of `buffers` whose text is not the disk's (an unsaved change)."""
+        return [b for b in buffers if self.editors.unsaved(b)]
+
     # -- requests -------------------------------------------------------------------------
 
     async def route(self, language: str, method: str) -> str:
@@ -577,7 +585,7 @@ class LanguageService:
             await server.connection()
             unchanged = False
         doc = server.document(path_to_uri(path))
-        held = self.overlay.held(path) if path in self.overlay else None
+        held = self.texts.held(path)
         if doc is not None and (
             (held is not None and doc.hash == held.hash and path not in self.previews)
             or (

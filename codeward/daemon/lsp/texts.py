@@ -14,7 +14,7 @@ from pathlib import Path
 
 from codeward.daemon.files import UNTRUSTED, Missing, Stat, read_file, stat_key
 from codeward.daemon.lsp.documents import Document
-from codeward.daemon.lsp.overlay import Overlay
+from codeward.daemon.lsp.overlay import Held, Overlay, record
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.server import LanguageServer
@@ -71,10 +71,19 @@ class Texts:
         ever asked by the preview's holder: no other request runs meanwhile), else the
         buffer an editor holds; None: the disk's."""
         data = self.previews.get(path)
-        if data is None and path in self.overlay:
-            held = self.overlay.held(path)
+        if data is None:
+            held = self.held(path)
             data = held.data if held is not None else None
         return data
+
+    def held(self, path: Path) -> Held | None:
+        """The buffer an editor holds for `path`, recorded as read (see `overlay.record`)."""
+        if path not in self.overlay:
+            return None
+        held = self.overlay.held(path)
+        if held is not None:
+            record(held)
+        return held
 
     def forget(self, path: Path) -> None:
         """`path` changed on disk: its text is read again next time."""
@@ -85,9 +94,9 @@ class Texts:
         the disk for a file under another task's preview)."""
         hidden = path in self.previews and not self.gate.held()
         doc = None if hidden else self.document(path)
+        held = self.held(path)
         if doc is not None:
             return doc.index
-        held = self.overlay.held(path)
         if held is not None:
             return held.index
         now = time.time_ns()
@@ -107,7 +116,11 @@ class Texts:
 
     def known_text(self, path: Path, stat: Stat) -> LineIndex | None:
         """The text of `path` as read when its stat was `stat` (an open document, or the
-        line cache), or None: a file whose stat still matches need not be read again."""
+        line cache), or None: a file whose stat still matches need not be read again. A
+        file an editor holds: the buffer's text, whatever the disk's stat."""
+        held = self.held(path)
+        if held is not None:
+            return held.index
         uri = path_to_uri(path)
         for server in self.servers.values():
             doc = server.document(uri)

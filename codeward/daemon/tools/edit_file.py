@@ -194,8 +194,9 @@ class Target:
 
 
 async def read_target(session: Session, given: str, *, create: bool = False) -> Target:
-    """The work-tree file `given` (root-relative or absolute) names, read; with `create`,
-    one that does not exist yet in an existing folder."""
+    """The work-tree file `given` (root-relative or absolute) names, read (the buffer an
+    editor holds of it, if one does); with `create`, one that does not exist yet in an
+    existing folder."""
     root = session.root
     path = resolve_inside(root, given)
     shown = relative(path, root)
@@ -225,6 +226,9 @@ async def read_target(session: Session, given: str, *, create: bool = False) -> 
             ) from None
         return Target(path, shown, None)
     check_links(st, shown)  # before its content shows in a diff or a preview
+    buffer = session.lsp.editor_buffer(path)  # an editor's: computed on its text (a write
+    if buffer is not None:  # is refused while it is not the disk's)
+        data = buffer.text.encode("utf-8", "replace")
     return Target(path, shown, data)
 
 

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from codeward.daemon.approvals import approve_edits
-from codeward.daemon.lsp import restricted_effects
+from codeward.daemon.edits import follow
+from codeward.daemon.lsp import overlay, restricted_effects
+from codeward.daemon.lsp.overlay import Buffer
 from codeward.daemon.paths import relative
 from codeward.daemon.tools.suggest import suggested
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -59,9 +61,14 @@ class ToolContext:
     caller: Caller
     policy: PolicyConfig | None = None  # the caller's narrowing of the session's policy
     effects: dict[str, str] = field(default_factory=dict)
+    # the editors' buffers the call read instead of the disk, and its edits sent to editors
+    editor_reads: dict[Path, Buffer] = field(default_factory=dict)
+    followed: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         restricted_effects.collect(self.effects)
+        overlay.collect(self.editor_reads)
+        follow.collect(self.followed)
 
 
 async def approve_writes(ctx: ToolContext, tool: str, paths: Sequence[Path]) -> None:
@@ -104,6 +111,10 @@ class Tool:
             result["restricted"] = True
             if ctx.effects:
                 result["restricted_effects"] = dict(ctx.effects)
+        if ctx.editor_reads:
+            result.update(editor_source(ctx))
+        if ctx.followed:
+            result["editors"] = list(ctx.followed)
         return result
 
     @functools.cached_property
@@ -147,6 +158,25 @@ class Tool:
             annotations=self.annotations(),
             write_switch=self.write_switch,
         )
+
+
+def editor_source(ctx: ToolContext) -> dict[str, Any]:
+    """`source: "editor"` with the editor's version (`editor_version`, of the first file
+    read) and every such file (`editor_files`), when the call read a buffer an editor
+    holds whose text is not the disk's; else nothing."""
+    unsaved = ctx.session.lsp.editor_unsaved(list(ctx.editor_reads.values()))
+    if not unsaved:
+        return {}
+    root = ctx.session.root
+    files = [
+        {
+            "path": relative(b.path, root) if b.path.is_relative_to(root) else b.path.name,
+            "version": b.version,
+            "holder": b.holder.name,
+        }
+        for b in unsaved
+    ]
+    return {"source": "editor", "editor_version": unsaved[0].version, "editor_files": files}
 
 
 def argument_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
