@@ -165,6 +165,17 @@ async def test_a_dirty_buffer_refuses_every_write_atomically(
         err = await failure(client, "format_code", path="b.py")
         assert err.kind == "stale_edit" and err.data["holder"] == "Neovim 0.7.2 (pid 4242)"
         assert b.read_text() == B and editor.edits == []
+        # from a Lua script: the same refusal, and the same answer on the buffer
+        script = (
+            "local ok, err = pcall(codeward.call, 'edit_file', "
+            "{path = 'b.py', content = 'x = 1\\n', mode = 'apply'})\n"
+            "local symbols = codeward.call('get_symbols', {path = 'b.py'})\n"
+            "return {ok = ok, kind = err.kind, holder = err.holder, source = symbols.source}"
+        )
+        lua = (await client.call("lua/eval", {"source": script}))["result"]
+        assert lua["ok"] is False and lua["kind"] == "stale_edit"
+        assert lua["holder"] == editor.name
+        assert lua["source"] == "editor" and b.read_text() == B
         # a preview is computed on the editor's text and writes nothing
         shown = await client.tool("edit_file", path="b.py", content=B, mode="preview")
         assert not shown["written"] and "-print(on_disk(2))" in shown["diff"]
