@@ -586,11 +586,13 @@ class LanguageService:
             unchanged = False
         doc = server.document(path_to_uri(path))
         held = self.texts.held(path)
-        if doc is not None and (
-            (held is not None and doc.hash == held.hash and path not in self.previews)
-            or (
-                doc.stat is not UNTRUSTED
-                and path not in self.previews
+        if (
+            doc is not None
+            and path not in self.previews
+            and (
+                doc.hash == held.hash  # an editor's buffer, as sent
+                if held is not None
+                else doc.stat is not UNTRUSTED
                 and (unchanged or stat_of(path) == doc.stat)  # the flush's stat, just taken
             )
         ):
