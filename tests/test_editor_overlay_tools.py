@@ -91,6 +91,13 @@ async def test_reads_answer_on_the_editors_text(
         ]
         hover = await client.tool("get_hover_info", path="a.py", line=5, character=5)
         assert "fresh" in str(hover) and hover["source"] == "editor"
+        # a name only the buffer has: found by name addressing, on the buffer's text
+        arguments = {"path": "a.py", "symbol": "fresh"}
+        named = await client.call(
+            "tools/call", {"name": "go_to_definition", "arguments": arguments}
+        )
+        assert named["status"] == "found" and named["source"] == "editor"
+        assert (named["definition"]["line"], named["at"]["line"]) == (5, 5)
         diagnostics = await client.tool("get_diagnostics", path="a.py", severity="error")
         assert [d["line"] for d in diagnostics["diagnostics"]] == [6]
         assert diagnostics["source"] == "editor" and diagnostics["editor_version"] == 3
