@@ -5,20 +5,27 @@ unsaved changes refuses the write (naming the editor), atomically across files."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 import trio
 from lsprotocol import types as lsp
 
+from codeward.daemon.edits import Basis, RootWriter
+from codeward.daemon.edits.actions import Action
 from codeward.daemon.edits.follow import text_edits
 from codeward.daemon.edits.text import apply_text_edits
 from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.lsp.shapes import structure
 from codeward.daemon.server import Daemon
+from codeward.daemon.tools.edits import _apply_action
+from codeward.daemon.tools.registry import NoCaller, ToolContext
 from codeward.protocol.render import tool_text
 from tests.intel_support import write
-from tests.lsp_support import needs
+from tests.lsp_support import needs, real_config, running
 from tests.rpc import RpcClient, RpcFailure
 
 pytestmark = needs("basedpyright", "ruff")
@@ -27,6 +34,8 @@ A = "def on_disk(x: int) -> int:\n    return x\n"
 B = "from a import on_disk\n\nprint(on_disk(1))\n"
 # unsaved in the editor: a new function (line 5) with a type error on line 6
 UNSAVED = A + "\n\ndef fresh(y: int) -> str:\n    return y\n"
+UNUSED = "import os\nimport sys\n\nprint(sys.argv)\n"
+FIXED = "import sys\n\nprint(sys.argv)\n"
 
 
 class Editor:
@@ -257,3 +266,32 @@ def test_the_text_says_what_editors_had_to_do_with_it() -> None:
     text = tool_text("get_symbols", result)
     assert "(answered on an editor's unsaved text: a.py (version 3 in Neovim))" in text
     assert "(Emacs: it said no)" in text
+
+
+async def test_a_servers_edit_during_a_command_follows_in_the_editor(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    """ruff's fix-all command asks codeward to apply its edit (in the server's task): the
+    editor holding the file gets it, and the calling tool's `editors` says so."""
+    root = Path(os.path.realpath(tmp_path))
+    path = root / "m.py"
+    path.write_text(UNUSED)
+    async with running(root, real_config()) as (manager, _):
+        writer = RootWriter(root, lambda paths, created: None, buffers=manager.editor_buffers)
+        await nursery.start(writer.run)
+        session = SimpleNamespace(root=root, lsp=manager, writer=writer)
+        ctx = ToolContext(cast(Any, session), NoCaller())
+        editor = Editor(manager)
+        with trio.fail_after(60):
+            await editor.open(path, UNUSED, 5)
+            await manager.server_diagnostics(path)
+            doc = manager.pool.servers["ruff"].document(path.as_uri())
+            assert doc is not None and doc.text == UNUSED  # the buffer, as ruff has it
+            arguments = [{"uri": doc.uri, "version": doc.version}]
+            command = {"title": "Fix all", "command": "ruff.applyAutofix", "arguments": arguments}
+            action = Action(0, "ruff", "Fix all", None, False, None, [],
+                            structure(command, lsp.Command), command)  # fmt: skip
+            done = await _apply_action(ctx, manager, action, Basis())
+        assert done.applied and path.read_text() == FIXED
+        assert editor.texts[path] == (FIXED, 6)
+        assert ctx.followed == [{"holder": editor.name, "files": ["m.py"], "applied": True}]

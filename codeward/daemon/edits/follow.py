@@ -10,14 +10,16 @@ the disk was written either way; a holder that refused, failed or did not answer
 `FOLLOW_TIMEOUT` keeps its old text (now unsaved against the disk: the next agent edit of
 that file is refused until the person reloads or saves). A file the edit moved or deleted
 cannot follow in the buffer: said so. The outcomes are collected for the tool's result
-(`collect`, a context variable the tool context sets: the call's `editors`).
+(`collect`, a context variable the tool context sets: the call's `editors`; a server's
+edits during a command are recorded into its caller's, `recorded_into`).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -36,6 +38,23 @@ _FOLLOWED: ContextVar[list[dict[str, Any]] | None] = ContextVar("editors_followe
 def collect(followed: list[dict[str, Any]]) -> None:
     """Record into `followed` what became of the edits the current task sends to editors."""
     _FOLLOWED.set(followed)
+
+
+def collecting() -> list[dict[str, Any]]:
+    """Where the current task records them (a new list when it records nowhere)."""
+    followed = _FOLLOWED.get()
+    return followed if followed is not None else []
+
+
+@contextmanager
+def recorded_into(followed: list[dict[str, Any]]) -> Iterator[None]:
+    """Within the block, record into `followed` (another task's call: a server's edit
+    during a command runs in the server's task)."""
+    token = _FOLLOWED.set(followed)
+    try:
+        yield
+    finally:
+        _FOLLOWED.reset(token)
 
 
 async def follow(changes: Sequence[FileChange], buffers: Buffers) -> list[dict[str, Any]]:

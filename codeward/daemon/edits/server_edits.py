@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codeward.daemon.edits import follow
 from codeward.daemon.edits.apply import EditResult, apply_workspace_edit
 from codeward.daemon.edits.plan import Basis
 from codeward.daemon.edits.writer import RootWriter
@@ -21,6 +22,8 @@ class ServerEdits:
     writer: RootWriter
     result: EditResult = field(default_factory=EditResult)
     refused: list[ToolError] = field(default_factory=list)
+    # the caller's record of edits sent to editors (the server's request runs in its task)
+    followed: list[dict[str, Any]] = field(default_factory=follow.collecting)
 
     async def on_edit(
         self, edit: Any, encoding: Encoding, versions: dict[Path, tuple[int, str]]
@@ -28,9 +31,10 @@ class ServerEdits:
         """One `workspace/applyEdit`, applied; a ToolError refuses it (the server is told
         why)."""
         try:
-            result = await apply_workspace_edit(
-                self.writer, edit, encoding, Basis(versions), apply=True
-            )
+            with follow.recorded_into(self.followed):
+                result = await apply_workspace_edit(
+                    self.writer, edit, encoding, Basis(versions), apply=True
+                )
         except ToolError as exc:
             self.refused.append(exc)
             raise
