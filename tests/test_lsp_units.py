@@ -98,6 +98,22 @@ def test_document_store_versions_and_lru(tmp_path: Path) -> None:
     assert store.close("file:///nowhere") == []
 
 
+def test_a_pinned_document_is_never_evicted(tmp_path: Path) -> None:
+    """A document an editor holds stays open; the least recently used other one goes."""
+    store = DocumentStore(max_open=2)
+    uris = [(tmp_path / f"{n}.py").as_uri() for n in range(4)]
+    for n, uri in enumerate(uris[:2]):
+        store.sync(tmp_path / f"{n}.py", uri, "python", b"x", world=0)
+    store.pinned.add(uris[0])
+    _, notices = store.sync(tmp_path / "2.py", uris[2], "python", b"x", world=0)
+    assert notices[-1] == ("textDocument/didClose", {"textDocument": {"uri": uris[1]}})
+    store.pinned.add(uris[2])  # every other one pinned: the store grows past its cap
+    _, notices = store.sync(tmp_path / "3.py", uris[3], "python", b"x", world=0)
+    assert [m for m, _ in notices] == ["textDocument/didOpen"] and len(store) == 3
+    store.close(uris[0])
+    assert store.pinned == {uris[2]}
+
+
 def _capabilities(result: dict[str, Any]) -> Capabilities:
     return server_capabilities("fake", {"capabilities": result})
 

@@ -1,4 +1,5 @@
-"""Open documents of one server: versions, content hashes, LRU eviction (sans IO).
+"""Open documents of one server: versions, content hashes, LRU eviction (sans IO; the
+documents an editor holds are pinned: never evicted).
 
 Each method returns the notifications to send, in order; the caller queues them before
 anything else, so the server sees every change before the request that needs it.
@@ -61,6 +62,8 @@ class DocumentStore:
     # documents the daemon opened for its own purposes (a folder's diagnostics) and no
     # request or preview has used since: what a server near its memory cap closes first
     own: set[str] = field(default_factory=set)
+    # documents an editor holds (`lsp/editors.py`): never closed to make room
+    pinned: set[str] = field(default_factory=set)
 
     def get(self, uri: str) -> Document | None:
         return self.documents.get(uri)
@@ -105,9 +108,10 @@ class DocumentStore:
                 self.documents[uri] = doc
                 notices.append(self._change(doc))
         self._versions[uri] = doc.version
-        while len(self.documents) > self.max_open:
-            old_uri, _ = next(iter(self.documents.items()))
-            notices += self.close(old_uri)
+        if len(self.documents) > self.max_open:
+            spare = [u for u in self.documents if u not in self.pinned and u != uri]
+            for old_uri in spare[: len(self.documents) - self.max_open]:
+                notices += self.close(old_uri)
         return doc, notices
 
     def touch(self, uri: str) -> None:
@@ -117,6 +121,7 @@ class DocumentStore:
 
     def close(self, uri: str) -> list[Notice]:
         self.own.discard(uri)
+        self.pinned.discard(uri)
         doc = self.documents.pop(uri, None)
         if doc is None:
             return []

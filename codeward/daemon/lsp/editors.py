@@ -3,10 +3,11 @@
 A buffer an editor opens or changes is sent at once to every server of the file's language
 (started: their diagnostics of it are what the editor shows); the servers keep it as the
 document's text, which the disk's changes no longer replace (`file_events` skips held
-files; their documents carry no stat) and which a restarted server reopens (its documents'
-store holds it). When no buffer of the file is left, every server that has it open gets the
-disk's content back (or closes it when the file is gone). A preview of a held file shows
-its text and then gives the servers the buffer back (`restore`), not the disk.
+files; their documents carry no stat), which is never closed to make room for others
+(pinned) and which a restarted server reopens (its documents' store holds it). When no
+buffer of the file is left, every server that has it open gets the disk's content back (or
+closes it when the file is gone). A preview of a held file shows its text and then gives
+the servers the buffer back (`restore`), not the disk.
 
 A path outside the root or of no language is kept in the overlay and reaches no server.
 """
@@ -67,7 +68,8 @@ class Editors:
                     return
                 with contextlib.suppress(ToolError):  # a request about it says it failed
                     server = await self.pool.started(name, language)
-                    server.sync(path, language_id, held.data)
+                    doc = server.sync(path, language_id, held.data)
+                    server.pin(doc.uri, True)
 
     async def reshow(self) -> None:
         """New server actors (the root's trust changed): every held file of this root is
@@ -128,6 +130,7 @@ class Editors:
             doc = server.document(uri)
             if doc is None:
                 continue
+            server.pin(uri, held is not None)
             if data is None:
                 server.close_document(uri)
             else:

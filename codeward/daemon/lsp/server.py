@@ -584,6 +584,10 @@ class LanguageServer:
         force = fresh_diagnostics and not self.pulls_diagnostics
         return self._docs.sync(path, language_id, data, stat, force_if_older=force, own=own)
 
+    def pin(self, uri: str, pinned: bool) -> None:
+        """Keep `uri` open however many others are opened (an editor holds it), or no more."""
+        (self._docs.store.pinned.add if pinned else self._docs.store.pinned.discard)(uri)
+
     def close_document(self, uri: str) -> None:
         self._docs.close(uri)
 
