@@ -18,6 +18,7 @@ from codeward.daemon.edits import Basis, RootWriter
 from codeward.daemon.edits.actions import Action
 from codeward.daemon.edits.follow import text_edits
 from codeward.daemon.edits.text import apply_text_edits
+from codeward.daemon.lsp.overlay import Buffer
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.shapes import structure
 from codeward.daemon.server import Daemon
@@ -40,11 +41,15 @@ FIXED = "import sys\n\nprint(sys.argv)\n"
 
 class Editor:
     """The editor side of the seam (the editor dialect's stand-in): applies the edits it
-    is sent to its buffers and tells the service, as an editor's didChange would."""
+    is sent to its buffers and tells the service, as an editor's didChange would (with a
+    `nursery`: handed over by a task of its own after its answer, as the dialect does)."""
 
-    def __init__(self, service: LanguageService, answer: bool = True) -> None:
+    def __init__(
+        self, service: LanguageService, answer: bool = True, nursery: trio.Nursery | None = None
+    ) -> None:
         self.service = service
         self.answer = answer
+        self.nursery = nursery
         self.texts: dict[Path, tuple[str, int]] = {}
         self.edits: list[tuple[lsp.WorkspaceEdit, str]] = []
 
@@ -68,7 +73,10 @@ class Editor:
             edits = [e for e in change.edits if isinstance(e, lsp.TextEdit)]
             text = apply_text_edits(text, edits, "utf-16")
             self.texts[path] = (text, version + 1)
-            await self.service.editor_change(self, path, text, version + 1)
+            if self.nursery is None:
+                await self.service.editor_change(self, path, text, version + 1)
+            else:
+                self.nursery.start_soon(self.service.editor_change, self, path, text, version + 1)
         return True
 
 
@@ -121,11 +129,12 @@ async def test_reads_answer_on_the_editors_text(
 
 
 async def test_an_edit_of_a_clean_buffer_writes_the_disk_and_follows_in_the_editor(
-    client: RpcClient, project: Path, daemon: Daemon
+    client: RpcClient, project: Path, daemon: Daemon, nursery: trio.Nursery
 ) -> None:
     write(project, {"a.py": A, "b.py": B})
     a, b = project / "a.py", project / "b.py"
-    editor = Editor(service_of(daemon, project))
+    service = service_of(daemon, project)
+    editor = Editor(service, nursery=nursery)  # its didChange comes after its answer
     with trio.fail_after(90):
         await editor.open(a, A, 7)
         done = await client.tool(
@@ -145,7 +154,8 @@ async def test_an_edit_of_a_clean_buffer_writes_the_disk_and_follows_in_the_edit
         assert isinstance(change, lsp.TextDocumentEdit)
         assert change.text_document.version == 7  # the buffer's version it was computed on
         assert editor.texts[a] == (a.read_text(), 8)  # the buffer followed
-        assert service_of(daemon, project).editor_buffer(a) is not None
+        # the write waited for the editor's change: what the servers see is the new text
+        assert service.editor_buffer(a) == Buffer(a, a.read_text(), 8, editor)
 
         # a rename across the held file and an unheld one: both written, the editor gets
         # the held one's edit only, and its buffer follows

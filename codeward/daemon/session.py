@@ -101,7 +101,9 @@ class Session:
             repository=repository_of(root) if shared is not None else None,
         )
         limit = config.lsp.max_file_bytes
-        self.writer = RootWriter(root, self.files_changed, limit, self.lsp.editor_buffers)
+        self.writer = RootWriter(
+            root, self.files_changed, limit, self.lsp.editor_buffers, self.lsp.editor_settled
+        )
         self.diagnostics_history = DiagnosticsHistory()  # what get_diagnostics reported
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -30,6 +31,8 @@ from codeward.daemon.edits.plan import Buffers, FileChange
 from codeward.daemon.lsp.overlay import Buffer, EditorHolder
 
 FOLLOW_TIMEOUT = 10.0  # seconds an editor has to apply an agent's edit
+# waits until the files are held with these texts (`service.editor_settled`): whether they were
+Settled = Callable[[Mapping[Path, bytes], float], Awaitable[bool]]
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # lines as LSP ends them
 
 _FOLLOWED: ContextVar[list[dict[str, Any]] | None] = ContextVar("editors_followed", default=None)
@@ -57,14 +60,26 @@ def recorded_into(followed: list[dict[str, Any]]) -> Iterator[None]:
         _FOLLOWED.reset(token)
 
 
-async def follow(changes: Sequence[FileChange], buffers: Buffers) -> list[dict[str, Any]]:
+async def follow(
+    changes: Sequence[FileChange], buffers: Buffers, settled: Settled | None = None
+) -> list[dict[str, Any]]:
     """Send each editor holding a changed file the edit of its files; what became of each
-    (`holder`, `files`, `applied`, and `reason` when not applied)."""
+    (`holder`, `files`, `applied`, and `reason` when not applied). With `settled`, wait
+    (within `FOLLOW_TIMEOUT`) until the buffers of the editors that applied it hold the new
+    text: their didChange may reach the service after their answer, and what is asked
+    next (the write's `diagnostics_after`) is about the new text."""
     held: dict[int, tuple[EditorHolder, list[tuple[FileChange, Buffer]]]] = {}
     for change in changes:
         for buffer in buffers.get(change.path, ()):
             held.setdefault(id(buffer.holder), (buffer.holder, []))[1].append((change, buffer))
-    outcomes = [await _follow_one(holder, items) for holder, items in held.values()]
+    outcomes: list[dict[str, Any]] = []
+    expected: dict[Path, bytes] = {}
+    for holder, items in held.values():
+        outcomes.append(outcome := await _follow_one(holder, items))
+        if outcome["applied"]:
+            expected.update((c.path, c.after) for c, _ in items if c.after is not None)
+    if settled is not None and expected:
+        await settled(expected, FOLLOW_TIMEOUT)
     followed = _FOLLOWED.get()
     if followed is not None:
         followed.extend(outcomes)

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar, cast
 import trio
 
 from codeward.daemon.edits.atomic import commit, make_folders
-from codeward.daemon.edits.follow import Buffers, follow
+from codeward.daemon.edits.follow import Buffers, Settled, follow
 from codeward.daemon.edits.plan import Basis, EditPlan, prepare
 from codeward.daemon.files import DEFAULT_LIMIT
 from codeward.daemon.lsp.positions import Encoding
@@ -48,11 +48,13 @@ class RootWriter:
         on_changed: FilesChanged,
         limit: int = DEFAULT_LIMIT,
         buffers: Callable[[], Buffers] = _none,
+        settled: Settled | None = None,
     ) -> None:
         self.root = root
         self.limit = limit  # the largest file an edit may read
         self.on_changed = on_changed
         self.buffers = buffers  # editors' buffers now (`service.editor_buffers`)
+        self.settled = settled  # waits until editors' buffers followed an edit
         self._send, self._receive = trio.open_memory_channel[_Job[Any]](0)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -109,7 +111,7 @@ class RootWriter:
 
         plan = await self.exclusive(work)
         if held and plan.changes:
-            await follow(plan.changes, held)
+            await follow(plan.changes, held, self.settled)
         return plan
 
 

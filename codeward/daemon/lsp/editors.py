@@ -15,7 +15,7 @@ A path outside the root or of no language is kept in the overlay and reaches no 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import trio
@@ -52,11 +52,14 @@ class Editors:
         self.languages = languages
         self.texts = texts
         self.gate = gate
+        self._changed = trio.Event()  # set (and made anew) at each change of a buffer
 
     async def put(self, holder: EditorHolder, path: Path, text: str, version: int) -> None:
         """A buffer opened or changed: the text every server of its language sees."""
         path = canonical(path)
         self.overlay.put(Buffer(path, text, version, holder))
+        self._changed.set()
+        self._changed = trio.Event()
         language = self.languages.of(path) if is_inside(path, self.root) else None
         if language is None:
             return
@@ -78,6 +81,19 @@ class Editors:
             held = self.overlay.held(path)
             if held is not None and is_inside(path, self.root):
                 await self.put(held.buffer.holder, path, held.buffer.text, held.buffer.version)
+
+    async def settled(self, expected: Mapping[Path, bytes], timeout: float) -> bool:
+        """Whether, within `timeout`, each file of `expected` is held with that text or no
+        longer held (an editor's didChange of an edit it applied comes after its answer)."""
+        with trio.move_on_after(timeout):
+            while not all(self._holds(path, data) for path, data in expected.items()):
+                await self._changed.wait()
+            return True
+        return False
+
+    def _holds(self, path: Path, data: bytes) -> bool:
+        held = self.overlay.held(path)
+        return held is None or held.data == data
 
     def unsaved(self, buffer: Buffer) -> bool:
         """Whether `buffer`'s text differs from the disk's (or the file cannot be read)."""

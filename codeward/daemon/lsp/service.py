@@ -541,6 +541,10 @@ class LanguageService:
         """Every holder's buffer of each file editors hold (a copy): what a write checks."""
         return self.overlay.every()
 
+    async def editor_settled(self, expected: Mapping[Path, bytes], timeout: float) -> bool:
+        """Whether each file of `expected` came to be held with that text (or no more held)."""
+        return await self.editors.settled(expected, timeout)
+
     def editor_unsaved(self, buffers: Collection[Buffer]) -> list[Buffer]:
         """Those of `buffers` whose text is not the disk's (an unsaved change)."""
         return [b for b in buffers if self.editors.unsaved(b)]
