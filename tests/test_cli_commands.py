@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
-from codeward.client import cli
-from codeward.client.cli import COMMANDS, _describe, _position, _split_git, build_parser, main
+from codeward.client.cli import main
+from codeward.client.cli_parser import COMMANDS, build_parser, split_git
+from codeward.client.commands import daemon as daemon_commands
+from codeward.client.commands.positions import parse_position
+from codeward.client.invocation import describe_confirmation
 from tests.test_client_connection import (
     FakeDaemon,
     Peer,
@@ -144,14 +147,14 @@ def test_help_and_version_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_position_and_git_splitting() -> None:
-    assert _position("dir:with:colons/a.py:12:4", 2) == ("dir:with:colons/a.py", [12, 4])
-    assert _position("a.py:7", 1) == ("a.py", [7])
-    assert _split_git(["--root", "/r", "git", "--yes", "checkout", "--", "f"]) == (
+    assert parse_position("dir:with:colons/a.py:12:4", 2) == ("dir:with:colons/a.py", [12, 4])
+    assert parse_position("a.py:7", 1) == ("a.py", [7])
+    assert split_git(["--root", "/r", "git", "--yes", "checkout", "--", "f"]) == (
         ["--root", "/r", "git", "--yes", "checkout"],
         ["--", "f"],
     )
-    assert _split_git(["status", "--json"]) == (["status", "--json"], None)
-    assert _split_git(["git", "--yes"]) == (["git", "--yes"], None)
+    assert split_git(["status", "--json"]) == (["status", "--json"], None)
+    assert split_git(["git", "--yes"]) == (["git", "--yes"], None)
 
 
 # -- daemon unreachable (exit 3) ------------------------------------------------------------------
@@ -596,15 +599,15 @@ def test_broken_pipe_is_quiet(repo: Path, sock_path: Path, tmp_path: Path) -> No
 
 def test_describe_confirmations() -> None:
     argv = ["git", "add", "a b.py"]
-    assert _describe(
+    assert describe_confirmation(
         {"tool": "git_command", "argv": argv, "summary": "git add 'a b.py' (write)"}
     ) == ("git_command wants to run: git add 'a b.py' (write)")
-    assert _describe({"tool": "git_command", "argv": argv, "summary": "stage 1 file"}) == (
-        "git_command wants to run: git add 'a b.py' (stage 1 file)"
-    )
-    assert _describe({"tool": "t", "argv": argv}) == "t wants to run: git add 'a b.py'"
-    assert _describe({"summary": "do it?"}) == "do it?"
-    assert _describe({}) == "the daemon asks for approval"
+    assert describe_confirmation(
+        {"tool": "git_command", "argv": argv, "summary": "stage 1 file"}
+    ) == ("git_command wants to run: git add 'a b.py' (stage 1 file)")
+    assert describe_confirmation({"tool": "t", "argv": argv}) == "t wants to run: git add 'a b.py'"
+    assert describe_confirmation({"summary": "do it?"}) == "do it?"
+    assert describe_confirmation({}) == "the daemon asks for approval"
 
 
 def test_the_command_table_matches_the_parser() -> None:
@@ -645,7 +648,7 @@ def test_stop_when_the_daemon_hangs_up_or_lingers(
     with FakeDaemon(sock_path, responder({"daemon/shutdown": hang_up})):
         hung_up = run(["--socket", str(sock_path), "stop"])
     assert hung_up.code == 0 and "daemon stopped" in hung_up.stderr
-    monkeypatch.setattr(cli, "STOP_TIMEOUT", 0.05)
+    monkeypatch.setattr(daemon_commands, "STOP_TIMEOUT", 0.05)
     with FakeDaemon(sock_path.with_name("b.sock"), responder({"daemon/shutdown": {}})):
         lingering = run(["--socket", str(sock_path.with_name("b.sock")), "stop"])
     assert lingering.code == 0
