@@ -13,7 +13,7 @@ from codeward.daemon.config import Config
 from codeward.daemon.edits.actions import collect, in_lines, matches
 from codeward.daemon.lsp.service import Answer, LanguageService
 from codeward.daemon.lsp.shapes import structure, unstructure
-from codeward.daemon.tools.edits import _choose
+from codeward.daemon.tools.code_action_choice import choose
 from codeward.protocol.errors import ErrorKind, ToolError
 
 
@@ -122,11 +122,11 @@ def test_choosing_an_action(manager: LanguageService) -> None:
         manager,
     )
     actions, _ = collect([answer], uri, None)
-    assert _choose(actions, 0).title == "A" and _choose(actions, "A").index == 0
+    assert choose(actions, 0).title == "A" and choose(actions, "A").index == 0
     for choice, words in ((2, "0 to 1"), ("C", "'A'"), ("B", "disabled"), (1, "not here")):
         with pytest.raises(ToolError) as info:
-            _choose(actions, choice)
+            choose(actions, choice)
         assert info.value.kind is ErrorKind.INVALID_ARGUMENTS and words in info.value.message
     with pytest.raises(ToolError) as info:
-        _choose([], 0)
+        choose([], 0)
     assert "no action is offered" in info.value.message

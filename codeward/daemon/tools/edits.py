@@ -1,14 +1,16 @@
-"""The edit tools: format_code, get_code_actions and rename_symbol, applied through the edit
-layer (atomic, only inside the root, only on the content the server computed them from)."""
+"""The edit tools whose edits a language server computes: format_code, get_code_actions and
+rename_symbol, asked of the servers and applied through the edit layer (atomic, only inside
+the root, only on the content the server computed them from), the files' diagnostics asked
+before and after (`write_checked`). Their arguments are in `edit_args`, the choice of code
+actions in `code_action_choice`."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import msgspec
 import trio
 from lsprotocol import types as lsp
 
@@ -24,13 +26,22 @@ from codeward.daemon.edits.formatters import (
 )
 from codeward.daemon.edits.identifiers import invalid_reason
 from codeward.daemon.edits.own_edits import whole_text_edit
-from codeward.daemon.edits.workspace import EditText, operations
 from codeward.daemon.files import content_hash, read_file
-from codeward.daemon.intel.inputs import SourceFile, check_position, source_file
+from codeward.daemon.intel.inputs import SourceFile, source_file
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import CONTENT_MODIFIED, Answer, DocumentContext, LanguageService
-from codeward.daemon.tools.intel import Path_, PositionArgs, locate
+from codeward.daemon.tools.code_action_choice import (
+    CODE_ACTION,
+    FIX_ALL,
+    MAX_AT_DIAGNOSTICS,
+    PREFERRED,
+    at_diagnostic,
+    choose,
+    replacements,
+)
+from codeward.daemon.tools.edit_args import CodeActionArgs, FormatArgs, RenameArgs, check_lines
+from codeward.daemon.tools.intel import PositionArgs, locate
 from codeward.daemon.tools.registry import ToolContext, approve_writes, tool
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -41,67 +52,6 @@ FORMATTING_OPTIONS = lsp.FormattingOptions(
     insert_final_newline=True,
     trim_final_newlines=True,
 )
-
-Apply = Annotated[
-    bool,
-    msgspec.Meta(description="Write the change (true) or only show its diff (false)."),
-]
-
-
-class FormatArgs(msgspec.Struct, forbid_unknown_fields=True):
-    path: Path_
-    start_line: Annotated[
-        int | None, msgspec.Meta(description="Format only from this 1-based line.")
-    ] = None
-    end_line: Annotated[
-        int | None, msgspec.Meta(description="Format only up to this 1-based line (included).")
-    ] = None
-    apply: Apply = True
-
-
-class CodeActionArgs(msgspec.Struct, forbid_unknown_fields=True):
-    path: Path_
-    line: Annotated[
-        int | None,
-        msgspec.Meta(description="The 1-based first line of the range (none: the whole file)."),
-    ] = None
-    end_line: Annotated[
-        int | None, msgspec.Meta(description="The last line of the range (default: `line`).")
-    ] = None
-    kinds: Annotated[
-        list[str] | None,
-        msgspec.Meta(description="Only actions of these kinds (`quickfix`, `source.fixAll`...)."),
-    ] = None
-    apply: Annotated[
-        int | str | None,
-        msgspec.Meta(
-            description="Apply this action: its index in `actions`, or its exact title; or "
-            '"preferred": every preferred quick fix offered (and, when `kinds` asks for '
-            "`source.fixAll`, every fix-all action), in one atomic write."
-        ),
-    ] = None
-    symbol: Annotated[
-        str | None,
-        msgspec.Meta(
-            description="Instead of `line`: a name path in the file (`Class.method`); the "
-            "range is its name's line (to `end_line` when given)."
-        ),
-    ] = None
-
-
-class RenameArgs(PositionArgs, forbid_unknown_fields=True, kw_only=True):
-    new_name: Annotated[str, msgspec.Meta(description="The symbol's new name.")]
-    apply: Apply = True
-
-
-def _check_lines(source: SourceFile, first: int, last: int) -> None:
-    check_position(source, first, 1)
-    check_position(source, last, 1)
-    if last < first:
-        raise ToolError(
-            ErrorKind.INVALID_ARGUMENTS,
-            f"The end line {last} comes before the start line {first}; give end_line >= line.",
-        )
 
 
 def _edit_result(result: EditResult) -> dict[str, Any]:
@@ -170,7 +120,7 @@ async def format_code(ctx: ToolContext, args: FormatArgs) -> dict[str, Any]:
     first = args.start_line if args.start_line is not None else 1
     last = args.end_line if args.end_line is not None else source.line_count
     if ranged:
-        _check_lines(source, first, last)
+        check_lines(source, first, last)
 
     method = "textDocument/rangeFormatting" if ranged else "textDocument/formatting"
 
@@ -271,7 +221,7 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `line` with `end_line`.")
     first = start if start is not None else 1
     last = args.end_line if args.end_line is not None else (start or source.line_count)
-    _check_lines(source, first, last)
+    check_lines(source, first, last)
     if isinstance(args.apply, str) and not args.apply:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, "Give `apply` as an index or a title.")
     diagnostics = await manager.server_diagnostics(source.path)
@@ -294,7 +244,7 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
             return []
         _, items = diagnostics.get(server, (None, []))
         found = in_lines(items, first - 1, last - 1)[:MAX_AT_DIAGNOSTICS]
-        return [functools.partial(_at_diagnostic, d, args.kinds) for d in found]
+        return [functools.partial(at_diagnostic, d, args.kinds) for d in found]
 
     answers, errors = await manager.request_all(
         source.path, CODE_ACTION, params, snapshot=True, also=at_diagnostics
@@ -308,7 +258,7 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         return result
     if args.apply == PREFERRED:
         return {**result, **await _apply_preferred(ctx, source, actions, answers, args.kinds)}
-    action = _choose(actions, args.apply)
+    action = choose(actions, args.apply)
     basis = next((_basis(a) for a in answers if a.server == action.server), Basis())
     # (the file asked about: an action's command may write others, known only as it runs)
     await approve_writes(ctx, "get_code_actions", [source.path])
@@ -324,24 +274,6 @@ async def get_code_actions(ctx: ToolContext, args: CodeActionArgs) -> dict[str, 
         "applied": True,
         "diagnostics_after": report.public(),
     }
-
-
-PREFERRED = "preferred"
-FIX_ALL = "source.fixAll"
-CODE_ACTION = "textDocument/codeAction"
-MAX_AT_DIAGNOSTICS = 20  # requests more at diagnostics' own ranges, at most
-
-
-def _at_diagnostic(
-    diagnostic: lsp.Diagnostic, kinds: list[str] | None, doc: DocumentContext
-) -> Any:
-    """A code action request at `diagnostic`'s own range, with it alone as context."""
-    context = lsp.CodeActionContext(
-        diagnostics=[diagnostic],
-        only=kinds or None,
-        trigger_kind=lsp.CodeActionTriggerKind.Invoked,
-    )
-    return shapes.document_params(CODE_ACTION, doc.uri, range=diagnostic.range, context=context)
 
 
 async def _apply_preferred(
@@ -378,7 +310,7 @@ async def _apply_preferred(
                 item = resolved if isinstance(resolved, lsp.CodeAction) else item
         basis.documents.update(_basis(answer).documents)
         try:
-            edits.append(_replacements(answer, item.edit))
+            edits.append(replacements(answer, item.edit))
         except ToolError as exc:
             unusable[position] = exc.message
             edits.append([])
@@ -412,54 +344,6 @@ async def _apply_preferred(
         "applied": done.applied,
         **after,
     }
-
-
-def _replacements(answer: Answer, edit: Any) -> list[Replacement]:
-    """An action's WorkspaceEdit as code-point replacements (text edits only)."""
-    found: list[Replacement] = []
-    for op in operations(edit):
-        if not isinstance(op, EditText):
-            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "it creates, renames or deletes files")
-        for e in op.edits:
-            line, character, end_line, end_character = answer.span(op.uri, e.range)
-            found.append(
-                Replacement(
-                    op.uri, (line - 1, character - 1), (end_line - 1, end_character - 1), e.new_text
-                )
-            )
-    return found
-
-
-def _choose(actions: list[Action], choice: int | str) -> Action:
-    if isinstance(choice, int):
-        if 0 <= choice < len(actions):
-            action = actions[choice]
-        else:
-            raise ToolError(
-                ErrorKind.INVALID_ARGUMENTS,
-                f"There is no code action {choice} here; "
-                + (
-                    f"give an index from 0 to {len(actions) - 1}."
-                    if actions
-                    else "no action is offered for these lines."
-                ),
-            )
-    else:
-        chosen = [a for a in actions if a.title == choice]
-        if not chosen:
-            titles = "; ".join(repr(a.title) for a in actions[:10]) or "none"
-            raise ToolError(
-                ErrorKind.INVALID_ARGUMENTS,
-                f"No code action here is titled {choice!r}; give an index or one of the "
-                f"titles offered ({titles}).",
-            )
-        action = chosen[0]
-    if action.disabled is not None:
-        raise ToolError(
-            ErrorKind.INVALID_ARGUMENTS,
-            f"The code action {action.title!r} is disabled ({action.disabled}); choose another.",
-        )
-    return action
 
 
 async def _apply_action(
