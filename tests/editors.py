@@ -28,7 +28,8 @@ Kind = Literal["neovim", "emacs"]
 KINDS: tuple[Kind, ...] = ("neovim", "emacs")
 DRIVERS = Path(__file__).with_name("editor_drivers")
 ELPA = Path("/usr/share/emacs/site-lisp/elpa")
-TIMEOUT = 60.0  # seconds a command may take (a server's start and first analysis included)
+TIMEOUT = 60.0  # seconds a driver waits for a condition (a server's start included)
+GRACE = 15.0  # more for the harness, so that the driver's own error arrives first
 INSTALL = "sudo apt-get install neovim emacs-nox elpa-eglot (or `make test`)"
 
 
@@ -80,21 +81,26 @@ class Editor:
         line, self._buffered = self._buffered.split(b"\n", 1)
         return json.loads(line)
 
-    async def call(self, op: str, timeout: float = TIMEOUT, **args: Any) -> Any:
+    async def call(self, op: str, timeout: float = TIMEOUT + GRACE, **args: Any) -> Any:
         """Run one driver command; its result, or EditorFailed with the driver's error."""
         async with self._lock:
             self._ids += 1
             command = {"id": self._ids, "op": op, "args": args}
-            with trio.fail_after(timeout):
+            answer: dict[str, Any] | None = None
+            with trio.move_on_after(timeout):
                 await self.stream.send_all(json.dumps(command).encode() + b"\n")
                 answer = await self._line()
+            if answer is None:
+                raise EditorFailed(f"{self.kind} {op}: no answer; its output:\n{self.output()}")
         assert answer.get("id") == self._ids, answer
         if "error" in answer:
-            raise EditorFailed(f"{self.kind} {op}: {answer['error']}")
+            raise EditorFailed(f"{self.kind} {op}: {answer['error']}\n{self.output()}")
         return answer["result"]
 
     def output(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+        """The editor's own output, and Neovim's LSP log (the server's stderr goes there)."""
+        logs = [self.log, self.log.parent / ".cache" / "nvim" / "lsp.log"]
+        return "\n".join(p.read_text(errors="replace")[-4000:] for p in logs if p.exists())
 
 
 @asynccontextmanager
@@ -165,3 +171,28 @@ async def _end(process: trio.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     with trio.CancelScope(shield=True):
         await process.wait()
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """pid -> command line of every living descendant of `pid`."""
+    children: dict[int, list[int]] = {}
+    commands: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if state != "Z":
+            children.setdefault(int(ppid), []).append(int(entry.name))
+            commands[int(entry.name)] = command.strip()
+    found: dict[int, str] = {}
+    todo = list(children.get(pid, []))
+    while todo:
+        current = todo.pop()
+        found[current] = commands[current]
+        todo += children.get(current, [])
+    return found

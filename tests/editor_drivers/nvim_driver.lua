@@ -81,7 +81,8 @@ function ops.open(args)
   vim.cmd("edit " .. vim.fn.fnameescape(args.path))
   local bufnr = vim.api.nvim_get_current_buf()
   vim.lsp.buf_attach_client(bufnr, client_id)
-  waited("initialize", function() return client() and client().initialized end)
+  waited("initialize", function() return exited or (client() and client().initialized) end)
+  if exited then error("the server exited before initialize: " .. vim.json.encode(exited)) end
   return { filetype = vim.bo[bufnr].filetype, encoding = client().offset_encoding }
 end
 
