@@ -25,6 +25,7 @@ label: str = compute(1)
 print(compute(2))
 """
 UGLY = "def f( a,b ):\n  return a+b\n"
+PRETTY = "def f(a, b):\n    return a + b\n"
 
 
 @pytest.fixture
@@ -74,6 +75,13 @@ async def test_editor_formats_with_ruff(kind: Kind, project: Path) -> None:
     path = str(project / "ugly.py")
     async with editor(kind, default_servers()["ruff"].command, project) as ed:
         await ed.call("open", path=path)
-        assert await ed.call("format", path=path) == "def f(a, b):\n    return a + b\n"
+        assert await ed.call("format", path=path) == PRETTY
         await ed.call("save", path=path)
-        assert (project / "ugly.py").read_text() == "def f(a, b):\n    return a + b\n"
+        assert (project / "ugly.py").read_text() == PRETTY
+        # a server's workspace/applyEdit (of a command run in the editor) edits the buffer
+        await ed.call("edit", path=path, first=0, last=2, lines=UGLY.splitlines())
+        await ed.call("execute", path=path, command="ruff.applyFormat")
+        assert await ed.call("wait_text", path=path, contains="def f(a, b)") == {
+            "text": PRETTY,
+            "modified": True,
+        }

@@ -23,6 +23,7 @@
       eglot-sync-connect cw-timeout
       eglot-connect-timeout cw-timeout
       eglot-send-changes-idle-time 0
+      jsonrpc-default-request-timeout cw-timeout
       make-backup-files nil
       create-lockfiles nil
       auto-save-default nil
@@ -127,7 +128,8 @@
     (cw-text (current-buffer))))
 
 (defun cw-op-edit (args)
-  "An unsaved change: lines [first, last) replaced; then a round trip on the connection."
+  "An unsaved change: lines [first, last) replaced; then a round trip on the connection
+(the server has the change once it answers a later request, be it with an error)."
   (with-current-buffer (cw-buffer (plist-get args :path))
     (save-excursion
       (goto-char (point-min))
@@ -138,9 +140,21 @@
         (goto-char beg)
         (dolist (line (append (plist-get args :lines) nil)) (insert line "\n"))))
     (eglot--signal-textDocument/didChange)
-    (jsonrpc-request (cw-server) :textDocument/documentSymbol
-                     (list :textDocument (eglot--TextDocumentIdentifier)))
+    (condition-case err
+        (jsonrpc-request (cw-server) :textDocument/documentSymbol
+                         (list :textDocument (eglot--TextDocumentIdentifier)))
+      ;; the server's error answer is a round trip too; a timeout is not
+      (jsonrpc-error (unless (assq 'jsonrpc-error-code (cdr err))
+                       (signal (car err) (cdr err)))))
     (cw-text (current-buffer))))
+
+;; a command the person runs (workspace/executeCommand) on the buffer's document; the
+;; server's workspace/applyEdit that follows goes through eglot's own handler
+(defun cw-op-execute (args)
+  (with-current-buffer (cw-buffer (plist-get args :path))
+    (jsonrpc-request (cw-server) :workspace/executeCommand
+                     (list :command (plist-get args :command)
+                           :arguments (vector (eglot--VersionedTextDocumentIdentifier))))))
 
 (defun cw-op-text (args)
   (let ((buffer (cw-buffer (plist-get args :path))))

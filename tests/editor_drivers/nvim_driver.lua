@@ -137,12 +137,23 @@ function ops.format(args)
 end
 
 -- an unsaved change: lines [first, last) replaced; then a round trip on the same
--- connection (the server has the change once it answers a later request)
+-- connection (the server has the change once it answers a later request, be it with an
+-- error: the client sends it whatever the server offers)
 function ops.edit(args)
   local bufnr = buffer(args.path)
   vim.api.nvim_buf_set_lines(bufnr, args.first, args.last, true, args.lines)
-  ask("textDocument/documentSymbol", args, { textDocument = { uri = vim.uri_from_bufnr(bufnr) } })
+  local params = { textDocument = { uri = vim.uri_from_bufnr(bufnr) } }
+  local answer, err = client().request_sync("textDocument/documentSymbol", params, timeout, bufnr)
+  if not answer then error("no answer after the change: " .. tostring(err)) end
   return text(bufnr)
+end
+
+-- a command the person runs (workspace/executeCommand) on the buffer's document; the
+-- server's workspace/applyEdit that follows goes through the client's own handler
+function ops.execute(args)
+  local bufnr = buffer(args.path)
+  local document = { uri = vim.uri_from_bufnr(bufnr), version = vim.lsp.util.buf_versions[bufnr] }
+  return ask("workspace/executeCommand", args, { command = args.command, arguments = { document } })
 end
 
 function ops.text(args)
