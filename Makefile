@@ -84,6 +84,7 @@ bench: $(TSTAMP) $(NSTAMP) system-deps
 	$(BIN)/python bench/rpc.py
 	$(BIN)/python bench/git.py
 	$(BIN)/python bench/lsp.py
+	$(BIN)/python bench/editor.py
 	$(BIN)/python bench/decode.py
 
 ## install-systemd: user units with ExecStart filled in
