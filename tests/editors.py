@@ -97,6 +97,12 @@ class Editor:
             raise EditorFailed(f"{self.kind} {op}: {answer['error']}\n{self.output()}")
         return answer["result"]
 
+    async def kill(self) -> None:
+        """The editor dies at once (SIGKILL to it alone): its connection to the language
+        server ends without shutdown or exit, as in a crash."""
+        self.process.kill()
+        await self.process.wait()
+
     def output(self) -> str:
         """The editor's own output, and Neovim's LSP log (the server's stderr goes there)."""
         logs = [self.log, self.log.parent / ".cache" / "nvim" / "lsp.log"]
@@ -134,9 +140,10 @@ async def editor(
             with trio.fail_after(TIMEOUT):
                 running.hello = await running._line()
             yield running
-            with trio.move_on_after(TIMEOUT):
-                await running.call("quit")
-                await process.wait()
+            if process.returncode is None:  # not killed by the test
+                with trio.move_on_after(TIMEOUT):
+                    await running.call("quit")
+                    await process.wait()
         finally:
             await _end(process)
     finally:

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from codeward.daemon.server import Daemon
 from tests.conftest import OpenClient
 from tests.editors import KINDS, Editor, Kind, descendants, editor
 from tests.lsp_support import needs
-from tests.real_servers import ask, write
+from tests.real_servers import TIMEOUT, ask, write
 
 LAUNCH = "import sys; from codeward.client.entry import main; sys.exit(main())"
 LIB = '''\
@@ -99,7 +100,7 @@ async def test_two_editors_and_an_agent_share_one_set_of_servers(
     daemon: Daemon, open_client: OpenClient, python_project: Path
 ) -> None:
     """Neovim, Emacs and an agent on one root: one session, one process per server; when
-    the editor holding an unsaved change leaves, the servers see the disk again."""
+    the editor holding an unsaved change dies, the servers see the disk again."""
     main = str(python_project / "main.py")
     agent = await open_client(python_project)
     await ask(agent, "get_hover_info", path="main.py", line=4, character=7)
@@ -121,7 +122,13 @@ async def test_two_editors_and_an_agent_share_one_set_of_servers(
             )
             names, _ = await symbols(agent, "main.py")
             assert "unsaved" in names
-        # Neovim quit with its change unsaved: the servers have the disk's text back
+            # Neovim dies with its change unsaved; its `codeward lsp` ends once the daemon
+            # has let go of the editor's buffers
+            (pump,) = [p for p, c in descendants(nvim.pid).items() if "client.entry" in c]
+            await nvim.kill()
+            with trio.fail_after(TIMEOUT):  # the orphaned pump is this process's child now
+                await trio.to_thread.run_sync(os.waitpid, pump, 0, abandon_on_cancel=True)
+        # the servers have the disk's text back
         names, result = await symbols(agent, "main.py")
         assert "unsaved" not in names and result.get("source") != "editor"
         hover = await emacs.call("hover", path=main, line=3, character=7)
