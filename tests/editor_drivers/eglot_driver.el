@@ -5,8 +5,9 @@
 
 ;; Debian's elpa-eglot (and the newer project, xref it needs), as `package-initialize'
 ;; activates them for a user, ahead of the older copies built into Emacs 28
-(dolist (dir (directory-files "/usr/share/emacs/site-lisp/elpa" t "-[0-9.]+\\'"))
-  (push dir load-path))
+(when (file-directory-p "/usr/share/emacs/site-lisp/elpa")  ; else Emacs 29's own eglot
+  (dolist (dir (directory-files "/usr/share/emacs/site-lisp/elpa" t "-[0-9.]+\\'"))
+    (push dir load-path)))
 (require 'eglot)
 (require 'flymake)
 (require 'xref)
