@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from codeward.daemon.server import Daemon
 from tests.conftest import OpenClient
 from tests.editors import KINDS, Editor, Kind, descendants, editor
 from tests.lsp_support import needs
-from tests.real_servers import TIMEOUT, ask, write
+from tests.real_servers import TIMEOUT, ask, refused, write
 
 LAUNCH = "import sys; from codeward.client.entry import main; sys.exit(main())"
 LIB = '''\
@@ -93,6 +94,49 @@ async def test_an_editor_on_codeward_lsp(kind: Kind, daemon: Daemon, python_proj
 async def symbols(agent: Any, path: str) -> tuple[set[str], dict[str, Any]]:
     result = await ask(agent, "get_symbols", path=path)
     return {s["name"] for s in result["symbols"]}, result
+
+
+@needs(*SERVERS)
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_agent_beside_an_editor(
+    kind: Kind, daemon: Daemon, open_client: OpenClient, python_project: Path
+) -> None:
+    """The agent's edit of a file the editor holds reaches the editor's buffer; the editor's
+    unsaved change is what the agent reads, and the agent's write is then refused."""
+    main = str(python_project / "main.py")
+    agent = await open_client(python_project)
+    command, env = codeward_lsp(daemon)
+    async with editor(kind, command, python_project, env) as ed:
+        await ed.call("open", path=main)
+        await ed.call("wait_diagnostics", path=main, contains='"int" is not assignable')
+
+        # buffer == disk: the disk is written and the same edit applied in the buffer
+        four = {"line": 4, "character": 15, "end_line": 4, "end_character": 16, "new_text": "4"}
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(ed.call, "wait_text", path=main, contains="compute(4)"))
+            done = await ask(agent, "edit_file", path="main.py", edits=[four])
+        (followed,) = done["editors"]
+        holder = followed["holder"]  # the editor, by its process id (Neovim: and its name)
+        assert f"pid {ed.hello['pid']}" in holder and (kind != "neovim" or "Neovim" in holder)
+        assert followed["files"] == ["main.py"] and followed["applied"] is True
+        assert (python_project / "main.py").read_text() == MAIN.replace("(2)", "(4)")
+        assert (await ed.call("text", path=main))["text"] == MAIN.replace("(2)", "(4)")
+
+        # an unsaved change in the editor: the agent reads the buffer, and is told so
+        await ed.call("edit", path=main, first=4, last=4, lines=["def typed() -> None: ..."])
+        names, result = await symbols(agent, "main.py")
+        assert "typed" in names
+        assert result["source"] == "editor"
+        assert [(f["path"], f["holder"]) for f in result["editor_files"]] == [("main.py", holder)]
+        assert (python_project / "main.py").read_text() == MAIN.replace("(2)", "(4)")
+
+        # a dirty buffer: the agent's write is refused, naming the editor; nothing written
+        eight = four | {"new_text": "8"}
+        failure = await refused(agent, "edit_file", path="main.py", edits=[eight])
+        assert failure.kind == "stale_edit"
+        assert failure.data["holder"] == holder and failure.data["path"] == "main.py"
+        assert (python_project / "main.py").read_text() == MAIN.replace("(2)", "(4)")
+        assert "typed" in (await ed.call("text", path=main))["text"]
 
 
 @needs(*SERVERS)
