@@ -40,8 +40,8 @@ run: $(STAMP) $(NSTAMP)
 	$(BIN)/codeward daemon
 
 ## system-deps: gopls, clangd, rust-analyzer (with cargo and rustfmt), shellcheck, shfmt
-## (Debian packages) for the real-server tests, and socat for the README's shell example,
-## when missing. A Rust program counts when it runs here: rustup's proxies without a
+## (Debian packages) for the real-server tests, neovim and emacs-nox with elpa-eglot for
+## the real-editor tests, and socat for the README's shell example, when missing. A Rust program counts when it runs here: rustup's proxies without a
 ## toolchain (a fresh user's) do not.
 system-deps:
 	@missing=""; runs() { "$$@" >/dev/null 2>&1; }; \
@@ -51,6 +51,9 @@ system-deps:
 	command -v socat >/dev/null 2>&1 || missing="$$missing socat"; \
 	command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
 	command -v shfmt >/dev/null 2>&1 || missing="$$missing shfmt"; \
+	command -v nvim >/dev/null 2>&1 || missing="$$missing neovim"; \
+	command -v emacs >/dev/null 2>&1 || missing="$$missing emacs-nox"; \
+	ls -d /usr/share/emacs/site-lisp/elpa/eglot-* >/dev/null 2>&1 || missing="$$missing elpa-eglot"; \
 	runs /usr/bin/rust-analyzer --version || missing="$$missing rust-web-analyzer"; \
 	runs cargo --version || runs /usr/bin/cargo --version || missing="$$missing cargo-web"; \
 	runs rustfmt --version || runs /usr/bin/rustfmt --version || missing="$$missing rustfmt-web"; \
@@ -81,6 +84,7 @@ bench: $(TSTAMP) $(NSTAMP) system-deps
 	$(BIN)/python bench/rpc.py
 	$(BIN)/python bench/git.py
 	$(BIN)/python bench/lsp.py
+	$(BIN)/python bench/editor.py
 	$(BIN)/python bench/decode.py
 
 ## install-systemd: user units with ExecStart filled in

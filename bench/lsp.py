@@ -133,13 +133,17 @@ class DirectClient:
     way, so no thread hop is on its path.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self, root: Path, command: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        """basedpyright on `root`; with `command` (and `env`), another LSP server there
+        (bench/editor.py: `codeward lsp`), asked the same way."""
         config = default_servers()["basedpyright"]
         self.root = root
         self.settings = config.settings
         self.proc = subprocess.Popen(
-            config.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, cwd=root, start_new_session=True,
+            command or config.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, cwd=root, start_new_session=True, env=env,
         )  # fmt: skip
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin = self.proc.stdin

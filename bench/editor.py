@@ -1,0 +1,242 @@
+"""Benchmark `codeward lsp` against an editor's own language server, side by side in one run.
+
+The editor is an editor-like client, not a real editor: bench/lsp.py's smallest blocking
+LSP client over stdio (initialize with the workspace folder, didOpen, then requests, each
+answered before the next), the same client on both sides. One side starts basedpyright
+directly, as an editor does today; the other starts `codeward lsp` (the thin client's
+pump) with a real daemon already running on a private socket, which serves it from the
+root's shared servers. Calls alternate (codeward, direct, then direct, codeward) so that
+machine load hits both alike.
+
+Prints:
+1. hover, definition and completion: medians over N rounds, direct against through
+   `codeward lsp`, the milliseconds added per call (goals: <= 0.5 ms hover and
+   definition, <= 1 ms completion), and the daemon's CPU per call (/proc schedstat);
+2. `codeward lsp` spawned to its `initialize` answered, with the daemon running (goal
+   <= 50 ms), beside the bare start of this Python interpreter (`python -c pass`);
+3. an editor and two agents on one root: the language-server processes and their memory
+   (RSS, each server with its descendants) when the editor joins the daemon's servers
+   through `codeward lsp`, against two separate sets (the daemon's for the agents, and
+   the editor's own basedpyright: a lower bound, as an editor would often run ruff too).
+
+Run: .venv/bin/python bench/editor.py [--rounds N] [--spawns N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common import Daemon, DaemonClient, RpcFailed, cpu_seconds, stop_group  # bench/
+from lsp import START_TIMEOUT, DirectClient, make_project  # bench/
+
+LAUNCH = "import sys; from codeward.client.entry import main; sys.exit(main())"
+OPEN = ["lib.py", "use_0.py"]
+GOALS = {"hover": 0.5, "definition": 0.5, "completion": 1.0}  # ms added, at most
+SPAWN_GOAL = 50.0  # ms from spawn to initialize answered
+
+
+def codeward_lsp(socket: Path) -> tuple[list[str], dict[str, str]]:
+    """The command and environment an editor would use: `codeward lsp`, on the daemon's
+    socket, importing codeward from the tree this benchmark runs from."""
+    spec = importlib.util.find_spec("codeward")
+    assert spec is not None and spec.origin is not None
+    source = str(Path(spec.origin).parents[1])
+    env = {**os.environ, "CODEWARD_SOCKET": str(socket)}
+    env["PYTHONPATH"] = os.pathsep.join([source, env.get("PYTHONPATH", "")])
+    return [sys.executable, "-c", LAUNCH, "lsp"], env
+
+
+def close(client: DirectClient) -> None:
+    """shutdown, exit, as an editor leaves; then the process is gone."""
+    client.request("shutdown", None)
+    client.notify("exit", None)
+    client.stdin.close()
+    try:
+        client.proc.wait(10)
+    finally:
+        stop_group(client.proc, grace=5.0)
+
+
+@dataclass
+class Case:
+    label: str
+    ask: Callable[[DirectClient], Any]
+    times: dict[str, list[float]] = field(default_factory=lambda: {"direct": [], "codeward": []})
+    cpu: list[float] = field(default_factory=list)
+
+
+def cases() -> list[Case]:
+    return [
+        Case("hover", lambda c: c.at("textDocument/hover", "use_0.py", 5, 6)),
+        Case("definition", lambda c: c.at("textDocument/definition", "use_0.py", 5, 6)),
+        Case("completion", lambda c: c.at("textDocument/completion", "use_0.py", 5, 8)),
+    ]
+
+
+def answered(client: DirectClient, case: Case) -> None:
+    """Wait until `client` answers `case` with something (the server has analysed)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while not case.ask(client):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no answer for {case.label}")
+        client.settle(0.1, 1.0)
+
+
+def measure(sides: dict[str, DirectClient], batch: list[Case], rounds: int, daemon: int) -> None:
+    """Alternating calls; through codeward, the daemon's CPU per call too (`daemon`: its
+    pid; /proc schedstat), a figure the machine's load disturbs less than wall time."""
+    for round_ in range(rounds):
+        for case in batch:
+            for way in ("codeward", "direct") if round_ % 2 == 0 else ("direct", "codeward"):
+                cpu = cpu_seconds(daemon)
+                begin = time.perf_counter()
+                case.ask(sides[way])
+                case.times[way].append(time.perf_counter() - begin)
+                if way == "codeward":
+                    case.cpu.append(cpu_seconds(daemon) - cpu)
+
+
+def ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def report(batch: list[Case], rounds: int) -> None:
+    print(f"1. median of {rounds} alternating rounds, the same client on both sides;")
+    print("   the daemon's CPU per call through codeward (mean, /proc schedstat)")
+    print(
+        f"{'request':12} {'direct ms':>9} {'codeward ms':>11} {'added ms':>8} {'goal':>8}"
+        f" {'daemon CPU ms':>13}"
+    )
+    for case in batch:
+        d, c = ms(case.times["direct"]), ms(case.times["codeward"])
+        goal = f"<= {GOALS[case.label]}"
+        cpu = statistics.fmean(case.cpu) * 1000
+        print(f"{case.label:12} {d:9.3f} {c:11.3f} {c - d:8.3f} {goal:>8} {cpu:13.3f}")
+
+
+def spawn_to_initialize(root: Path, socket: Path, runs: int) -> None:
+    command, env = codeward_lsp(socket)
+    spawned: list[float] = []
+    for _ in range(runs):
+        begin = time.perf_counter()
+        client = DirectClient(root, command, env)
+        client.request("initialize", {
+            "processId": os.getpid(), "rootUri": root.as_uri(),
+            "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}], "capabilities": {},
+        })  # fmt: skip
+        spawned.append(time.perf_counter() - begin)
+        client.notify("initialized", {})
+        close(client)
+    bare: list[float] = []
+    for _ in range(runs):
+        begin = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - begin)
+    print(
+        f"\n2. `codeward lsp` spawned to initialize answered, daemon running (median of {runs}):"
+        f" {ms(spawned):.1f} ms (goal <= {SPAWN_GOAL:.0f} ms);"
+        f" `python -c pass` alone: {ms(bare):.1f} ms"
+    )
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of `pid` and every descendant, KiB (/proc status VmRSS)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo += children.get(current, [])
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) for line in status.splitlines()
+                       if line.startswith("VmRSS:")), 0)  # fmt: skip
+    return total
+
+
+def server_pids(agent: DaemonClient, root: Path) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for session in agent.call("session/list", {})["sessions"]:
+        if session.get("root") == str(root):
+            found |= {s["name"]: s["pid"] for s in session["servers"] if s.get("pid")}
+    return found
+
+
+def one_set(daemon: Daemon, root: Path, direct: DirectClient) -> None:
+    agents = [DaemonClient(daemon.socket) for _ in range(2)]
+    try:
+        for agent in agents:
+            agent.call("session/open", {"root": str(root)})
+            agent.tool("get_hover_info", {"path": "use_0.py", "line": 5, "character": 6})
+        daemon.note_servers(agents[0])
+        shared = server_pids(agents[0], root)
+        shared_kib = sum(rss_kib(pid) for pid in shared.values())
+        own_kib = rss_kib(direct.proc.pid)
+        print(
+            "\n3. an editor and two agents on one root: language-server processes, memory (RSS)"
+            f"\n  through codeward lsp: {len(shared)} ({', '.join(sorted(shared))}),"
+            f" {shared_kib / 1024:.0f} MiB"
+            f"\n  two separate sets:    {len(shared) + 1} (the daemon's, and the editor's own"
+            f" basedpyright), {(shared_kib + own_kib) / 1024:.0f} MiB"
+        )
+    finally:
+        for agent in agents:
+            agent.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--spawns", type=int, default=10)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="cw-bench-editor-"))
+    daemon: Daemon | None = None
+    sides: dict[str, DirectClient] = {}
+    try:
+        root = make_project(tmp)
+        daemon = Daemon(tmp)
+        sides["direct"] = DirectClient(root)
+        sides["codeward"] = DirectClient(root, *codeward_lsp(daemon.socket))
+        batch = cases()
+        for client in sides.values():
+            client.start(OPEN)
+            for case in batch:
+                answered(client, case)
+        measure(sides, batch, args.rounds, daemon.proc.pid)
+        report(batch, args.rounds)
+        spawn_to_initialize(root, daemon.socket, args.spawns)
+        one_set(daemon, root, sides["direct"])
+        print(f"\nload average: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+    finally:
+        for client in sides.values():
+            try:
+                close(client)
+            except (OSError, SystemExit, RpcFailed):  # gone already: reaped all the same
+                stop_group(client.proc, grace=1.0)
+        if daemon is not None:
+            daemon.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
