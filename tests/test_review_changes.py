@@ -179,13 +179,26 @@ async def test_a_revision_that_does_not_exist(shared_client: RpcClient, repo: Pa
     assert "not a content hash" in info.value.message
 
 
+GO_OK = "package g3\n\nfunc {name}() int {{\n\treturn 1\n}}\n"
+GO_BROKEN = 'package g3\n\nfunc {name}() int {{\n\treturn "x"\n}}\n'
+
+
 async def test_merge_base_of_a_branch(shared_client: RpcClient, repo: Path) -> None:
-    commit(repo, {"t2/a.py": "A = 1\n", "t2/b.py": "B: int = 'b'\n"}, "t2 base")
+    """Python and Go: a file broken in a commit of the branch, another fixed in the working
+    tree, both against the branch point."""
+    commit(
+        repo,
+        {"t2/a.py": "A = 1\n", "t2/b.py": "B: int = 'b'\n",
+         "g3/a.go": GO_OK.format(name="A"), "g3/b.go": GO_BROKEN.format(name="B")},
+        "t2 base",
+    )  # fmt: skip
     git(repo, "branch", "feature")
     commit(repo, {"t2/main_only.py": "M = 1\n"}, "main moves on")
     git(repo, "checkout", "-q", "feature")
-    commit(repo, {"t2/a.py": "A: int = 'a'\n"}, "feature breaks a")  # committed on the branch
-    write(repo, {"t2/b.py": "B: int = 2\n"})  # and b fixed in the working tree
+    commit(  # committed on the branch
+        repo, {"t2/a.py": "A: int = 'a'\n", "g3/a.go": GO_BROKEN.format(name="A")}, "breaks a"
+    )
+    write(repo, {"t2/b.py": "B: int = 2\n", "g3/b.go": GO_OK.format(name="B")})  # b fixed
     result = await unchanged(
         shared_client, repo, "get_diagnostics", since="merge-base:main", path="t2"
     )
@@ -193,6 +206,13 @@ async def test_merge_base_of_a_branch(shared_client: RpcClient, repo: Path) -> N
     files = by_file(result)
     assert sorted(files) == ["t2/a.py", "t2/b.py"]
     assert len(errors(files["t2/a.py"])) == 1 and len(errors(files["t2/b.py"], "resolved")) == 1
+    go = await unchanged(shared_client, repo, "get_diagnostics", since="merge-base:main", path="g3")
+    assert go["commit"] == result["commit"]
+    files = by_file(go)
+    assert sorted(files) == ["g3/a.go", "g3/b.go"]
+    assert [d["line"] for d in files["g3/a.go"]["introduced"]] == [4], files["g3/a.go"]
+    assert files["g3/b.go"]["introduced"] == []
+    assert [d["line"] for d in files["g3/b.go"]["resolved"]["diagnostics"]] == [4]
     against_main = await unchanged(shared_client, repo, "get_diagnostics", since="main", path="t2")
     assert "t2/main_only.py" not in by_file(against_main)  # no diagnostics: no report
     head = await unchanged(shared_client, repo, "get_diagnostics", since="HEAD", path="t2")
