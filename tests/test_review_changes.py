@@ -50,16 +50,22 @@ def commit(root: Path, files: dict[str, str | None], message: str) -> None:
 
 
 def state(root: Path) -> dict[str, Any]:
-    """Every byte of the working tree, and the index's bytes and mtime."""
+    """Every byte of the working tree and of the index, with their change times (a file
+    written and given its bytes back meanwhile has a new ctime)."""
     files: dict[str, Any] = {}
     for directory, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != ".git"]
         for name in filenames:
             path = Path(directory, name)
-            files[path.relative_to(root).as_posix()] = path.read_bytes()
+            files[path.relative_to(root).as_posix()] = (path.read_bytes(), _times(path))
     index = root / ".git" / "index"
-    files[".git/index"] = (index.read_bytes(), index.stat().st_mtime_ns)
+    files[".git/index"] = (index.read_bytes(), _times(index))
     return files
+
+
+def _times(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
 @pytest.fixture(scope="module")
