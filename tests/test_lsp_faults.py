@@ -381,6 +381,35 @@ async def test_a_new_file_written_after_its_creation_is_told_as_created(
     ]
 
 
+async def test_a_project_question_waits_until_new_files_are_taken_in(
+    tmp_path: Path, doc: Path
+) -> None:
+    """A server that takes in new files only after a quiet moment (basedpyright): after a
+    creation, a question about the whole project waits until it was sent nothing for
+    `quiet_after_new_files`; the next one does not, nor one after a mere change."""
+    quiet = 0.4
+    server = msgspec.structs.replace(fake_server("ok"), quiet_after_new_files=quiet)
+    async with running(tmp_path, fake_config({"fake": server})) as (manager, _):
+        await manager.diagnostics(doc)
+        actor = manager.pool.servers["fake"]
+        (tmp_path / "new.fake").write_text("good\n")
+        manager.files_changed([tmp_path / "new.fake"], [tmp_path / "new.fake"])
+        told = trio.current_time()
+        await manager.flush()
+        await manager.diagnostics(doc)  # a file's question: at once
+        await actor.request("workspace/symbol", {"query": "x"})
+        assert trio.current_time() >= told + quiet
+        again = trio.current_time()
+        await actor.request("workspace/symbol", {"query": "x"})
+        asked_again = trio.current_time() - again
+        manager.files_changed([doc])  # a change, not a creation: nothing waits
+        await manager.flush()
+        started = trio.current_time()
+        await actor.request("workspace/symbol", {"query": "x"})
+        after_change = trio.current_time() - started
+    assert asked_again < quiet and after_change < quiet
+
+
 async def test_watcher_reports_changes_on_disk(tmp_path: Path, doc: Path) -> None:
     log = tmp_path / "log"
     (tmp_path / "node_modules").mkdir()
