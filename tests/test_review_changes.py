@@ -235,7 +235,7 @@ async def test_review_of_a_go_rename_with_added_and_deleted_files(
             "g2/lib.go": "package g2\n\n// Compute doubles.\nfunc Compute(x int) int {\n"
             "\treturn x * 2\n}\n",
             "g2/use.go": "package g2\n\nfunc Use() int {\n\treturn Compute(1) + Compute(2)\n}\n",
-            "g2/old.go": "package g2\n\nfunc Old() int {\n\treturn 3\n}\n",
+            "g2/old.go": 'package g2\n\nfunc Old() int {\n\treturn "3"\n}\n',  # broken
         },
         "g2",
     )
@@ -245,7 +245,7 @@ async def test_review_of_a_go_rename_with_added_and_deleted_files(
             "g2/lib.go": "package g2\n\n// Calculate doubles.\nfunc Calculate(x int) int {\n"
             "\treturn x * 2\n}\n",
             "g2/old.go": None,
-            "g2/fresh.go": "package g2\n\nfunc Fresh() int {\n\treturn 4\n}\n",
+            "g2/fresh.go": 'package g2\n\nfunc Fresh() int {\n\treturn "4"\n}\n',  # broken
         },
     )
     result = await unchanged(shared_client, repo, "review_changes", path="g2")
@@ -261,6 +261,9 @@ async def test_review_of_a_go_rename_with_added_and_deleted_files(
     assert compute["change"] == "removed"
     assert compute["references"]["files"] == [{"file": "g2/use.go", "count": 2, "lines": [4]}]
     assert symbols(result, "g2/lib.go")["Calculate"]["change"] == "added"
+    delta = {f["file"]: f for f in result["diagnostics"]["files"]}  # added: introduced
+    assert [d["line"] for d in delta["g2/fresh.go"]["introduced"]] == [4], delta
+    assert [d["line"] for d in delta["g2/old.go"]["resolved"]["diagnostics"]] == [4], delta
     with pytest.raises(RpcFailure) as info:
         await shared_client.tool("review_changes", since="nope")
     assert info.value.kind == "invalid_arguments" and "names no commit" in info.value.message
