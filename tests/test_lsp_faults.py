@@ -19,6 +19,7 @@ from codeward.daemon.lsp import supervisor
 from codeward.daemon.lsp.defaults import command_available
 from codeward.daemon.lsp.process import STDOUT_PIPE_BYTES, ServerProcess
 from codeward.daemon.lsp.service import Answer, LanguageService
+from codeward.daemon.lsp.watched_tree import CHANGED, CREATED, DELETED
 from codeward.daemon.process_groups import group_members, wait_group_gone
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.lsp_support import fake_config, fake_server, logged, methods, running
@@ -352,6 +353,61 @@ async def test_files_changed_and_lru(tmp_path: Path, doc: Path) -> None:
         if m.get("method") == "textDocument/didClose"
     ]
     assert closes == [doc.as_uri()]
+
+
+async def test_a_new_file_written_after_its_creation_is_told_as_created(
+    tmp_path: Path, doc: Path
+) -> None:
+    """inotify reports a new file's writes after its creation (and a new folder's walk finds
+    its files before their writes): the servers hear of one creation, never a change, as
+    basedpyright reads the folders again for imports only on a creation or deletion."""
+    log = tmp_path / "log"
+    async with running(tmp_path, fake_config({"fake": fake_server("ok", log)})) as (manager, _):
+        await manager.diagnostics(doc)
+        new, gone, again = (tmp_path / f"{name}.fake" for name in ("new", "gone", "again"))
+        new.write_text("good\n")
+        again.write_text("good\n")
+        manager.events.on_watch([(new, CREATED), (gone, CREATED), (again, DELETED)])
+        manager.events.on_watch([(new, CHANGED), (gone, DELETED), (again, CREATED)])
+        manager.files_changed([new, again])  # an edit of codeward's, after the watcher's
+        await manager.flush()
+    events = [m for m in logged(log) if m.get("method") == "workspace/didChangeWatchedFiles"]
+    assert [e["params"]["changes"] for e in events] == [
+        [
+            {"uri": new.as_uri(), "type": CREATED},
+            {"uri": gone.as_uri(), "type": DELETED},
+            {"uri": again.as_uri(), "type": CREATED},
+        ]
+    ]
+
+
+async def test_a_project_question_waits_until_new_files_are_taken_in(
+    tmp_path: Path, doc: Path
+) -> None:
+    """A server that takes in new files only after a quiet moment (basedpyright): after a
+    creation, a question about the whole project waits until it was sent nothing for
+    `quiet_after_new_files`; the next one does not, nor one after a mere change."""
+    quiet = 0.4
+    server = msgspec.structs.replace(fake_server("ok"), quiet_after_new_files=quiet)
+    async with running(tmp_path, fake_config({"fake": server})) as (manager, _):
+        await manager.diagnostics(doc)
+        actor = manager.pool.servers["fake"]
+        (tmp_path / "new.fake").write_text("good\n")
+        manager.files_changed([tmp_path / "new.fake"], [tmp_path / "new.fake"])
+        told = trio.current_time()
+        await manager.flush()
+        await manager.diagnostics(doc)  # a file's question: at once
+        await actor.request("workspace/symbol", {"query": "x"})
+        assert trio.current_time() >= told + quiet
+        again = trio.current_time()
+        await actor.request("workspace/symbol", {"query": "x"})
+        asked_again = trio.current_time() - again
+        manager.files_changed([doc])  # a change, not a creation: nothing waits
+        await manager.flush()
+        started = trio.current_time()
+        await actor.request("workspace/symbol", {"query": "x"})
+        after_change = trio.current_time() - started
+    assert asked_again < quiet and after_change < quiet
 
 
 async def test_watcher_reports_changes_on_disk(tmp_path: Path, doc: Path) -> None:

@@ -139,6 +139,10 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # diagnostics) or also "diagnostic" (one request more at each diagnostic's own range:
     # svelte-language-server answers a diagnostic's fixes only for a range starting there)
     code_actions_at: Literal["range", "diagnostic"] = "range"
+    # Seconds it must hear nothing before it takes in files created or deleted (basedpyright:
+    # 0.3): a question about the whole project (references, ...) waits for that after such
+    # a change (lsp.new_files). 0: it takes them in at once.
+    quiet_after_new_files: GraceSeconds = 0.0
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

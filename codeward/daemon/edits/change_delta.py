@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import trio
+
 from codeward.daemon.edits.aftermath import Aftermath, Report, partial_servers, snapshot_of
 from codeward.daemon.edits.history import Snapshot
 from codeward.daemon.git import revision
@@ -81,21 +83,21 @@ async def delta_of(
     already read, by object id; `in_preview`, given the texts shown, runs inside the preview
     after the "before" was asked (to ask the servers more about the revision's text)."""
     root, manager = session.root, session.lsp
-    lsp = session.config.lsp
     checked, unchecked = split_checked(session, changes)
-    if old is None:
-        wanted = [c.old_blob for c in checked if c.old_blob is not None]
-        old = await revision.blobs(root, wanted, lsp.max_file_bytes)
     paths = [root / c.path for c in checked]
     deleted = {root / c.path for c in checked if c.status == "deleted"}
+    check = Aftermath.plan(session, paths)
+    present = [p for p in check.changing if p not in deleted]
+    blobs = _Blobs(session, checked, old)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(blobs.read)  # while the servers check the working tree
+        after = await manager.files_diagnostics(present + check.others, present)
+    old = blobs.result()
     shown = {
         root / c.path: data
         for c in checked
         if c.old_blob is not None and (data := old.get(c.old_blob)) is not None
     }
-    check = Aftermath.plan(session, paths)
-    present = [p for p in check.changing if p not in deleted]
-    after = await manager.files_diagnostics(present + check.others, present)
     known = _remembered(session, changes, shown)
     wanted = [p for p in check.changing if p in shown] + check.others
     missing = [p for p in wanted if p not in known.snapshots]
@@ -116,6 +118,36 @@ async def delta_of(
     known.keep(before)
     report = check.report(check.changing, deleted, after)
     return ChangeDelta(changes, checked, unchecked, report)
+
+
+class _Blobs:
+    """The revision's blobs of the checked files (`given`: read already), read in a task."""
+
+    def __init__(
+        self,
+        session: Session,
+        checked: list[revision.FileChange],
+        given: dict[str, bytes | None] | None,
+    ) -> None:
+        self.session, self.checked = session, checked
+        self.found = given
+        self.error: ToolError | None = None
+
+    async def read(self) -> None:
+        if self.found is not None:
+            return
+        wanted = [c.old_blob for c in self.checked if c.old_blob is not None]
+        limit = self.session.config.lsp.max_file_bytes
+        try:
+            self.found = await revision.blobs(self.session.root, wanted, limit)
+        except ToolError as exc:  # raised by `result`, not as a nursery's group
+            self.error = exc
+
+    def result(self) -> dict[str, bytes | None]:
+        if self.error is not None:
+            raise self.error
+        assert self.found is not None
+        return self.found
 
 
 @dataclass

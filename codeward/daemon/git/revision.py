@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import trio
+
 from codeward.daemon.git.messages import failure_message
 from codeward.daemon.git.repository import inspect, probe
-from codeward.daemon.git.runner import find_git, git_env
+from codeward.daemon.git.runner import Completed, find_git, git_env
 from codeward.protocol.errors import ErrorKind, ToolError
 
 HASH_PREFIX = "sha256:"
@@ -55,12 +57,14 @@ async def changes(root: Path, since: str) -> Changes:
     git = find_git(git_env(read_only=True))
     await inspect(git, root)  # refuses a config that would run programs (diff runs filters)
     commit = await resolve(git, root, since)
-    raw = await probe(git, root, ["diff", "--raw", "-z", "--no-abbrev", "--no-renames",
-                                  "--relative", commit, "--"])  # fmt: skip
+    raw, others = await _probes(
+        git, root,
+        ["diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--relative", commit, "--"],
+        ["ls-files", "-z", "--others", "--exclude-standard"],
+    )  # fmt: skip
     if raw.exit_code != 0:
         raise _failed("diff", raw.exit_code, raw.stderr, root)
     found = parse_raw(raw.stdout)
-    others = await probe(git, root, ["ls-files", "-z", "--others", "--exclude-standard"])
     if others.exit_code != 0:
         raise _failed("ls-files", others.exit_code, others.stderr, root)
     for name in others.stdout.decode("utf-8", "surrogateescape").split("\x00"):
@@ -68,6 +72,28 @@ async def changes(root: Path, since: str) -> Changes:
         if name and name not in found and path.is_file() and not path.is_symlink():
             found[name] = FileChange(name, "added", None)
     return Changes(since, commit, [found[name] for name in sorted(found)])
+
+
+async def _probes(git: str, root: Path, *argvs: list[str]) -> list[Completed]:
+    """Read-only probes run at once; their results in order (a failure raised as itself)."""
+    done: list[Completed | Exception | None] = [None] * len(argvs)
+
+    async def one(i: int, args: list[str]) -> None:
+        try:
+            done[i] = await probe(git, root, args)
+        except Exception as exc:  # raised below, not as a nursery's group
+            done[i] = exc
+
+    async with trio.open_nursery() as nursery:
+        for i, args in enumerate(argvs):
+            nursery.start_soon(one, i, args)
+    results: list[Completed] = []
+    for item in done:
+        if isinstance(item, Exception):
+            raise item
+        assert item is not None
+        results.append(item)
+    return results
 
 
 def parse_raw(data: bytes) -> dict[str, FileChange]:

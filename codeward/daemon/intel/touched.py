@@ -169,10 +169,7 @@ async def references(
 
     def params(doc: DocumentContext) -> Any:
         at = doc.position(line, character)
-        # with the declaration: basedpyright's answer without it is sometimes empty once it
-        # has seen other previews (find_references asks the same way); the definition's own
-        # name is left out below
-        context = lsp.ReferenceContext(include_declaration=True)
+        context = lsp.ReferenceContext(include_declaration=False)
         return shapes.document_params(method, doc.uri, position=lsp.Position(**at), context=context)
 
     answer = await manager.request(path, method, params, result_type=list[LspLocation] | None)

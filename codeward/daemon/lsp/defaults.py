@@ -151,6 +151,8 @@ def default_servers() -> dict[str, ServerConfig]:
                 "workspace/executeCommand",
             ],
             broken_when=["_token.cancel is not a function"],
+            # It takes in new and deleted files once it heard nothing for 250 ms.
+            quiet_after_new_files=0.3,
             # Pull diagnostics are registered, never static, after its settings are read.
             registers=["textDocument/diagnostic"],
             folders=True,
@@ -361,6 +363,9 @@ def effective_servers(config: Config) -> dict[str, ServerConfig]:
                 ),
                 diagnosis_progress=entry.diagnosis_progress or default.diagnosis_progress,
                 folders=default.folders if entry.folders is None else entry.folders,
+                quiet_after_new_files=(
+                    entry.quiet_after_new_files or default.quiet_after_new_files
+                ),
                 code_actions_at=(
                     entry.code_actions_at
                     if entry.code_actions_at != "range"

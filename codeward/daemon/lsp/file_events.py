@@ -59,19 +59,28 @@ class FileEvents:
             kind = CREATED if path in new else None
             path = path if path.is_absolute() else self.root / path
             try:
-                self._changes[Path(real_path(path))] = kind
+                self._note(Path(real_path(path)), kind)
             except ToolError:  # it keeps changing: the watcher reports where it ends
-                self._changes[path] = kind
+                self._note(path, kind)
         self.listing += 1
         self._wake.set()
 
     def on_watch(self, changes: list[tuple[Path, int]]) -> None:
         """The watcher's batch of (path, FileChangeType)."""
         for path, kind in changes:
-            self._changes[path] = kind
+            self._note(path, kind)
             if kind != CHANGED:
                 self.listing += 1
         self._wake.set()
+
+    def _note(self, path: Path, kind: int | None) -> None:
+        """A change of `path` pending: a creation not told yet stays one when the new file
+        is then written (inotify reports its writes after its creation, or a folder's walk
+        found it first), as a server resolving imports (basedpyright) reads the folders
+        again only for a creation or deletion, never for a change."""
+        if kind != DELETED and self._changes.get(path) == CREATED:
+            return
+        self._changes[path] = kind
 
     async def run(self) -> None:
         """Flush soon after each change, without waiting for a request."""

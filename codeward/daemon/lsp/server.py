@@ -65,6 +65,7 @@ from codeward.daemon.lsp.freshness import (
     WorkspacePull,
 )
 from codeward.daemon.lsp.initialize import folders_changed
+from codeward.daemon.lsp.new_files import NewFiles
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.readiness import Readiness, readiness_for
 from codeward.daemon.lsp.server_requests import ServerRequests
@@ -117,6 +118,7 @@ class LanguageServer:
             diagnosis=lambda: self.config.diagnosis_progress,
         )
         self._docs = DocumentSync(lsp.max_open_documents, self.notify, self._freshness.forget)
+        self._new_files = NewFiles(lambda: self.config.quiet_after_new_files)
         self._answers = ServerRequests(
             name,
             lambda: self.folders,
@@ -340,6 +342,7 @@ class LanguageServer:
     def notify(self, method: str, params: Any) -> None:
         conn = self._life.conn
         if conn is not None and self._life.running:
+            self._new_files.heard()
             conn.notify(method, params)
 
     async def request(
@@ -353,6 +356,9 @@ class LanguageServer:
         shows the server broken (`broken_when`) restarts it and fails with
         `restarting=True` (callers retry once).
         """
+        if self._new_files.waits(method):  # files came or went (lsp.new_files)
+            await self._new_files.settled()
+        self._new_files.heard()
         if method not in self._turns:  # the hot path: straight to the connection
             return await self._request(method, params, timeout, result_type, cancel=True)
         ask = partial(self._request, method, params, timeout, result_type)
@@ -422,6 +428,7 @@ class LanguageServer:
                     results.append(exc)
             return results
         conn = await self.connection()
+        self._new_files.heard()
         if timeout is None:
             timeout = max(self.timeout_for(method) for method, _, _ in calls)
         try:
@@ -594,6 +601,7 @@ class LanguageServer:
     def watched_files_changed(self, changes: list[dict[str, Any]]) -> None:
         """didChangeWatchedFiles (`changes`: FileEvent dicts)."""
         if self.running and self._docs.watched_files_changed(changes):
+            self._new_files.changed(changes)
             self._changes.touch()
 
     # -- diagnostics freshness --------------------------------------------------------
