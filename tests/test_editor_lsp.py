@@ -201,6 +201,13 @@ def test_diagnostics_are_pushed_and_pulled_and_follow_the_buffer(
     pulled = editor.result("textDocument/diagnostic", {"textDocument": {"uri": main}})
     assert pulled["kind"] == "full"
     assert any(d.get("code") == "F401" for d in pulled["items"])
+    # each server's own diagnostic, its data included: the quick fix follows from it
+    assert unused["source"] == "Ruff" and "data" in unused
+    line = unused["range"]
+    actions = editor.result("textDocument/codeAction", {"textDocument": {"uri": main},
+                            "range": line, "context": {"diagnostics": [unused]}})  # fmt: skip
+    fixes = [a for a in actions if a.get("kind") == "quickfix"]
+    assert fixes and "os" in json.dumps(fixes)
     assert editor.shutdown() == 0
 
 

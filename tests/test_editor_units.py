@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 import trio
+from lsprotocol import types as lsp
 
+from codeward.daemon.editor import diagnostics
 from codeward.daemon.editor.buffers import BadChange, Buffers
 from codeward.daemon.editor.convert import Converter
 from codeward.daemon.editor.forward import _tagged, _untagged
@@ -171,3 +173,17 @@ async def test_progress_goes_to_the_editor_it_concerns() -> None:
     assert asked == [("window/workDoneProgress/create", {"token": "codeward-1"})]
     assert [p["value"]["kind"] for _, p in sent] == ["begin", "end"]
     assert {p["token"] for _, p in sent} == {"codeward-1"}
+
+
+def test_every_servers_diagnostics_in_the_editors_encoding() -> None:
+    def one(character: int, source: str | None) -> lsp.Diagnostic:
+        at = lsp.Position(0, character)
+        return lsp.Diagnostic(lsp.Range(at, at), "m", source=source, data={"fix": 1})
+
+    answers: Any = {"ruff": (3, [one(11, "Ruff")]), "pyright": (2, [one(8, None)])}
+    lines = {"file:///a": LineIndex("x = '😀é' + y\n")}.get
+    items = diagnostics.merged(answers, {"ruff": "utf-8", "pyright": "utf-16"}, "utf-16",
+                               lines, "file:///a")  # fmt: skip
+    assert [(d["source"], d["range"]["start"]["character"], d["data"]) for d in items] == [
+        ("pyright", 8, {"fix": 1}), ("Ruff", 8, {"fix": 1})
+    ]  # fmt: skip

@@ -1,40 +1,44 @@
 """A file's diagnostics for the editor: merged from every diagnostic server of the file (the
-service's, as fresh as `get_diagnostics`), pushed as `textDocument/publishDiagnostics`
-after each change of an open document, and answered to `textDocument/diagnostic`."""
+service's `server_diagnostics`: each server's own, fresh for the text it has, the editor's
+buffer), pushed as `textDocument/publishDiagnostics` after each change of an open
+document, and answered to `textDocument/diagnostic`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.editor.convert import Converter, Lines
+from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.lsp.shapes import unstructure
 
 if TYPE_CHECKING:
-    from codeward.daemon.lsp.service import FileDiagnostics
+    from codeward.daemon.lsp.service import ServerDiagnostics
 
 Items = list[dict[str, Any]]
 
 
-def items(found: FileDiagnostics, encoding: Encoding) -> Items:
-    """The diagnostics as LSP `Diagnostic`s in the editor's encoding, on the text they are
-    about."""
-    index = LineIndex(found.text)
+def merged(
+    answers: ServerDiagnostics,
+    encodings: Mapping[str, Encoding],
+    target: Encoding,
+    lines: Lines,
+    uri: str,
+) -> Items:
+    """Every server's own diagnostics of a file (with their `data`, tags and related
+    information: what a quick fix needs), in the editor's encoding, one list; `source` is
+    the server's, else the server's name."""
     out: Items = []
-    for d in found.diagnostics:
-        item: dict[str, Any] = {
-            "range": {
-                "start": index.to_server(d.line, d.column, encoding),
-                "end": index.to_server(d.end_line, d.end_column, encoding),
-            },
-            "severity": d.severity,
-            "message": d.message,
-        }
-        if d.code is not None:
-            item["code"] = d.code
-        item["source"] = d.source or d.server
-        out.append(item)
+    for server, (_, found) in sorted(answers.items()):
+        data = [unstructure(d) for d in found]
+        encoding = encodings.get(server, target)
+        if encoding != target:
+            data = Converter(encoding, target, lines)(data, uri)
+        for item in data:
+            item.setdefault("source", server)
+        out += data
     return out
 
 

@@ -203,6 +203,7 @@ class EditorDialect:
             workspace, self.encoding, self._lines, self._apply_edit, self.progress.rewrite
         )
         self.forwarder.commands = commands
+        self.forwarder.encodings.update((offer.server, offer.encoding) for offer in offers)
         self.publisher = diagnostics.Publisher(self._diagnostics_of, self._publish)
         self.documents = Documents(workspace, self, self.publisher.changed)
         capabilities = merged(offers, self.encoding)
@@ -389,28 +390,37 @@ class EditorDialect:
 
     # -- diagnostics ----------------------------------------------------------------------
 
-    async def _diagnostics_of(self, uri: str) -> tuple[int | None, diagnostics.Items] | None:
-        assert self.workspace is not None
+    async def _diagnostics_of(
+        self, uri: str, pulled: bool = False
+    ) -> tuple[int | None, diagnostics.Items] | None:
+        """The diagnostics of an open document (of any document when `pulled`) and the
+        version they are about; None: nothing to say, or a newer change's are due."""
+        assert self.workspace is not None and self.forwarder is not None
         located = self.workspace.locate(uri)
-        if located is None:
+        buffer = self.buffers.get(uri)
+        if located is None or (buffer is None and not pulled):
             return None
         root, path = located
         service = (await self.workspace.session(root)).lsp
-        if service.language_or_none(path) is None:
+        language = service.language_or_none(path)
+        if language is None:
             return None
-        try:
-            found = await service.diagnostics(path)
-        except ToolError as exc:
-            self._log(2, f"codeward: no diagnostics for {path.name}: {exc.message}")
-            return None
-        buffer = self.buffers.get(uri)
-        if buffer is None:
-            return None  # closed meanwhile
-        version = buffer.version if buffer.text == found.text else None
-        return version, diagnostics.items(found, self.encoding)
+        version = buffer.version if buffer is not None else None
+        answers = await service.server_diagnostics(path)
+        if buffer is not None and (
+            self.buffers.get(uri) is not buffer or buffer.version != version
+        ):
+            return None  # changed meanwhile: the next computation tells
+        encodings = self.forwarder.encodings
+        if any(server not in encodings for server in answers):
+            encodings.update(
+                (o.server, o.encoding) for o in await service.capabilities_of([language])
+            )
+        items = diagnostics.merged(answers, encodings, self.encoding, self._lines, uri)
+        return version, items
 
     async def _pull(self, uri: str) -> Any:
-        found = await self._diagnostics_of(uri)
+        found = await self._diagnostics_of(uri, pulled=True)
         if found is None:
             return EMPTY_REPORT
         return {"kind": "full", "items": found[1]}
