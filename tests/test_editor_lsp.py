@@ -22,6 +22,7 @@ import pytest
 from tests.leaks import leftovers
 from tests.lsp_client import LspProcess, frame
 from tests.test_cli_e2e import CODEWARD, Env, running_daemon
+from tests.test_intel_go_c import GO_FILES
 
 pytestmark = pytest.mark.servers("basedpyright", "ruff")
 
@@ -92,8 +93,13 @@ def project() -> Iterator[Project]:
         (root / "other" / "tool.py").write_text("def helper() -> int:\n    return 1\n")
         (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
         subprocess.run(["git", "init", "-q", str(root)], check=True)
+        go = base / "gomod"
+        for name, text in GO_FILES.items():
+            (go / name).parent.mkdir(parents=True, exist_ok=True)
+            (go / name).write_text(text)
         with running_daemon(env) as daemon:
             assert env.run("trust", str(root)).returncode == 0
+            assert env.run("trust", str(go)).returncode == 0
             yield Project(env, root, daemon)
     finally:
         if os.environ.get("CW_SHOW_LOG"):
@@ -208,6 +214,8 @@ def test_diagnostics_are_pushed_and_pulled_and_follow_the_buffer(
                             "range": line, "context": {"diagnostics": [unused]}})  # fmt: skip
     fixes = [a for a in actions if a.get("kind") == "quickfix"]
     assert fixes and "os" in json.dumps(fixes)
+    # the servers' configuration is codeward's: never asked of the editor
+    assert "workspace/configuration" not in editor.asked
     assert editor.shutdown() == 0
 
 
@@ -503,4 +511,20 @@ def test_an_initialize_without_a_folder_says_what_to_do(
     assert reply["error"]["data"]["kind"] == "no_session"
     later = editor.request("textDocument/hover", at(project.main.as_uri(), 0, 0))
     assert later["error"]["data"]["kind"] == "no_session"
+    assert editor.shutdown() == 0
+
+
+@pytest.mark.servers("gopls")
+def test_go_through_gopls(project: Project, editor: LspProcess) -> None:
+    go = project.root.parent / "gomod"
+    capabilities = editor.initialize(go)["capabilities"]
+    assert capabilities["definitionProvider"]
+    main = editor.open(go / "main.go", language="go")
+    lines = (go / "main.go").read_text().splitlines()
+    row = next(i for i, line in enumerate(lines) if "lib.Add(1" in line)
+    found = editor.result("textDocument/definition", at(main, row, lines[row].index("Add(1")))
+    targets = found if isinstance(found, list) else [found]
+    assert {t.get("uri", t.get("targetUri")) for t in targets} == {(go / "lib/lib.go").as_uri()}
+    hover = editor.result("textDocument/hover", at(main, row, lines[row].index("Add(1")))
+    assert "sum of a and b" in json.dumps(hover)
     assert editor.shutdown() == 0
