@@ -449,6 +449,14 @@ def test_positions_in_the_editors_encoding(project: Project, editor: LspProcess)
     )
     assert [r["range"]["start"] for r in refs] == [{"line": 1, "character": shout}]
     assert refs[0]["range"]["end"]["character"] == shout + len("shout")
+    if result["capabilities"].get("semanticTokensProvider"):  # (converted whole)
+        found = editor.result("textDocument/semanticTokens/full", {"textDocument": {"uri": uni}})
+        data, line_no, start, spans = found["data"], 0, 0, set()
+        for i in range(0, len(data), 5):
+            line_no, start = (line_no + data[i], data[i + 1]) if data[i] else (
+                line_no, start + data[i + 1])  # fmt: skip
+            spans.add((line_no, start, data[i + 2]))
+        assert (1, upper, len("upper")) in spans, spans
     assert editor.shutdown() == 0
 
 

@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 
 from codeward.daemon.editor import diagnostics
 from codeward.daemon.editor.buffers import BadChange, Buffers
-from codeward.daemon.editor.convert import Converter
+from codeward.daemon.editor.convert import Converter, tokens
 from codeward.daemon.editor.forward import _tagged, _untagged
 from codeward.daemon.editor.offers import merged, registrations
 from codeward.daemon.editor.progress import Progress
@@ -92,6 +92,19 @@ def test_positions_are_converted_on_their_own_documents_lines() -> None:
     back = Converter("utf-8", "utf-16", texts.get)
     assert back({"line": 0, "character": 11}, "file:///a") == at
     assert back({"line": 0, "character": 11}, "file:///unknown") == {"line": 0, "character": 11}
+
+
+def test_semantic_tokens_are_converted_on_their_lines() -> None:
+    index = LineIndex("x = '😀é' + y\nb\n")
+    utf16 = [0, 0, 1, 0, 0, 0, 4, 5, 1, 0, 0, 8, 1, 2, 0, 1, 0, 1, 0, 0]
+    utf8 = [0, 0, 1, 0, 0, 0, 4, 8, 1, 0, 0, 11, 1, 2, 0, 1, 0, 1, 0, 0]
+    assert tokens(utf16, index, "utf-16", "utf-8") == utf8
+    assert tokens(utf8, index, "utf-8", "utf-16") == utf16
+    whole = {"legend": {}, "full": {"delta": True}}
+    converted = merged([offer("s", {"semanticTokensProvider": whole})], "utf-8")
+    assert converted["semanticTokensProvider"]["full"] is True  # no delta to convert
+    same = merged([offer("s", {"semanticTokensProvider": whole})], "utf-16")
+    assert same["semanticTokensProvider"] == whole
 
 
 def offer(name: str, capabilities: dict[str, Any], supports: tuple[str, ...] = (),
