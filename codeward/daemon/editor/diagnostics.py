@@ -15,6 +15,8 @@ from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.shapes import unstructure
 
 if TYPE_CHECKING:
+    from codeward.daemon.editor.buffers import Buffers
+    from codeward.daemon.editor.workspace import Workspace
     from codeward.daemon.lsp.service import ServerDiagnostics
 
 Items = list[dict[str, Any]]
@@ -40,6 +42,41 @@ def merged(
             item.setdefault("source", server)
         out += data
     return out
+
+
+async def of_document(
+    workspace: Workspace,
+    buffers: Buffers,
+    encodings: dict[str, Encoding],
+    target: Encoding,
+    lines: Lines,
+    uri: str,
+    pulled: bool = False,
+) -> tuple[int | None, Items] | None:
+    """The diagnostics of an open document (of any document when `pulled`) and the
+    version they are about; None: nothing to say (outside every root, of no language), or
+    a push overtaken by a change or a close (the next computation tells)."""
+    located = workspace.locate(uri)
+    buffer = buffers.get(uri)
+    if located is None or (buffer is None and not pulled):
+        return None
+    root, path = located
+    service = (await workspace.session(root)).lsp
+    language = service.language_or_none(path)
+    if language is None:
+        return None
+    version = buffer.version if buffer is not None else None
+    answers = await service.server_diagnostics(path)
+    if not pulled and (buffers.get(uri) is not buffer or version != _version(buffer)):
+        return None
+    if any(server not in encodings for server in answers):  # a server started since
+        offers = await service.capabilities_of([language])
+        encodings.update((offer.server, offer.encoding) for offer in offers)
+    return version, merged(answers, encodings, target, lines, uri)
+
+
+def _version(buffer: Any) -> int | None:
+    return None if buffer is None else buffer.version
 
 
 class Publisher:

@@ -393,31 +393,11 @@ class EditorDialect:
     async def _diagnostics_of(
         self, uri: str, pulled: bool = False
     ) -> tuple[int | None, diagnostics.Items] | None:
-        """The diagnostics of an open document (of any document when `pulled`) and the
-        version they are about; None: nothing to say, or a newer change's are due."""
         assert self.workspace is not None and self.forwarder is not None
-        located = self.workspace.locate(uri)
-        buffer = self.buffers.get(uri)
-        if located is None or (buffer is None and not pulled):
-            return None
-        root, path = located
-        service = (await self.workspace.session(root)).lsp
-        language = service.language_or_none(path)
-        if language is None:
-            return None
-        version = buffer.version if buffer is not None else None
-        answers = await service.server_diagnostics(path)
-        if buffer is not None and (
-            self.buffers.get(uri) is not buffer or buffer.version != version
-        ):
-            return None  # changed meanwhile: the next computation tells
-        encodings = self.forwarder.encodings
-        if any(server not in encodings for server in answers):
-            encodings.update(
-                (o.server, o.encoding) for o in await service.capabilities_of([language])
-            )
-        items = diagnostics.merged(answers, encodings, self.encoding, self._lines, uri)
-        return version, items
+        return await diagnostics.of_document(
+            self.workspace, self.buffers, self.forwarder.encodings, self.encoding,
+            self._lines, uri, pulled,
+        )  # fmt: skip
 
     async def _pull(self, uri: str) -> Any:
         found = await self._diagnostics_of(uri, pulled=True)
