@@ -1,8 +1,12 @@
 """The editor dialect on the daemon's own socket (the pump's copy mode), in process: the
-backpressure an editor that stops reading meets, and the end after `exit`."""
+backpressure an editor that stops reading meets, and the end after `exit`; the pump's
+first bytes and its lean imports."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +16,8 @@ import trio
 from codeward.daemon.config import Config, DaemonConfig
 from codeward.daemon.server import Daemon
 from codeward.protocol.framing import Framing
+from tests.test_cli_imports import forbidden, imported_modules
+from tests.test_cli_mcp import READ_TIMEOUT, launch_argv
 from tests.test_daemon_limits import Wire, connection_of
 
 QUEUE_LIMIT = 64 * 1024
@@ -72,3 +78,30 @@ async def test_exit_ends_the_connection_and_its_session_lets_go(
     with trio.fail_after(10):
         await conn.done.wait()
     assert conn.id not in session.clients
+
+
+def test_the_pump_loads_nothing_heavy_and_opens_the_dialect_first(tmp_path: Path) -> None:
+    """`codeward lsp` with stdin not a pipe (it copies): its first bytes are the binding
+    frame, and it imported no trio, no msgspec, nothing of the full CLI."""
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        listener.listen()
+        listener.settimeout(READ_TIMEOUT)
+        proc = subprocess.Popen(
+            launch_argv("--socket", str(path), "lsp"),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=os.environ | {"PYTHONPROFILEIMPORTTIME": "1"},
+        )  # fmt: skip
+        conn, _ = listener.accept()
+        with conn:
+            first = conn.makefile("rb").read()  # up to the end the pump sends once stdin ends
+        _, stderr = proc.communicate(timeout=READ_TIMEOUT)
+    assert proc.returncode == 0
+    body = b'{"jsonrpc":"2.0","method":"codeward/lsp"}'
+    assert first == b"Content-Length: %d\r\n\r\n" % len(body) + body
+    names = imported_modules(stderr.decode())
+    assert "codeward.client.lsp_pump" in names
+    assert forbidden(names) == set()
+    heavy = {"codeward.client.cli", "codeward.client.connection", "argparse", "json", "subprocess"}
+    assert names & heavy == set()
