@@ -536,3 +536,23 @@ def test_go_through_gopls(project: Project, editor: LspProcess) -> None:
     hover = editor.result("textDocument/hover", at(main, row, lines[row].index("Add(1")))
     assert "sum of a and b" in json.dumps(hover)
     assert editor.shutdown() == 0
+
+
+@pytest.mark.servers("tombi")
+def test_a_later_languages_server_is_registered(project: Project, editor: LspProcess) -> None:
+    """pyproject.toml's server (tombi) is not among the Python root's at initialize: what it
+    offers beyond them is registered for TOML documents when one opens."""
+    folding = {"dynamicRegistration": True}
+    capabilities = editor.initialize(project.root, textDocument={"foldingRange": folding})
+    assert "foldingRangeProvider" not in capabilities["capabilities"]
+    toml = editor.open(project.root / "pyproject.toml", language="toml")
+    asked = editor.wait_for(lambda m: m.get("method") == "client/registerCapability")
+    (registration,) = asked["params"]["registrations"]
+    assert registration["method"] == "textDocument/foldingRange"
+    assert registration["registerOptions"]["documentSelector"] == [{"language": "toml"}]
+    assert isinstance(editor.result("textDocument/foldingRange", {"textDocument": {"uri": toml}}),
+                      list)  # fmt: skip
+    main = editor.open(project.main)
+    none = editor.request("textDocument/foldingRange", {"textDocument": {"uri": main}})
+    assert none["error"]["code"] == -32601
+    assert editor.shutdown() == 0
