@@ -249,8 +249,11 @@ def test_bad_input_is_answered_and_the_editor_goes_on(project: Project, editor: 
     assert editor.reply(None)["error"]["code"] == -32700
     unknown = editor.request("textDocument/colorPresentation", {})
     assert unknown["error"]["code"] == -32601 and "colorPresentation" in unknown["error"]["message"]
-    outside = editor.request("textDocument/hover", at("file:///etc/hostname", 0, 0))
-    assert outside == {"jsonrpc": "2.0", "id": outside["id"], "result": None}
+    for uri in ("file:///etc/hostname", "file:///a%00b", "file://[/x", "untitled:1"):
+        editor.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}})  # fmt: skip
+        outside = editor.request("textDocument/hover", at(uri, 0, 0))
+        assert outside == {"jsonrpc": "2.0", "id": outside["id"], "result": None}
     bad = editor.request("textDocument/hover", {"position": {}})
     assert bad["error"]["code"] == -32602
     # a change of a document never opened, and one out of its lines: said, not applied

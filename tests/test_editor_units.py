@@ -200,3 +200,14 @@ def test_every_servers_diagnostics_in_the_editors_encoding() -> None:
     assert [(d["source"], d["range"]["start"]["character"], d["data"]) for d in items] == [
         ("pyright", 8, {"fix": 1}), ("Ruff", 8, {"fix": 1})
     ]  # fmt: skip
+
+
+def test_uris_that_name_no_file_of_a_root_are_outside(tmp_path: Path) -> None:
+    from codeward.daemon.editor.workspace import Root, Workspace
+
+    workspace = Workspace(None, 1, lambda _: None)  # type: ignore[arg-type]
+    workspace.roots.append(Root(tmp_path, None))  # type: ignore[arg-type]
+    (tmp_path / "a.py").write_text("")
+    assert workspace.locate((tmp_path / "a.py").as_uri()) == (workspace.roots[0], tmp_path / "a.py")
+    for bad in ("file:///a%00b", "file://[/x", "untitled:Untitled-1", "file:///etc/hostname"):
+        assert workspace.locate(bad) is None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import trio
 from msgspec import Raw, Struct
 
 from codeward.daemon.editor.convert import Converter, tokens
@@ -227,7 +228,7 @@ class Forwarder:
         symbols: list[Any] = []
         for root in self.workspace.roots:
             service = (await self.workspace.session(root)).lsp
-            files, _ = service.project_files()
+            files, _ = await trio.to_thread.run_sync(service.project_files)
             languages = service.workspace_languages(files)
             for answer in await service.workspace_request(
                 "workspace/symbol", data, languages=languages, result_type=Raw
