@@ -5,6 +5,7 @@ document, and answered to `textDocument/diagnostic`."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from codeward.daemon.editor.workspace import Workspace
     from codeward.daemon.lsp.service import ServerDiagnostics
 
+log = logging.getLogger(__name__)
 Items = list[dict[str, Any]]
 
 
@@ -114,6 +116,8 @@ class Publisher:
             found = await self.compute(uri)
             if found is not None:
                 self.publish(uri, *found)
+        except Exception:  # (a server's or a bug's: the next change tries again)
+            log.exception("diagnostics of %s for an editor", uri)
         finally:
             self._running.discard(uri)
             if uri in self._dirty:

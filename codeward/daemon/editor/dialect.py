@@ -287,8 +287,17 @@ class EditorDialect:
         except ExceptionGroup as group:
             found = find_tool_error(group)
             if found is None:
-                raise
+                log.exception("internal error in %s", event.method)
+                return self._internal(event.id)
             return self._error(event.id, found)
+        except Exception:  # (a bug: answered, the connection goes on)
+            log.exception("internal error in %s", event.method)
+            return self._internal(event.id)
+
+    def _internal(self, msg_id: Id) -> bytes:
+        return self.machine.error_message(
+            msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
+        )
 
     def _error(self, msg_id: Id, exc: ToolError) -> bytes:
         """A tool error as the editor gets it: no server offers the method -> MethodNotFound;
