@@ -32,6 +32,7 @@ class LspProcess:
         self.seen: list[dict[str, Any]] = []  # what came and was not asked for yet
         self._ids = iter(range(1, 100_000))
         self.applied_edits: list[dict[str, Any]] = []  # workspace/applyEdit requests
+        self.asked: list[str] = []  # the methods of the server's requests
         assert self.proc.stdout is not None
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
 
@@ -105,6 +106,7 @@ class LspProcess:
         if "method" not in message or "id" not in message:
             return
         method = message["method"]
+        self.asked.append(method)
         if method == "workspace/applyEdit":
             self.applied_edits.append(message["params"])
             self.send({"id": message["id"], "result": {"applied": True}})

@@ -22,6 +22,7 @@ import pytest
 from tests.leaks import leftovers
 from tests.lsp_client import LspProcess, frame
 from tests.test_cli_e2e import CODEWARD, Env, running_daemon
+from tests.test_intel_go_c import GO_FILES
 
 pytestmark = pytest.mark.servers("basedpyright", "ruff")
 
@@ -92,8 +93,13 @@ def project() -> Iterator[Project]:
         (root / "other" / "tool.py").write_text("def helper() -> int:\n    return 1\n")
         (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
         subprocess.run(["git", "init", "-q", str(root)], check=True)
+        go = base / "gomod"
+        for name, text in GO_FILES.items():
+            (go / name).parent.mkdir(parents=True, exist_ok=True)
+            (go / name).write_text(text)
         with running_daemon(env) as daemon:
             assert env.run("trust", str(root)).returncode == 0
+            assert env.run("trust", str(go)).returncode == 0
             yield Project(env, root, daemon)
     finally:
         if os.environ.get("CW_SHOW_LOG"):
@@ -201,6 +207,15 @@ def test_diagnostics_are_pushed_and_pulled_and_follow_the_buffer(
     pulled = editor.result("textDocument/diagnostic", {"textDocument": {"uri": main}})
     assert pulled["kind"] == "full"
     assert any(d.get("code") == "F401" for d in pulled["items"])
+    # each server's own diagnostic, its data included: the quick fix follows from it
+    assert unused["source"] == "Ruff" and "data" in unused
+    line = unused["range"]
+    actions = editor.result("textDocument/codeAction", {"textDocument": {"uri": main},
+                            "range": line, "context": {"diagnostics": [unused]}})  # fmt: skip
+    fixes = [a for a in actions if a.get("kind") == "quickfix"]
+    assert fixes and "os" in json.dumps(fixes)
+    # the servers' configuration is codeward's: never asked of the editor
+    assert "workspace/configuration" not in editor.asked
     assert editor.shutdown() == 0
 
 
@@ -234,8 +249,11 @@ def test_bad_input_is_answered_and_the_editor_goes_on(project: Project, editor: 
     assert editor.reply(None)["error"]["code"] == -32700
     unknown = editor.request("textDocument/colorPresentation", {})
     assert unknown["error"]["code"] == -32601 and "colorPresentation" in unknown["error"]["message"]
-    outside = editor.request("textDocument/hover", at("file:///etc/hostname", 0, 0))
-    assert outside == {"jsonrpc": "2.0", "id": outside["id"], "result": None}
+    for uri in ("file:///etc/hostname", "file:///a%00b", "file://[/x", "untitled:1"):
+        editor.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}})  # fmt: skip
+        outside = editor.request("textDocument/hover", at(uri, 0, 0))
+        assert outside == {"jsonrpc": "2.0", "id": outside["id"], "result": None}
     bad = editor.request("textDocument/hover", {"position": {}})
     assert bad["error"]["code"] == -32602
     # a change of a document never opened, and one out of its lines: said, not applied
@@ -434,6 +452,14 @@ def test_positions_in_the_editors_encoding(project: Project, editor: LspProcess)
     )
     assert [r["range"]["start"] for r in refs] == [{"line": 1, "character": shout}]
     assert refs[0]["range"]["end"]["character"] == shout + len("shout")
+    if result["capabilities"].get("semanticTokensProvider"):  # (converted whole)
+        found = editor.result("textDocument/semanticTokens/full", {"textDocument": {"uri": uni}})
+        data, line_no, start, spans = found["data"], 0, 0, set()
+        for i in range(0, len(data), 5):
+            line_no, start = (line_no + data[i], data[i + 1]) if data[i] else (
+                line_no, start + data[i + 1])  # fmt: skip
+            spans.add((line_no, start, data[i + 2]))
+        assert (1, upper, len("upper")) in spans, spans
     assert editor.shutdown() == 0
 
 
@@ -496,4 +522,40 @@ def test_an_initialize_without_a_folder_says_what_to_do(
     assert reply["error"]["data"]["kind"] == "no_session"
     later = editor.request("textDocument/hover", at(project.main.as_uri(), 0, 0))
     assert later["error"]["data"]["kind"] == "no_session"
+    assert editor.shutdown() == 0
+
+
+@pytest.mark.servers("gopls")
+def test_go_through_gopls(project: Project, editor: LspProcess) -> None:
+    go = project.root.parent / "gomod"
+    capabilities = editor.initialize(go)["capabilities"]
+    assert capabilities["definitionProvider"]
+    main = editor.open(go / "main.go", language="go")
+    lines = (go / "main.go").read_text().splitlines()
+    row = next(i for i, line in enumerate(lines) if "lib.Add(1" in line)
+    found = editor.result("textDocument/definition", at(main, row, lines[row].index("Add(1")))
+    targets = found if isinstance(found, list) else [found]
+    assert {t.get("uri", t.get("targetUri")) for t in targets} == {(go / "lib/lib.go").as_uri()}
+    hover = editor.result("textDocument/hover", at(main, row, lines[row].index("Add(1")))
+    assert "sum of a and b" in json.dumps(hover)
+    assert editor.shutdown() == 0
+
+
+@pytest.mark.servers("tombi")
+def test_a_later_languages_server_is_registered(project: Project, editor: LspProcess) -> None:
+    """pyproject.toml's server (tombi) is not among the Python root's at initialize: what it
+    offers beyond them is registered for TOML documents when one opens."""
+    folding = {"dynamicRegistration": True}
+    capabilities = editor.initialize(project.root, textDocument={"foldingRange": folding})
+    assert "foldingRangeProvider" not in capabilities["capabilities"]
+    toml = editor.open(project.root / "pyproject.toml", language="toml")
+    asked = editor.wait_for(lambda m: m.get("method") == "client/registerCapability")
+    (registration,) = asked["params"]["registrations"]
+    assert registration["method"] == "textDocument/foldingRange"
+    assert registration["registerOptions"]["documentSelector"] == [{"language": "toml"}]
+    assert isinstance(editor.result("textDocument/foldingRange", {"textDocument": {"uri": toml}}),
+                      list)  # fmt: skip
+    main = editor.open(project.main)
+    none = editor.request("textDocument/foldingRange", {"textDocument": {"uri": main}})
+    assert none["error"]["code"] == -32601
     assert editor.shutdown() == 0

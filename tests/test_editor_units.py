@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 import trio
+from lsprotocol import types as lsp
 
+from codeward.daemon.editor import diagnostics
 from codeward.daemon.editor.buffers import BadChange, Buffers
-from codeward.daemon.editor.convert import Converter
+from codeward.daemon.editor.convert import Converter, tokens
 from codeward.daemon.editor.forward import _tagged, _untagged
 from codeward.daemon.editor.offers import merged, registrations
 from codeward.daemon.editor.progress import Progress
@@ -92,6 +94,19 @@ def test_positions_are_converted_on_their_own_documents_lines() -> None:
     assert back({"line": 0, "character": 11}, "file:///unknown") == {"line": 0, "character": 11}
 
 
+def test_semantic_tokens_are_converted_on_their_lines() -> None:
+    index = LineIndex("x = '😀é' + y\nb\n")
+    utf16 = [0, 0, 1, 0, 0, 0, 4, 5, 1, 0, 0, 8, 1, 2, 0, 1, 0, 1, 0, 0]
+    utf8 = [0, 0, 1, 0, 0, 0, 4, 8, 1, 0, 0, 11, 1, 2, 0, 1, 0, 1, 0, 0]
+    assert tokens(utf16, index, "utf-16", "utf-8") == utf8
+    assert tokens(utf8, index, "utf-8", "utf-16") == utf16
+    whole = {"legend": {}, "full": {"delta": True}}
+    converted = merged([offer("s", {"semanticTokensProvider": whole})], "utf-8")
+    assert converted["semanticTokensProvider"]["full"] is True  # no delta to convert
+    same = merged([offer("s", {"semanticTokensProvider": whole})], "utf-16")
+    assert same["semanticTokensProvider"] == whole
+
+
 def offer(name: str, capabilities: dict[str, Any], supports: tuple[str, ...] = (),
           encoding: Any = "utf-16") -> Offer:  # fmt: skip
     return Offer(name, capabilities, encoding, lambda method: method in supports)
@@ -171,3 +186,28 @@ async def test_progress_goes_to_the_editor_it_concerns() -> None:
     assert asked == [("window/workDoneProgress/create", {"token": "codeward-1"})]
     assert [p["value"]["kind"] for _, p in sent] == ["begin", "end"]
     assert {p["token"] for _, p in sent} == {"codeward-1"}
+
+
+def test_every_servers_diagnostics_in_the_editors_encoding() -> None:
+    def one(character: int, source: str | None) -> lsp.Diagnostic:
+        at = lsp.Position(0, character)
+        return lsp.Diagnostic(lsp.Range(at, at), "m", source=source, data={"fix": 1})
+
+    answers: Any = {"ruff": (3, [one(11, "Ruff")]), "pyright": (2, [one(8, None)])}
+    lines = {"file:///a": LineIndex("x = '😀é' + y\n")}.get
+    items = diagnostics.merged(answers, {"ruff": "utf-8", "pyright": "utf-16"}, "utf-16",
+                               lines, "file:///a")  # fmt: skip
+    assert [(d["source"], d["range"]["start"]["character"], d["data"]) for d in items] == [
+        ("pyright", 8, {"fix": 1}), ("Ruff", 8, {"fix": 1})
+    ]  # fmt: skip
+
+
+def test_uris_that_name_no_file_of_a_root_are_outside(tmp_path: Path) -> None:
+    from codeward.daemon.editor.workspace import Root, Workspace
+
+    workspace = Workspace(None, 1, lambda _: None)  # type: ignore[arg-type]
+    workspace.roots.append(Root(tmp_path, None))  # type: ignore[arg-type]
+    (tmp_path / "a.py").write_text("")
+    assert workspace.locate((tmp_path / "a.py").as_uri()) == (workspace.roots[0], tmp_path / "a.py")
+    for bad in ("file:///a%00b", "file://[/x", "untitled:Untitled-1", "file:///etc/hostname"):
+        assert workspace.locate(bad) is None

@@ -5,8 +5,7 @@ Otherwise a payload is decoded and every Position in it (`{"line", "character"}`
 converted on its line of the document it belongs to: the nearest enclosing `uri`
 (`targetUri`, `textDocument.uri`, a `changes` key), else the request's document. The
 lines come from `lines(uri)`: the editor's buffer when open, else the file as the servers
-see it. Semantic tokens (relative, packed integers) are not converted: the encoding the
-dialect answers is the root's main server's, so they need none there.
+see it. Semantic tokens (relative, packed integers) are converted by `tokens`.
 """
 
 from __future__ import annotations
@@ -74,3 +73,28 @@ class Converter:
         if uri not in self._indexes:
             self._indexes[uri] = self.lines(uri)
         return self._indexes[uri]
+
+
+def tokens(data: list[int], index: LineIndex, source: Encoding, target: Encoding) -> list[int]:
+    """Semantic tokens (`[deltaLine, deltaStart, length, type, modifiers]*`, relative) with
+    their starts and lengths converted on the lines of `index`."""
+    out: list[int] = []
+    line = start = 0  # the previous token's, in both encodings
+    last_start = 0  # its start in `target`
+    for i in range(0, len(data) - 4, 5):
+        delta_line, delta_start, length, kind, modifiers = data[i : i + 5]
+        if delta_line:
+            line, start, last_start = line + delta_line, delta_start, 0
+        else:
+            start += delta_start
+        text = index.line(line)
+        if text.isascii():
+            new_start, new_length = start, length
+        else:
+            first = to_code_points(text, start, source)
+            end = to_code_points(text, start + length, source)
+            new_start = to_units(text, first, target)
+            new_length = to_units(text, end, target) - new_start
+        out += [delta_line, new_start - last_start, new_length, kind, modifiers]
+        last_start = new_start
+    return out

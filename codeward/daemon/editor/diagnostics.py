@@ -1,41 +1,84 @@
 """A file's diagnostics for the editor: merged from every diagnostic server of the file (the
-service's, as fresh as `get_diagnostics`), pushed as `textDocument/publishDiagnostics`
-after each change of an open document, and answered to `textDocument/diagnostic`."""
+service's `server_diagnostics`: each server's own, fresh for the text it has, the editor's
+buffer), pushed as `textDocument/publishDiagnostics` after each change of an open
+document, and answered to `textDocument/diagnostic`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from codeward.daemon.lsp.positions import Encoding, LineIndex
+from codeward.daemon.editor.convert import Converter, Lines
+from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.lsp.shapes import unstructure
 
 if TYPE_CHECKING:
-    from codeward.daemon.lsp.service import FileDiagnostics
+    from codeward.daemon.editor.buffers import Buffers
+    from codeward.daemon.editor.workspace import Workspace
+    from codeward.daemon.lsp.service import ServerDiagnostics
 
+log = logging.getLogger(__name__)
 Items = list[dict[str, Any]]
 
 
-def items(found: FileDiagnostics, encoding: Encoding) -> Items:
-    """The diagnostics as LSP `Diagnostic`s in the editor's encoding, on the text they are
-    about."""
-    index = LineIndex(found.text)
+def merged(
+    answers: ServerDiagnostics,
+    encodings: Mapping[str, Encoding],
+    target: Encoding,
+    lines: Lines,
+    uri: str,
+) -> Items:
+    """Every server's own diagnostics of a file (with their `data`, tags and related
+    information: what a quick fix needs), in the editor's encoding, one list; `source` is
+    the server's, else the server's name."""
     out: Items = []
-    for d in found.diagnostics:
-        item: dict[str, Any] = {
-            "range": {
-                "start": index.to_server(d.line, d.column, encoding),
-                "end": index.to_server(d.end_line, d.end_column, encoding),
-            },
-            "severity": d.severity,
-            "message": d.message,
-        }
-        if d.code is not None:
-            item["code"] = d.code
-        item["source"] = d.source or d.server
-        out.append(item)
+    for server, (_, found) in sorted(answers.items()):
+        data = [unstructure(d) for d in found]
+        encoding = encodings.get(server, target)
+        if encoding != target:
+            data = Converter(encoding, target, lines)(data, uri)
+        for item in data:
+            item.setdefault("source", server)
+        out += data
     return out
+
+
+async def of_document(
+    workspace: Workspace,
+    buffers: Buffers,
+    encodings: dict[str, Encoding],
+    target: Encoding,
+    lines: Lines,
+    uri: str,
+    pulled: bool = False,
+) -> tuple[int | None, Items] | None:
+    """The diagnostics of an open document (of any document when `pulled`) and the
+    version they are about; None: nothing to say (outside every root, of no language), or
+    a push overtaken by a change or a close (the next computation tells)."""
+    located = workspace.locate(uri)
+    buffer = buffers.get(uri)
+    if located is None or (buffer is None and not pulled):
+        return None
+    root, path = located
+    service = (await workspace.session(root)).lsp
+    language = service.language_or_none(path)
+    if language is None:
+        return None
+    version = buffer.version if buffer is not None else None
+    answers = await service.server_diagnostics(path)
+    if not pulled and (buffers.get(uri) is not buffer or version != _version(buffer)):
+        return None
+    if any(server not in encodings for server in answers):  # a server started since
+        offers = await service.capabilities_of([language])
+        encodings.update((offer.server, offer.encoding) for offer in offers)
+    return version, merged(answers, encodings, target, lines, uri)
+
+
+def _version(buffer: Any) -> int | None:
+    return None if buffer is None else buffer.version
 
 
 class Publisher:
@@ -73,6 +116,8 @@ class Publisher:
             found = await self.compute(uri)
             if found is not None:
                 self.publish(uri, *found)
+        except Exception:  # (a server's or a bug's: the next change tries again)
+            log.exception("diagnostics of %s for an editor", uri)
         finally:
             self._running.discard(uri)
             if uri in self._dirty:

@@ -203,6 +203,7 @@ class EditorDialect:
             workspace, self.encoding, self._lines, self._apply_edit, self.progress.rewrite
         )
         self.forwarder.commands = commands
+        self.forwarder.encodings.update((offer.server, offer.encoding) for offer in offers)
         self.publisher = diagnostics.Publisher(self._diagnostics_of, self._publish)
         self.documents = Documents(workspace, self, self.publisher.changed)
         capabilities = merged(offers, self.encoding)
@@ -286,8 +287,17 @@ class EditorDialect:
         except ExceptionGroup as group:
             found = find_tool_error(group)
             if found is None:
-                raise
+                log.exception("internal error in %s", event.method)
+                return self._internal(event.id)
             return self._error(event.id, found)
+        except Exception:  # (a bug: answered, the connection goes on)
+            log.exception("internal error in %s", event.method)
+            return self._internal(event.id)
+
+    def _internal(self, msg_id: Id) -> bytes:
+        return self.machine.error_message(
+            msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
+        )
 
     def _error(self, msg_id: Id, exc: ToolError) -> bytes:
         """A tool error as the editor gets it: no server offers the method -> MethodNotFound;
@@ -389,28 +399,17 @@ class EditorDialect:
 
     # -- diagnostics ----------------------------------------------------------------------
 
-    async def _diagnostics_of(self, uri: str) -> tuple[int | None, diagnostics.Items] | None:
-        assert self.workspace is not None
-        located = self.workspace.locate(uri)
-        if located is None:
-            return None
-        root, path = located
-        service = (await self.workspace.session(root)).lsp
-        if service.language_or_none(path) is None:
-            return None
-        try:
-            found = await service.diagnostics(path)
-        except ToolError as exc:
-            self._log(2, f"codeward: no diagnostics for {path.name}: {exc.message}")
-            return None
-        buffer = self.buffers.get(uri)
-        if buffer is None:
-            return None  # closed meanwhile
-        version = buffer.version if buffer.text == found.text else None
-        return version, diagnostics.items(found, self.encoding)
+    async def _diagnostics_of(
+        self, uri: str, pulled: bool = False
+    ) -> tuple[int | None, diagnostics.Items] | None:
+        assert self.workspace is not None and self.forwarder is not None
+        return await diagnostics.of_document(
+            self.workspace, self.buffers, self.forwarder.encodings, self.encoding,
+            self._lines, uri, pulled,
+        )  # fmt: skip
 
     async def _pull(self, uri: str) -> Any:
-        found = await self._diagnostics_of(uri)
+        found = await self._diagnostics_of(uri, pulled=True)
         if found is None:
             return EMPTY_REPORT
         return {"kind": "full", "items": found[1]}

@@ -10,6 +10,7 @@ was handed over (`settled`), so it is answered on the text the editor had when i
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from codeward.daemon.editor.workspace import Root, Workspace
 if TYPE_CHECKING:
     from codeward.daemon.lsp.overlay import EditorHolder
 
+log = logging.getLogger(__name__)
 Kind = Literal["open", "change", "save", "close"]
 
 
@@ -74,7 +76,10 @@ class Documents:
                 op = self._queue.popleft()
                 while op.kind == "change" and self._queue and _same_change(op, self._queue[0]):
                     op = self._queue.popleft()  # only the last text of a run of changes counts
-                await self._hand(op)
+                try:
+                    await self._hand(op)
+                except Exception:  # (its session failed to reopen, a bug: the next goes on)
+                    log.exception("an editor's %s of %s", op.kind, op.uri)
                 self._handed = op.number
                 self._wake()
                 if op.kind != "close":

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import trio
 from msgspec import Raw, Struct
 
-from codeward.daemon.editor.convert import Converter
+from codeward.daemon.editor.convert import Converter, tokens
 from codeward.daemon.editor.offers import PROVIDERS
 from codeward.daemon.editor.workspace import Root, Workspace
 from codeward.daemon.lsp.positions import Encoding, LineIndex
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from codeward.daemon.lsp.service import Answer, DocumentContext, Versions
 
 MERGED = frozenset({"textDocument/codeAction", "textDocument/documentSymbol"})
+# whole semantic tokens, converted apart (a delta is offered only where none is needed)
+TOKENS = frozenset({"textDocument/semanticTokens/full", "textDocument/semanticTokens/range"})
 # follow-up -> the request whose answer it follows
 FOLLOWS = {
     "completionItem/resolve": "textDocument/completion",
@@ -127,7 +130,16 @@ class Forwarder:
         answer = await service.request(path, method, build, result_type=Raw, wait_ready=False)
         self.origins[method] = Origin(root, answer.server, answer.encoding)
         self.encodings[answer.server] = answer.encoding
+        if method in TOKENS and answer.encoding != self.encoding:
+            return self._tokens_result(answer.result, answer.encoding, uri)
         return self._result(answer.result, answer.encoding, uri)
+
+    def _tokens_result(self, result: Raw, encoding: Encoding, uri: str) -> Any:
+        data = msgspec.json.decode(result)
+        index = self.lines(uri)
+        if isinstance(data, dict) and isinstance(data.get("data"), list) and index is not None:
+            data["data"] = tokens(data["data"], index, encoding, self.encoding)
+        return data
 
     # -- params and results -------------------------------------------------------------
 
@@ -216,7 +228,7 @@ class Forwarder:
         symbols: list[Any] = []
         for root in self.workspace.roots:
             service = (await self.workspace.session(root)).lsp
-            files, _ = service.project_files()
+            files, _ = await trio.to_thread.run_sync(service.project_files)
             languages = service.workspace_languages(files)
             for answer in await service.workspace_request(
                 "workspace/symbol", data, languages=languages, result_type=Raw

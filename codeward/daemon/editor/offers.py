@@ -58,7 +58,7 @@ def merged(offers: list[Offer], encoding: str) -> dict[str, Any]:
         for offer in offers:
             option = offer.capabilities.get(key)
             if option not in (None, False):
-                capabilities[key] = option
+                capabilities[key] = _in(option, key, offer.encoding != encoding)
                 break
             if offer.supports(method) and (value := _registered(key)) is not None:
                 capabilities[key] = value
@@ -68,6 +68,16 @@ def merged(offers: list[Offer], encoding: str) -> dict[str, Any]:
         capabilities["executeCommandProvider"] = {"commands": list(dict.fromkeys(commands))}
     capabilities.update(OWN)
     return capabilities
+
+
+def _in(option: Any, key: str, converted: bool) -> Any:
+    """A server's option as the editor gets it: semantic tokens whose positions are
+    converted come whole (a delta edits the server's numbers, which cannot be converted)."""
+    if converted and key == "semanticTokensProvider" and isinstance(option, dict):
+        full = option.get("full")
+        if isinstance(full, dict):
+            return {**option, "full": True}
+    return option
 
 
 def _registered(key: str) -> Any:

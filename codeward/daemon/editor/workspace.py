@@ -26,7 +26,7 @@ def folders_of(params: InitializeParams) -> list[str]:
         uris = [folder.uri for folder in params.workspace_folders]
     elif params.root_uri:
         uris = [params.root_uri]
-    paths = [str(p) for p in map(uri_to_path, uris) if p is not None]
+    paths = [str(p) for p in map(_path, uris) if p is not None]
     if not uris and params.root_path:
         paths = [params.root_path]
     if not paths:
@@ -36,6 +36,13 @@ def folders_of(params: InitializeParams) -> list[str]:
             "project folder in the editor (its root directory) and start the server again.",
         )
     return list(dict.fromkeys(paths))
+
+
+def _path(uri: str) -> Path | None:
+    try:
+        return uri_to_path(uri)
+    except ValueError:  # not a URL (the folder is then not one)
+        return None
 
 
 @dataclass
@@ -80,10 +87,13 @@ class Workspace:
         return found
 
     def _locate(self, uri: str) -> tuple[Root, Path] | None:
-        path = uri_to_path(uri)
-        if path is None:
+        try:
+            path = uri_to_path(uri)
+            canonical = None if path is None else Path(real_path(path))
+        except (ValueError, ToolError):  # a NUL, a URL that does not parse, a path in flux
             return None
-        canonical = Path(real_path(path))
+        if canonical is None:
+            return None
         best: Root | None = None
         for root in self.roots:
             if canonical.is_relative_to(root.path) and (
