@@ -1,10 +1,13 @@
 """Cold start: the daemon answers `initialize` before it has loaded its sessions and
-language servers, and a request starts only the servers it needs."""
+language servers, an MCP root's main server starts while they load, and a request starts
+only the servers it needs."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ import trio.testing
 
 from codeward.daemon import server
 from codeward.daemon.config import Config
+from codeward.daemon.lsp import early
 from codeward.daemon.lsp.defaults import effective_languages
 from codeward.daemon.server import Daemon
 from codeward.protocol import mcp
@@ -31,7 +35,7 @@ async def test_initialize_is_answered_before_the_daemon_has_loaded_its_servers(
     """While the language-server and tool modules still load (held here), `initialize` and
     `daemon/status` answer on both dialects; a session waits for the load, then opens."""
     gate = threading.Event()
-    monkeypatch.setattr(server, "_import_services", lambda: gate.wait(30))
+    monkeypatch.setattr(server, "_import_services", lambda names: gate.wait(30))
     daemon = Daemon(Config(), socket_dir / "codeward.sock")
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
@@ -95,3 +99,132 @@ async def test_a_python_hover_starts_no_toml_json_or_yaml_server(
     assert started and started <= set(languages["python"].servers)
     assert not started & others
     await client.aclose()
+
+
+# What the daemon must not import before it listens: lsprotocol and its converter, the
+# sessions and the language-server stack, the tools, git's commands and parsers.
+HEAVY = ("lsprotocol", "cattrs", "codeward.daemon.session", "codeward.daemon.lsp.service",
+         "codeward.daemon.lsp.server", "codeward.daemon.tools.all",
+         "codeward.daemon.git.command", "codeward.protocol.render")  # fmt: skip
+
+
+def test_the_daemon_listens_without_its_sessions_servers_and_tools_modules() -> None:
+    """Everything `codeward.daemon.main` runs up to listening and answering `initialize`
+    (the server, connections, MCP's dialect, the handlers, early server starts) imports
+    none of the modules the daemon loads in the background."""
+    probe = (
+        "import sys\n"
+        "import codeward.daemon.main, codeward.daemon.server, codeward.daemon.lsp.early\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=60)  # fmt: skip
+    assert out.stdout.strip() == "[]"
+
+
+def python_project(root: Path) -> Path:
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
+    (root / "data.json").write_text('{"a": [1, 2]}\n')
+    (root / "main.py").write_text("import os\n\nprint(os.getcwd())\n")
+    return root
+
+
+def test_an_early_start_plans_the_main_languages_first_server_only(project: Path) -> None:
+    """Python's first installed server for a Python project with TOML and JSON files; its
+    restricted form in an untrusted root; nothing for a project of configuration files."""
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
+    (project / "data.json").write_text("{}\n")
+    assert early.plan(project, Config(), trusted=True) == []  # configuration files only
+    python_project(project)
+    python = effective_languages(Config())["python"].servers
+    trusted = early.plan(project, Config(), trusted=True)
+    untrusted = early.plan(project, Config(), trusted=False)
+    assert [name for name, _, _ in trusted] == [name for name, _, _ in untrusted]
+    assert len(trusted) == 1 and trusted[0][0] in python
+    assert os.path.isabs(untrusted[0][1][0])  # restricted: started by absolute path
+    assert str(project) not in untrusted[0][2]["PATH"]  # and nothing of the root on PATH
+
+
+@needs("basedpyright")
+async def test_an_early_process_nobody_takes_is_stopped(project: Path) -> None:
+    python_project(project)
+    started: list[int] = []
+    real_open = trio.lowlevel.open_process
+
+    async def noted(*args: Any, **kwargs: Any) -> trio.Process:
+        process = await real_open(*args, **kwargs)
+        started.append(process.pid)
+        return process
+
+    with trio.fail_after(60):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(trio.lowlevel, "open_process", noted)
+            await early.start_servers(project, Config(), trusted=True, keep=0.0)
+    assert len(started) == 1
+    assert not early._waiting  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(ProcessLookupError):
+        os.kill(started[0], 0)  # stopped and reaped
+
+
+@needs("basedpyright")
+async def test_an_mcp_root_starts_its_main_server_while_the_sessions_load(
+    socket_dir: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The binding line's root gets its Python server's process while the sessions'
+    modules still load (held here); the session's server then takes that process (the
+    same pid answers the hover), and no TOML or JSON server starts."""
+    python_project(project)
+    gate = threading.Event()
+    real_import = server._import_services  # pyright: ignore[reportPrivateUsage]
+
+    def held(names: tuple[str, ...]) -> None:
+        gate.wait(30)
+        real_import(names)
+
+    monkeypatch.setattr(server, "_import_services", held)
+    spawned = trio.Event()
+    pids: list[int] = []
+    real_start = early.start_servers
+
+    async def watched(*args: Any) -> None:
+        original = trio.lowlevel.open_process
+
+        async def noted(*a: Any, **k: Any) -> trio.Process:
+            process = await original(*a, **k)
+            pids.append(process.pid)
+            spawned.set()
+            return process
+
+        monkeypatch.setattr(trio.lowlevel, "open_process", noted)
+        try:
+            await real_start(*args)
+        finally:
+            monkeypatch.setattr(trio.lowlevel, "open_process", original)
+
+    monkeypatch.setattr(early, "start_servers", watched)
+    daemon = Daemon(Config(), socket_dir / "codeward.sock")
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(daemon.run)
+            try:
+                await daemon.listening.wait()
+                raw = await connect(nursery, daemon.socket_path)
+                bind = {"jsonrpc": "2.0", "method": mcp.BIND_METHOD,
+                        "params": {"root": str(project)}}  # fmt: skip
+                await raw.send_raw(json.dumps(bind).encode() + b"\n")
+                assert (await raw.request("initialize", INIT))["result"]
+                await spawned.wait()
+                assert not daemon.sessions_loaded.is_set()  # started before the sessions
+            finally:
+                gate.set()
+            hover = {"name": "get_hover_info",
+                     "arguments": {"path": "main.py", "line": 3, "character": 10}}  # fmt: skip
+            answer = await raw.request("tools/call", hover)
+            assert "getcwd" in json.dumps(answer["result"])
+            [session] = daemon.sessions.sessions.values()
+            servers = {s["name"]: s["pid"] for s in session.info()["servers"]}
+            assert list(servers.values()) == pids  # the one early process, taken
+            languages = effective_languages(Config())
+            assert set(servers) <= set(languages["python"].servers)
+            await raw.aclose()
+            daemon.request_stop()

@@ -36,6 +36,8 @@ PUBLIC: dict[str, frozenset[str] | None] = {
     # editors' buffers over the disk: the holder's protocol and the buffer (the editor
     # dialect implements the one and hands the service the other's parts)
     f"{LSP}.overlay": frozenset({"Buffer", "EditorHolder", "collect"}),
+    # the daemon starts a root's main servers' processes while its sessions still load
+    f"{LSP}.early": frozenset({"start_servers"}),
 }
 
 

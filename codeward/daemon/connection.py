@@ -75,9 +75,14 @@ class Host(Protocol):
     config: Config
     sessions: SessionManager
     dispatch: Dispatch
+    sessions_loaded: trio.Event  # set once `sessions` is there
     loaded: trio.Event  # set once `sessions` and the tools are there
 
     def status(self) -> dict[str, Any]: ...
+
+    def start_early(self, root: str) -> None:
+        """Start `root`'s main servers' processes while the sessions still load."""
+        ...
 
     def request_stop(self) -> None: ...
 

@@ -1,4 +1,7 @@
-"""The daemon's JSON-RPC methods (docs/PROTOCOL.md)."""
+"""The daemon's JSON-RPC methods (docs/PROTOCOL.md).
+
+Light to import: the daemon answers its early methods before it has loaded the sessions
+and the tools (`server.SERVICES`); a handler that needs those imports them when it runs."""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ import msgspec
 from codeward import __version__
 from codeward.daemon.config import PolicyConfig
 from codeward.daemon.connection import Connection, Dispatch
-from codeward.daemon.tools.lua_tool import evaluate
 from codeward.daemon.tools.registry import REGISTRY, ToolContext
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError
 from codeward.protocol.messages import Incoming
@@ -201,6 +203,8 @@ async def tools_call(conn: Connection, item: Incoming) -> Any:
 async def lua_eval(conn: Connection, item: Incoming) -> LuaEvalResult:
     params = item.params(LuaEvalParams)
     session = require_session(conn)
+    from codeward.daemon.tools.lua_tool import evaluate  # loaded with the services
+
     result, logs = await evaluate(session, conn, conn.policy, params.source, params.args)
     return LuaEvalResult(result=result, logs=logs)
 

@@ -16,7 +16,7 @@ import trio
 
 from codeward import __version__
 from codeward.daemon.tools.registry import REGISTRY, Tool, ToolContext
-from codeward.protocol import mcp, render
+from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, ToolError, find_tool_error
 from codeward.protocol.messages import Id
 from codeward.protocol.tools import ToolFormat, render_tool
@@ -34,7 +34,12 @@ class _Sessions(Protocol):
     def sessions(self) -> SessionManager: ...
 
     @property
+    def sessions_loaded(self) -> trio.Event: ...
+
+    @property
     def loaded(self) -> trio.Event: ...
+
+    def start_early(self, root: str) -> None: ...
 
 
 class Link(Protocol):
@@ -131,11 +136,13 @@ class McpDialect:
         elif isinstance(event, mcp.Bind):
             if self.root is None:
                 self.root = event.root
+                self.conn.daemon.start_early(event.root)
                 requests.start_soon(self._bind)
         elif isinstance(event, mcp.Handoff):
             if self.conn.hand_over(self.machine.handoff_message(event.id),
                                    self.machine.ended_message()):  # fmt: skip
                 self.root = event.root
+                self.conn.daemon.start_early(event.root)
                 requests.start_soon(self._bind)
             else:
                 self.conn.send_body(self.machine.error_message(
@@ -204,7 +211,10 @@ class McpDialect:
 
     async def _bind(self) -> None:
         try:
-            await self._open()
+            session = await self._open()
+            # an agent's questions are about the root's main languages: their servers
+            # start now, not on the first call (which may wait for the tools to load)
+            session.lsp.warm()
         except ToolError as exc:
             self._bind_error = exc
         finally:
@@ -212,8 +222,8 @@ class McpDialect:
 
     async def _open(self) -> Session:
         assert self.root is not None
-        if not self.conn.daemon.loaded.is_set():
-            await self.conn.daemon.loaded.wait()
+        if not self.conn.daemon.sessions_loaded.is_set():
+            await self.conn.daemon.sessions_loaded.wait()
         session, _ = await self.conn.daemon.sessions.open(self.root)
         self.conn.bind(session)
         session.attach(self.conn.id, self._on_progress)
@@ -281,6 +291,8 @@ class McpDialect:
         if tool.servers:
             self._told_restricted = restricted
         # (the text is rendered from plain data: a bulk result's rows are Structs)
+        from codeward.protocol import render  # loaded with the services (server.SERVICES)
+
         text = render.tool_text(event.name, msgspec.to_builtins(result), told_restricted=told)
         # a write the tool refused (a `safe` edit that would break something) is an error
         # to the model, with what it found
@@ -288,6 +300,8 @@ class McpDialect:
                                            is_error=result.get("refused") is True)  # fmt: skip
 
     def _error_result(self, msg_id: Id, exc: ToolError) -> bytes:
+        from codeward.protocol import render
+
         text = render.error_text(exc.message, exc.kind.value, exc.details)
         return self.machine.result_message(msg_id, text, None, is_error=True)
 

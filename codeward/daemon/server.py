@@ -2,7 +2,10 @@
 
 The daemon listens first, then loads the rest: its sessions, language-server and tool
 modules are imported in a worker thread while the listener already answers `initialize`
-and `daemon/status`; every other request waits for `Daemon.loaded`.
+and `daemon/status`; every other request waits for `Daemon.loaded`. The sessions come
+first (`Daemon.sessions_loaded`): an MCP connection's root gets its session, and its
+main servers start, while the tools still load; before that, the processes of those
+servers start already (`lsp.early`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 # What the daemon loads once it listens (the sessions' module imports the language servers').
-SERVICES = ("codeward.daemon.session", "codeward.daemon.tools.all")
+SESSIONS = ("codeward.daemon.session",)
+TOOLS = ("codeward.daemon.tools.all", "codeward.protocol.render")
+EARLY_KEEP = 30.0  # seconds a server process started early for a root waits to be taken
 
 
 class Daemon:
@@ -58,6 +63,7 @@ class Daemon:
         self.config_path = config_path
         self.socket_path = socket_path
         self.sessions: SessionManager  # set by run() once loaded
+        self.sessions_loaded = trio.Event()  # `sessions` is there (the tools may not be)
         self.loaded = trio.Event()  # the sessions and the tools are there
         self._freeze = freeze  # gc.freeze() what loading built (the daemon process, not tests)
         self.guardian = Guardian(record_path(socket_path))  # kills our processes if we die
@@ -70,6 +76,8 @@ class Daemon:
         self._stop = trio.Event()
         self.stopping = False
         self._bound = False
+        self._nursery: trio.Nursery | None = None
+        self._early: set[Path] = set()  # roots whose servers were started early
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until SIGTERM/SIGINT or daemon/shutdown; then close everything, gracefully."""
@@ -86,6 +94,7 @@ class Daemon:
         try:
             listener, self._bound = open_listener(self.socket_path)
             async with listener, trio.open_nursery() as nursery:
+                self._nursery = nursery
                 nursery.start_soon(accept_loop, listener, self._serve_connection, nursery)
                 nursery.start_soon(self._signals)
                 self.listening.set()
@@ -123,19 +132,36 @@ class Daemon:
             log.info("stopped")
 
     async def _load(self, nursery: trio.Nursery) -> None:
-        """Import the sessions' and tools' modules (in a thread: the listener answers
-        meanwhile), then start the session manager."""
-        await trio.to_thread.run_sync(_import_services)
+        """Import the sessions' modules (in a thread: the listener answers meanwhile), start
+        the session manager, then import the tools' modules."""
+        await trio.to_thread.run_sync(_import_services, SESSIONS)
         from codeward.daemon.session import SessionManager  # imported by the thread
 
         self.sessions = SessionManager(self.config)
         await nursery.start(self.sessions.run)
+        self.sessions_loaded.set()
+        await trio.to_thread.run_sync(_import_services, TOOLS)
         if self._freeze:
             # What start-up built lives as long as the daemon: out of the collector's
             # generations, each collection walks only what requests allocate.
             gc.freeze()
         self.loaded.set()
         log.info("loaded in %.0f ms", (trio.current_time() - self.started_at) * 1e3)
+
+    def start_early(self, root: str) -> None:
+        """Start the processes of `root`'s main servers now, while the sessions' modules
+        still load (`lsp.early`); nothing once they are loaded (a session opens at once)."""
+        if self.sessions_loaded.is_set() or self._nursery is None or "\x00" in root:
+            return
+        path = Path(os.path.realpath(os.path.expanduser(root)))
+        if path in self._early or not path.is_dir():
+            return  # (a root that is no directory: its session's open says so)
+        self._early.add(path)
+        from codeward.daemon.lsp.early import start_servers
+        from codeward.daemon.trust import TrustStore
+
+        trusted = TrustStore().is_trusted(path)
+        self._nursery.start_soon(start_servers, path, self.config, trusted, EARLY_KEEP)
 
     async def _wind_down_connections(self) -> None:
         """Answer every request in flight (reads with an error, writes when they are done)
@@ -160,7 +186,7 @@ class Daemon:
     def reload_config(self) -> None:
         """SIGHUP: read the config again; new sessions use it, live ones keep theirs. The
         trusted roots are read again too, and live sessions follow them at once."""
-        if self.loaded.is_set():
+        if self.sessions_loaded.is_set():
             self.sessions.reapply_trust()
         try:
             config = load_config(self.config_path)
@@ -168,7 +194,7 @@ class Daemon:
             log.error("config not reloaded: %s", exc)
             return
         self.config = config
-        if self.loaded.is_set():
+        if self.sessions_loaded.is_set():
             self.sessions.config = config
             self.sessions.budget.limits = config.daemon
         log.info("config reloaded")
@@ -223,14 +249,14 @@ class Daemon:
             "version": __version__,
             "pid": os.getpid(),
             "uptime": round(trio.current_time() - self.started_at, 3),
-            "sessions": len(self.sessions.sessions) if self.loaded.is_set() else 0,
+            "sessions": len(self.sessions.sessions) if self.sessions_loaded.is_set() else 0,
             "connections": len(self.connections),
             "socket": str(self.socket_path),
         }
 
 
-def _import_services() -> None:
-    for name in SERVICES:
+def _import_services(names: tuple[str, ...]) -> None:
+    for name in names:
         importlib.import_module(name)
 
 

@@ -14,60 +14,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import trio
 
 from codeward.daemon import caches, child_path
-from codeward.daemon.config import Config, ConfigError, PolicyConfig, load_project_config
+from codeward.daemon.config import Config, PolicyConfig
 from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.lsp import LanguageService, SharedServers, repository_of
 from codeward.daemon.lsp.budget import ServerBudget
-from codeward.daemon.lsp.defaults import effective_languages
 from codeward.daemon.lua import LuaActor
+from codeward.daemon.project_config import effective_config
 from codeward.daemon.trust import TrustStore
 from codeward.protocol.errors import ErrorKind, ToolError
 
 log = logging.getLogger(__name__)
 
 ProgressListener = Callable[[dict[str, Any]], None]
-
-
-def effective_config(config: Config, root: Path) -> tuple[Config, dict[str, list[str]]]:
-    """The user's config narrowed by the project's `.codeward.toml` (stricter approvals, a
-    choice among each language's configured servers), and per language the servers that
-    narrowing left out; raises ConfigError."""
-    project = load_project_config(root)
-    changes: dict[str, Any] = {}
-    narrowed: dict[str, list[str]] = {}
-    if project.policy is not None:
-        changes["policy"] = config.policy.narrowed(project.policy)
-    if project.servers:
-        languages = effective_languages(config)
-        for language, chosen in project.servers.items():
-            current = languages.get(language)
-            if current is None:
-                raise ConfigError(
-                    f".codeward.toml: servers.{language}: no language {language!r} is "
-                    "configured; name one of codeward's languages (or one of the user's)."
-                )
-            keep = [name for name in current.servers if name in chosen]
-            if not keep:
-                raise ConfigError(
-                    f".codeward.toml: servers.{language} names none of the servers "
-                    f"configured for {language} ({', '.join(current.servers) or 'none'}); a "
-                    "project may only choose among them, never turn them all off."
-                )
-            left = [name for name in current.servers if name not in chosen]
-            if left:
-                narrowed[language] = left
-            languages[language] = type(current)(
-                patterns=current.patterns, servers=keep, language_id=current.language_id
-            )
-        changes["languages"] = languages
-    if not changes:
-        return config, narrowed
-    return msgspec.structs.replace(config, **changes), narrowed
 
 
 class Session:

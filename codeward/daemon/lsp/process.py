@@ -15,6 +15,7 @@ import trio
 
 from codeward.daemon import guardian
 from codeward.daemon.child_path import with_clean_path
+from codeward.daemon.lsp import early
 from codeward.daemon.process_groups import group_members, signal_group, stop_group
 from codeward.daemon.reads import receive_some
 from codeward.daemon.reaper import stat_fields
@@ -44,17 +45,23 @@ class ServerProcess:
     async def spawn(
         cls, name: str, command: list[str], cwd: Path, env: dict[str, str]
     ) -> ServerProcess:
-        """Start `command`; raises OSError (FileNotFoundError: not installed)."""
-        process = await trio.lowlevel.open_process(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=with_clean_path({**os.environ, **env}),
-            start_new_session=True,
-        )
-        guardian.register(process.pid)
+        """Start `command` (or take the same process started early for the root:
+        `early.take`); raises OSError (FileNotFoundError: not installed)."""
+        full = with_clean_path({**os.environ, **env})
+        process = early.take(command, cwd, full)
+        if process is not None:
+            log.info("%s: taking the process started early (pid %d)", name, process.pid)
+        else:
+            process = await trio.lowlevel.open_process(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=full,
+                start_new_session=True,
+            )
+            guardian.register(process.pid)
         stdout = process.stdout
         if isinstance(stdout, trio.lowlevel.FdStream):
             with contextlib.suppress(OSError):  # over the system's limit: the default stays

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from codeward.daemon.config import PROJECT_CONFIG, LanguageConfig, ServerConfig
-from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.defaults import language_of
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -115,6 +114,8 @@ def unsupported(method: str, names: Sequence[str], language: str) -> ToolError:
             ErrorKind.LSP_UNAVAILABLE,
             f"No {language} language server is configured; add one under [languages].",
         )
+    from codeward.daemon.lsp.capabilities import Capabilities  # (lsprotocol: not at start)
+
     capability = Capabilities.provider(method)
     servers = "servers" if len(names) > 1 else "server"
     return ToolError(

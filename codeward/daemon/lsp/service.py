@@ -79,7 +79,8 @@ Editors' buffers (an overlay over the disk, `lsp/overlay.py`, told to the server
 `editor_buffer(path)`. A held file's servers see the buffer's text, not the disk's.
 
 The session's hooks: `files_changed(paths)`, `status()`, `park(reason)`,
-`restart_failed()`, `await set_restricted(bool)`, `busy`, `last_used`;
+`restart_failed()`, `warm()` (start the main languages' first servers: an agent's
+session), `await set_restricted(bool)`, `busy`, `last_used`;
 `formatting_off(server)` says why a server does not format in an untrusted root. A server that was
 not installed is looked for again (its default command resolved anew) on the next need,
 at most once every `LOOKUP_INTERVAL` seconds of the trio clock.
@@ -158,6 +159,7 @@ __all__ = [
 # the request itself (codeward's own cancellations never come back as answers).
 RETRIED_CODES = frozenset({CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED})
 
+WARM_WALK_LIMIT = 5000  # files `warm` looks at to tell the main languages (as session/open)
 Versions = dict[Path, tuple[int, str]]  # canonical path -> (version, content hash)
 # one request of `request_together`: (method, params builder, result type)
 Ask = tuple[str, Callable[["DocumentContext"], Any], Any]
@@ -362,6 +364,22 @@ class LanguageService:
     def restart_failed(self) -> None:
         """Failed or missing servers start again on their next need."""
         self.pool.restart_failed()
+
+    def warm(self) -> list[str]:
+        """Start, in the background, the first installed server of each of the project's
+        main languages (`project.main_languages`: configuration files' never), which an
+        agent's first question will need: their start overlaps the rest of the daemon's.
+        The servers started (or already running)."""
+        started: list[str] = []
+        for language in main_languages(self.project_files(limit=WARM_WALK_LIMIT)[0]):
+            for name in self.languages.servers(language):
+                if self.pool.unavailable(name, language) is not None:
+                    continue  # not installed, or not in an untrusted root: the next one
+                with contextlib.suppress(ToolError):  # failed lately: on its next need
+                    self.pool.server_for(name, language).start()
+                    started.append(name)
+                break
+        return started
 
     async def set_restricted(self, restricted: bool) -> None:
         """The root's trust changed: servers restart in the configuration it allows."""
