@@ -12,14 +12,20 @@ and measures, in rotating order:
 3. a daemon already running and loaded (bench/common.py's): a new session's
    `session/open` + first hover, the language server's cold start through codeward;
 4. the direct client (bench/lsp.py's): basedpyright spawned -> `initialize` ->
-   `initialized` -> settings -> `didOpen` -> hover answered.
+   `initialized` -> settings -> `didOpen` -> hover answered;
+5. first workspace symbols: `codeward mcp` spawned with no daemon -> `initialize` ->
+   `get_symbols` (scope workspace, `compute`) answered, against the direct client's
+   spawn -> `initialize` -> `workspace/symbol` asked again every 50 ms (as a user retries)
+   until its first non-empty answer.
 Each daemon is stopped (`codeward stop`) before the next run. Prints medians and the
-ratios (targets: initialize <= 200 ms, first hover <= 1.1x the direct cold hover).
+ratios (targets: initialize <= 200 ms, first hover <= 1.1x the direct cold hover, first
+workspace symbols <= 1.1x the direct first non-empty answer).
 
 With `--tree TREE` (a checkout of an earlier commit), the codeward side runs TREE's code:
-the figures before a change.
+the figures before a change. With `--against TREE`, both run in the same rounds, this
+checkout's and TREE's codeward alternately, printed side by side.
 
-Run: .venv/bin/python bench/cold.py [--runs N] [--tree TREE]
+Run: .venv/bin/python bench/cold.py [--runs N] [--tree TREE] [--against TREE]
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import mcp  # bench/
@@ -43,7 +50,7 @@ from mcp import INIT, LAUNCH, Pump  # bench/
 HOVER_PATH, HOVER_LINE, HOVER_CHARACTER = "lib.py", 5, 6  # `abc` in `@abc.abstractmethod`
 
 
-def fresh_env(home: Path) -> dict[str, str]:
+def fresh_env(home: Path, repo: Path) -> dict[str, str]:
     """A new user's environment: an empty HOME and XDG dirs inside it, no daemon socket."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "CODEWARD_"))}
     for name, sub in (("CONFIG", ".config"), ("STATE", ".local/state"), ("CACHE", ".cache")):
@@ -51,7 +58,7 @@ def fresh_env(home: Path) -> dict[str, str]:
         env[f"XDG_{name}_HOME"] = str(home / sub)
     runtime = home / "run"
     runtime.mkdir(mode=0o700)
-    env |= {"HOME": str(home), "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(mcp.REPO)}
+    env |= {"HOME": str(home), "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(repo)}
     return env
 
 
@@ -77,25 +84,31 @@ def socket_of(env: dict[str, str]) -> Path:
     return Path(env["XDG_RUNTIME_DIR"]) / "codeward" / "codeward.sock"
 
 
-def run_mcp(tmp: Path) -> dict[str, float]:
-    env = fresh_env(tmp / "home-mcp")
-    root = fixture(tmp / "mcp")
-    sock = socket_of(env)
+def spawn_pump(env: dict[str, str], sock: Path, root: Path, repo: Path) -> mcp.Pump:
+    """`codeward mcp` of `repo` with `env` (Pump spawns with os.environ)."""
     saved = os.environ.copy()
     os.environ.clear()
-    os.environ.update(env)  # Pump spawns with os.environ
+    os.environ.update(env)
+    mcp.REPO = repo
     try:
-        begin = time.perf_counter()
-        pump = Pump(sock, root)
-        pump.request("initialize", INIT)
-        initialized = time.perf_counter()
-        pump.send({"method": "notifications/initialized"})
-        hover = {"path": HOVER_PATH, "line": HOVER_LINE, "character": HOVER_CHARACTER}
-        result = pump.call("get_hover_info", hover)
-        hovered = time.perf_counter()
+        return Pump(sock, root)
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def run_mcp(tmp: Path, repo: Path) -> dict[str, float]:
+    env = fresh_env(tmp / "home-mcp", repo)
+    root = fixture(tmp / "mcp")
+    sock = socket_of(env)
+    begin = time.perf_counter()
+    pump = spawn_pump(env, sock, root, repo)
+    pump.request("initialize", INIT)
+    initialized = time.perf_counter()
+    pump.send({"method": "notifications/initialized"})
+    hover = {"path": HOVER_PATH, "line": HOVER_LINE, "character": HOVER_CHARACTER}
+    result = pump.call("get_hover_info", hover)
+    hovered = time.perf_counter()
     assert result["content"], "no hover"
     client = DaemonClient(sock)
     sessions = client.call("session/list", {})["sessions"]
@@ -112,8 +125,24 @@ def run_mcp(tmp: Path) -> dict[str, float]:
     }
 
 
-def run_status(tmp: Path) -> dict[str, float]:
-    env = fresh_env(tmp / "home-status")
+def run_mcp_symbols(tmp: Path, repo: Path) -> dict[str, float]:
+    env = fresh_env(tmp / "home-symbols", repo)
+    root = fixture(tmp / "symbols")
+    sock = socket_of(env)
+    begin = time.perf_counter()
+    pump = spawn_pump(env, sock, root, repo)
+    pump.request("initialize", INIT)
+    pump.send({"method": "notifications/initialized"})
+    result = pump.call("get_symbols", {"scope": "workspace", "query": "compute"})
+    took = time.perf_counter() - begin
+    pump.close()
+    stop_daemon(env, sock)
+    found = result.get("structuredContent", {}).get("symbols")
+    return {"symbols": took, "symbols empty": float(not found)}
+
+
+def run_status(tmp: Path, repo: Path) -> dict[str, float]:
+    env = fresh_env(tmp / "home-status", repo)
     begin = time.perf_counter()
     cli(env, "status")
     took = time.perf_counter() - begin
@@ -141,6 +170,21 @@ def run_loaded(tmp: Path) -> dict[str, float]:
     return {"loaded hover": took}
 
 
+def run_direct_symbols(tmp: Path) -> dict[str, float]:
+    """The direct client's spawn -> `initialize` -> `workspace/symbol` until non-empty."""
+    root = fixture(tmp / "direct-symbols")
+    begin = time.perf_counter()
+    direct = DirectClient(root)
+    try:
+        direct.start([])
+        while not direct.request("workspace/symbol", {"query": "compute"}):
+            time.sleep(0.05)
+        took = time.perf_counter() - begin
+    finally:
+        direct.stop()
+    return {"direct symbols": took}
+
+
 def run_direct(tmp: Path) -> dict[str, float]:
     root = fixture(tmp / "direct")
     begin = time.perf_counter()
@@ -159,46 +203,76 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tree", type=Path, help="run codeward from this checkout")
+    parser.add_argument("--against", type=Path, help="also run this checkout's codeward")
     args = parser.parse_args()
-    if args.tree:
-        mcp.REPO = args.tree.resolve()
+    repo = (args.tree or mcp.REPO).resolve()
+    trees = [repo] + ([args.against.resolve()] if args.against else [])
     samples: dict[str, list[float]] = {}
-    order: list[Callable[[Path], dict[str, float]]] = [run_mcp, run_status, run_loaded, run_direct]
+    order: list[tuple[str, Callable[[Path], dict[str, float]]]] = []
+    for k, tree in enumerate(trees):
+        tag = "" if k == 0 else " (against)"
+        order += [
+            (tag, partial(run_mcp, repo=tree)),
+            (tag, partial(run_status, repo=tree)),
+            (tag, partial(run_mcp_symbols, repo=tree)),
+        ]
+    mcp.REPO = repo
+    order += [("", run_loaded), ("", run_direct), ("", run_direct_symbols)]
     for k in range(args.runs):
-        for run in order[k % len(order) :] + order[: k % len(order)]:
+        for tag, run in order[k % len(order) :] + order[: k % len(order)]:
             tmp = Path(tempfile.mkdtemp(prefix="codeward-cold-"))
             try:
                 for key, value in run(tmp).items():
-                    samples.setdefault(key, []).append(value)
+                    samples.setdefault(key + tag, []).append(value)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
+            mcp.REPO = repo
     med = {key: statistics.median(values) for key, values in samples.items()}
     load = os.getloadavg()
-    print(f"cold start of {mcp.REPO}, medians of {args.runs} runs "
-          f"(load average {load[0]:.1f} {load[1]:.1f})")  # fmt: skip
+    print(f"cold start, medians of {args.runs} runs (load average {load[0]:.1f} {load[1]:.1f})")
+    for k, tree in enumerate(trees):
+        tag = "" if k == 0 else " (against)"
+        print(f"codeward of {tree}:")
+        report(med, samples, tag)
+    print("direct basedpyright, and a daemon already loaded (this checkout's):")
+    rows = [
+        ("daemon running and loaded: session/open + first hover", "loaded hover"),
+        ("direct basedpyright: spawn -> initialize answered", "direct initialize"),
+        ("direct basedpyright: spawn -> didOpen -> hover answered", "direct hover"),
+        ("direct: spawn -> first non-empty workspace/symbol", "direct symbols"),
+    ]
+    for label, key in rows:
+        print(f"  {label:<58} {med[key] * 1e3:8.1f} ms")
+
+
+def report(med: dict[str, float], samples: dict[str, list[float]], tag: str) -> None:
+    """One codeward tree's figures and their ratios to the direct client's."""
     rows = [
         ("codeward mcp spawn -> initialize answered (autostart)", "initialize", 0.200),
         ("codeward mcp spawn -> first hover answered", "hover", None),
         ("  of which: first hover after initialize", "hover after initialize", None),
         ("codeward status, no daemon (autostart + status)", "status", None),
-        ("daemon running and loaded: session/open + first hover", "loaded hover", None),
-        ("direct basedpyright: spawn -> initialize answered", "direct initialize", None),
-        ("direct basedpyright: spawn -> didOpen -> hover answered", "direct hover", None),
+        ("codeward mcp spawn -> first workspace symbols", "symbols", None),
     ]
     for label, key, target in rows:
         goal = f"   (target <= {target * 1e3:.0f} ms)" if target else ""
-        print(f"  {label:<58} {med[key] * 1e3:8.1f} ms{goal}")
-    ratio = med["hover"] / med["direct hover"]
+        print(f"  {label:<58} {med[key + tag] * 1e3:8.1f} ms{goal}")
+    ratio = med["hover" + tag] / med["direct hover"]
     print(f"  {'first hover ratio: codeward mcp / direct (target <= 1.10)':<58} {ratio:8.2f}x")
-    after = med["hover after initialize"] / med["direct hover"]
+    after = med["hover after initialize" + tag] / med["direct hover"]
     print(f"  {'  hover after initialize / direct cold hover':<58} {after:8.2f}x")
-    loaded = med["loaded hover"] / med["direct hover"]
-    print(f"  {'  loaded daemon: first hover / direct cold hover':<58} {loaded:8.2f}x")
-    servers = sorted(k.removeprefix("server ") for k in samples if k.startswith("server "))
-    runs = len(samples["servers"])
+    symbols = med["symbols" + tag] / med["direct symbols"]
+    print(f"  {'first workspace symbols / direct (target <= 1.10)':<58} {symbols:8.2f}x")
+    empty = int(sum(samples["symbols empty" + tag]))
+    servers = sorted(
+        k.removeprefix("server ").removesuffix(tag)
+        for k in samples
+        if k.startswith("server ") and k.endswith(tag) and (tag or not k.endswith(")"))
+    )
+    runs = len(samples["servers" + tag])
     print(f"  servers the session ran after the hover (of {runs} runs): " + ", ".join(
-        f"{name} ({len(samples['server ' + name])})" for name in servers
-    ))  # fmt: skip
+        f"{name} ({len(samples['server ' + name + tag])})" for name in servers
+    ) + f"; empty workspace symbols: {empty}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ the first line) and calls, pushed and pulled diagnostics with fields missing or 
 wrong type; `by-spec` answers symbols, code actions, formatting and the call hierarchy as
 the spec says.
 
+`symbols-later` answers its first two workspace-symbol requests with nothing, then with
+the symbols (a workspace that loads while its files' analysis has not ended).
+
 `diagnosing` (gopls with `verboseWorkDoneProgress`) diagnoses each didOpen and didChange
 inside a work-done progress titled "diagnosing changed files", all of it written before it
 reads the next message, and publishes a file again only when its diagnostics changed.
@@ -296,6 +299,7 @@ def main() -> None:
     hoard: list[bytearray] = []  # what the `grow` modes hold on to
     workspace = Workspace()
     loading = Loading() if MODE in LOADING_MODES else None
+    empty_symbols = 2  # `symbols-later`: workspace symbols answered empty this many times
     while True:
         message = receive()
         if message is None:
@@ -338,7 +342,7 @@ def main() -> None:
                 capabilities["documentFormattingProvider"] = True
                 capabilities["callHierarchyProvider"] = True
                 workspace.root = params["rootPath"]
-            if MODE == "busy-symbols":  # an index that never finishes loading
+            if MODE in ("busy-symbols", "symbols-later"):
                 capabilities["workspaceSymbolProvider"] = True
                 workspace.root = params["rootPath"]
             if MODE == "failing-pull":  # offers pull diagnostics, fails every pull, never pushes
@@ -437,6 +441,9 @@ def main() -> None:
                 send({"id": msg_id, "error": {"code": -32603, "message": "No Project."}})
             else:
                 send({"id": msg_id, "result": []})
+        elif method == "workspace/symbol" and MODE == "symbols-later" and empty_symbols:
+            empty_symbols -= 1
+            send({"id": msg_id, "result": []})
         elif method == "workspace/symbol":
             where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}
             uri = f"file://{workspace.root}/a.fake"

@@ -642,11 +642,36 @@ async def _workspace_symbols(
 
     answers = await ask()  # a loaded server answers at once, whatever else it is doing
     partial = False
-    if not any(isinstance(a.result, list) and a.result for a in answers):
-        # nothing: maybe a server that has not loaded its workspace yet; wait for that only
+    if not _found_any(answers):
+        # nothing: maybe a server that has not loaded its workspace yet; wait for that,
+        # asking again meanwhile (as a user would): the first symbols end the wait
         servers = [a.server for a in answers]
-        partial = not await _workspace_loaded(manager, languages, files, servers)
-        answers = await ask()
+        loaded: list[bool] = []
+        async with trio.open_nursery() as nursery:
+
+            async def settle() -> None:
+                loaded.append(await _workspace_loaded(manager, languages, files, servers))
+                nursery.cancel_scope.cancel()
+
+            async def again() -> None:
+                nonlocal answers
+                delay = RETRY_FIRST
+                while True:
+                    await trio.sleep(delay)
+                    try:
+                        found = await ask()
+                    except ToolError:
+                        return  # the wait for the workspace (then one more ask) decides
+                    if _found_any(found):
+                        answers = found
+                        nursery.cancel_scope.cancel()
+                    delay = min(delay * 2, RETRY_MAX)
+
+            nursery.start_soon(settle)
+            nursery.start_soon(again)
+        if loaded:  # the workspace loaded (or the settle timeout passed) with nothing yet
+            partial = not loaded[0]
+            answers = await ask()
     # an index still loading (not ready: its work-done progress, say) may have answered
     # with some files only
     partial = partial or any(a.partial or manager.indexing(a.server) for a in answers)
@@ -691,6 +716,10 @@ async def _workspace_symbols(
         "truncated": len(unique) > limit,
         "partial": partial,
     }
+
+
+def _found_any(answers: list[Answer]) -> bool:
+    return any(isinstance(a.result, list) and a.result for a in answers)
 
 
 def _workspace_found(
@@ -760,6 +789,8 @@ async def _outline_of(
     return tree, answer
 
 
+# A workspace still loading is asked again after these many seconds, doubling up to the most
+RETRY_FIRST, RETRY_MAX = 0.05, 0.2
 _OUTLINE = frozenset({"class", "interface", "struct", "enum", "module", "namespace", "package"})
 
 
