@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,12 +18,14 @@ import pytest
 import trio
 import trio.testing
 
+from codeward.client.connection import Connection, connect_socket
 from codeward.daemon import server
 from codeward.daemon.config import Config
-from codeward.daemon.lsp import early
+from codeward.daemon.lsp import early, early_process
 from codeward.daemon.lsp.defaults import effective_languages
 from codeward.daemon.server import Daemon
 from codeward.protocol import mcp
+from codeward.protocol.socket_path import EARLY_ROOT_ENV
 from tests.lsp_support import needs
 from tests.rpc import connect
 
@@ -114,7 +118,7 @@ def test_the_daemon_listens_without_its_sessions_servers_and_tools_modules() -> 
     none of the modules the daemon loads in the background."""
     probe = (
         "import sys\n"
-        "import codeward.daemon.main, codeward.daemon.server, codeward.daemon.lsp.early\n"
+        "import codeward.daemon.main, codeward.daemon.server, codeward.daemon.lsp.early_process\n"
         f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
@@ -146,22 +150,22 @@ def test_an_early_start_plans_the_main_languages_first_server_only(project: Path
 
 
 @needs("basedpyright")
-async def test_an_early_process_nobody_takes_is_stopped(project: Path) -> None:
+async def test_an_early_process_nobody_takes_is_stopped(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     python_project(project)
     started: list[int] = []
-    real_open = trio.lowlevel.open_process
 
-    async def noted(*args: Any, **kwargs: Any) -> trio.Process:
-        process = await real_open(*args, **kwargs)
-        started.append(process.pid)
-        return process
+    def noted(root: Path, config: Config) -> list[early.Spawned]:
+        spawned = early.spawn(root, config)
+        started.extend(one.popen.pid for one in spawned)
+        return spawned
 
+    monkeypatch.setattr(early_process, "spawn", noted)
     with trio.fail_after(60):
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(trio.lowlevel, "open_process", noted)
-            await early.start_servers(project, Config(), trusted=True, keep=0.0)
+        await early_process.start_servers(project, Config(), keep_for=0.0)
     assert len(started) == 1
-    assert not early._waiting  # pyright: ignore[reportPrivateUsage]
+    assert not early_process._waiting  # pyright: ignore[reportPrivateUsage]
     with pytest.raises(ProcessLookupError):
         os.kill(started[0], 0)  # stopped and reaped
 
@@ -184,24 +188,15 @@ async def test_an_mcp_root_starts_its_main_server_while_the_sessions_load(
     monkeypatch.setattr(server, "_import_services", held)
     spawned = trio.Event()
     pids: list[int] = []
-    real_start = early.start_servers
+    token = trio.lowlevel.current_trio_token()
 
-    async def watched(*args: Any) -> None:
-        original = trio.lowlevel.open_process
+    def noted(root: Path, config: Config) -> list[early.Spawned]:
+        started = early.spawn(root, config)
+        pids.extend(one.popen.pid for one in started)
+        trio.from_thread.run_sync(spawned.set, trio_token=token)
+        return started
 
-        async def noted(*a: Any, **k: Any) -> trio.Process:
-            process = await original(*a, **k)
-            pids.append(process.pid)
-            spawned.set()
-            return process
-
-        monkeypatch.setattr(trio.lowlevel, "open_process", noted)
-        try:
-            await real_start(*args)
-        finally:
-            monkeypatch.setattr(trio.lowlevel, "open_process", original)
-
-    monkeypatch.setattr(early, "start_servers", watched)
+    monkeypatch.setattr(early_process, "spawn", noted)
     daemon = Daemon(Config(), socket_dir / "codeward.sock")
     with trio.fail_after(120):
         async with trio.open_nursery() as nursery:
@@ -228,3 +223,42 @@ async def test_an_mcp_root_starts_its_main_server_while_the_sessions_load(
             assert set(servers) <= set(languages["python"].servers)
             await raw.aclose()
             daemon.request_stop()
+
+
+@needs("basedpyright")
+def test_an_autostarting_bridge_has_its_roots_server_started_first(project: Path) -> None:
+    """`codeward mcp` with no daemon names its root to the daemon it starts, which starts
+    the root's Python server before it listens; that process answers the first hover."""
+    from tests.test_cli_e2e import kill_group, wait_gone
+    from tests.test_cli_mcp import McpProcess, launch_argv
+
+    python_project(project)
+    base = Path(tempfile.mkdtemp(prefix="cwe-", dir="/tmp"))  # AF_UNIX paths are short
+    sock = base / "run" / "codeward.sock"
+    env = os.environ | {"XDG_STATE_HOME": str(base / "state"),
+                        "XDG_CONFIG_HOME": str(base / "config")}  # fmt: skip
+    pid = None
+    bridge = McpProcess(launch_argv("--socket", str(sock), "--root", str(project), "mcp"),
+                        env=env)  # fmt: skip
+    try:
+        bridge.handshake()
+        hover = {"path": "main.py", "line": 3, "character": 10}
+        answer = bridge.request("tools/call", {"name": "get_hover_info", "arguments": hover})
+        assert "getcwd" in json.dumps(answer["result"])
+        with Connection(connect_socket(sock)) as conn:
+            conn.initialize("test")
+            pid = conn.request("daemon/status", {})["pid"]
+            [session] = conn.request("session/list", {})["sessions"]
+            servers = {s["name"]: s["pid"] for s in session["servers"]}
+            conn.request("daemon/shutdown", {})
+        assert bridge.close() in (0, 3)
+        assert wait_gone(pid)
+        log = (base / "state" / "codeward" / "daemon.log").read_text()
+        [name] = servers
+        started = log.index(f"{name} started early for {project} (pid {servers[name]})")
+        assert started < log.index(" listening on ")  # before the daemon listened
+        assert f"{EARLY_ROOT_ENV}" not in bridge.err
+    finally:
+        if pid is not None:
+            kill_group(pid)
+        shutil.rmtree(base, ignore_errors=True)

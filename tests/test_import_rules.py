@@ -37,7 +37,8 @@ PUBLIC: dict[str, frozenset[str] | None] = {
     # dialect implements the one and hands the service the other's parts)
     f"{LSP}.overlay": frozenset({"Buffer", "EditorHolder", "collect"}),
     # the daemon starts a root's main servers' processes while its sessions still load
-    f"{LSP}.early": frozenset({"start_servers"}),
+    f"{LSP}.early": frozenset({"Spawned", "canonical_root", "discard", "spawn"}),
+    f"{LSP}.early_process": frozenset({"keep", "start_servers"}),
 }
 
 

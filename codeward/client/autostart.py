@@ -5,7 +5,9 @@ Two clients racing to start a daemon start one: the start happens under an exclu
 spawning. The daemon runs detached (its own session, stdin from /dev/null) and logs to
 `$XDG_STATE_HOME/codeward/daemon.log`. It gets the write end of a pipe (its number in
 `$CODEWARD_READY_FD`) and writes a byte there once it listens: the client waits on the
-pipe rather than sleeping between connection attempts.
+pipe rather than sleeping between connection attempts. A caller that names its project
+root (`codeward mcp`) passes it in `$CODEWARD_EARLY_ROOT`: the daemon starts that root's
+main language servers before it loads anything else.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeward.client.connection import DaemonUnreachable, connect_socket
-from codeward.protocol.socket_path import READY_FD_ENV
+from codeward.protocol.socket_path import EARLY_ROOT_ENV, READY_FD_ENV
 
 if TYPE_CHECKING:
     import subprocess
@@ -72,9 +74,12 @@ def connect(
     ready_timeout: float = READY_TIMEOUT,
     argv: Sequence[str] | None = None,
     log_path: Path | None = None,
+    root: Path | None = None,
 ) -> socket.socket:
     """A socket connected to the daemon at `path`, started first if `autostart` and none
-    answers. Raises `DaemonUnreachable` with a sentence saying what to do."""
+    answers (told the project `root` the caller will ask about, whose main language
+    servers it then starts first thing). Raises `DaemonUnreachable` with a sentence saying
+    what to do."""
     sock = try_connect(path)
     if sock is not None:
         return sock
@@ -89,7 +94,7 @@ def connect(
         sock = try_connect(path)  # someone else may have started it while we waited
         if sock is not None:
             return sock
-        return _start_and_wait(path, list(argv or daemon_argv(path)), log_path, deadline)
+        return _start_and_wait(path, list(argv or daemon_argv(path)), log_path, deadline, root)
 
 
 @contextlib.contextmanager
@@ -124,7 +129,9 @@ def _start_lock(path: Path, deadline: float) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _start_and_wait(path: Path, argv: list[str], log_path: Path, deadline: float) -> socket.socket:
+def _start_and_wait(
+    path: Path, argv: list[str], log_path: Path, deadline: float, root: Path | None
+) -> socket.socket:
     import subprocess  # only when a daemon must be started: it is not cheap to import
 
     try:
@@ -150,7 +157,7 @@ def _start_and_wait(path: Path, argv: list[str], log_path: Path, deadline: float
                     cwd="/",
                     start_new_session=True,
                     pass_fds=(ready_write,),
-                    env={**os.environ, READY_FD_ENV: str(ready_write)},
+                    env=_daemon_env(ready_write, root),
                 )
             except OSError as exc:
                 raise DaemonUnreachable(
@@ -166,6 +173,14 @@ def _start_and_wait(path: Path, argv: list[str], log_path: Path, deadline: float
         return sock
     finally:
         os.close(ready_fd)
+
+
+def _daemon_env(ready_fd: int, root: Path | None) -> dict[str, str]:
+    env = {**os.environ, READY_FD_ENV: str(ready_fd)}
+    env.pop(EARLY_ROOT_ENV, None)
+    if root is not None:
+        env[EARLY_ROOT_ENV] = os.fsdecode(root)
+    return env
 
 
 def _wait_ready(

@@ -98,8 +98,9 @@ def hand_off(sock: _socket.socket, root: Path, in_fd: int, out_fd: int) -> bool 
     return ENDED_BY_HOST in rest
 
 
-def connect(path: Path, *, autostart: bool) -> _socket.socket:
-    """A socket connected to the daemon; the autostart machinery only when none answers."""
+def connect(path: Path, *, autostart: bool, root: Path | None = None) -> _socket.socket:
+    """A socket connected to the daemon; the autostart machinery only when none answers
+    (a daemon it starts is told `root`: its servers start first thing)."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
@@ -110,7 +111,7 @@ def connect(path: Path, *, autostart: bool) -> _socket.socket:
     from codeward.client.connection import DaemonUnreachable
 
     try:
-        sock = starter.connect(path, autostart=autostart)
+        sock = starter.connect(path, autostart=autostart, root=root)
     except DaemonUnreachable as exc:
         raise Unreachable(exc.message) from None
     sock.settimeout(None)
@@ -172,7 +173,7 @@ def run(
     daemon could not be reached or went away."""
     err = stderr or sys.stderr
     try:
-        sock = connect(socket_path(socket_arg), autostart=autostart)
+        sock = connect(socket_path(socket_arg), autostart=autostart, root=root)
     except Unreachable as exc:
         err.write(f"codeward: {exc.message}\n")
         return EXIT_UNREACHABLE

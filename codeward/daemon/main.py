@@ -1,18 +1,23 @@
-"""`codeward daemon`: run the daemon in the foreground."""
+"""`codeward daemon`: run the daemon in the foreground.
+
+An autostarting `codeward mcp` names its root in `$CODEWARD_EARLY_ROOT`: that root's main
+language servers start first thing (`lsp.early`), before trio and the daemon's modules load.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
-import trio
+from codeward.daemon.config import Config, ConfigError, load_config
+from codeward.protocol.socket_path import EARLY_ROOT_ENV, socket_path
 
-from codeward.daemon.config import ConfigError, load_config
-from codeward.daemon.git.runner import keep_descriptors_to_ourselves
-from codeward.daemon.listener import ListenerError
-from codeward.protocol.socket_path import socket_path
+TYPE_CHECKING = False  # (typing is not imported before the servers start)
+if TYPE_CHECKING:
+    from codeward.daemon.lsp.early import Spawned
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -44,10 +49,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"codeward daemon: {exc}", file=sys.stderr)
         return 2
     setup_logging(args.log_level or config.daemon.log_level)
+    early = start_early(config)
+    import trio
+
+    from codeward.daemon.git.runner import keep_descriptors_to_ourselves
+    from codeward.daemon.listener import ListenerError
     from codeward.daemon.server import Daemon  # (it loads the tools once it listens)
 
-    keep_descriptors_to_ourselves()  # before anything starts a process
-    daemon = Daemon(config, socket_path(args.socket), args.config, freeze=True)
+    keep_descriptors_to_ourselves()  # before trio starts a process (Popen closes them all)
+    daemon = Daemon(config, socket_path(args.socket), args.config, freeze=True, early=early)
     try:
         trio.run(daemon.run)
     except ListenerError as exc:
@@ -56,6 +66,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def start_early(config: Config) -> tuple[Path, list[Spawned]] | None:
+    """The servers of the root in `$CODEWARD_EARLY_ROOT` (which leaves the environment),
+    started now; None when none is named (or it names no directory)."""
+    root = os.environ.pop(EARLY_ROOT_ENV, "")
+    if not root:
+        return None
+    from codeward.daemon.lsp.early import canonical_root, spawn
+
+    path = canonical_root(root)
+    if path is None:
+        return None
+    try:
+        return path, spawn(path, config)
+    except Exception:  # only a head start: the session starts its servers anyway
+        logging.getLogger(__name__).exception("starting %s's servers early failed", path)
+        return None
 
 
 if __name__ == "__main__":

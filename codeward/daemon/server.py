@@ -36,6 +36,8 @@ from codeward.daemon.listener import (
     take_ready_fd,
     tell_listening,
 )
+from codeward.daemon.lsp.early import Spawned, canonical_root, discard
+from codeward.daemon.lsp.early_process import keep, start_servers
 from codeward.protocol.errors import ErrorCode
 from codeward.protocol.framing import Framing, encode_frame
 from codeward.protocol.messages import encode, error_response
@@ -58,6 +60,7 @@ class Daemon:
         config_path: Path | None = None,
         *,
         freeze: bool = False,
+        early: tuple[Path, list[Spawned]] | None = None,
     ) -> None:
         self.config = config
         self.config_path = config_path
@@ -78,6 +81,11 @@ class Daemon:
         self._bound = False
         self._nursery: trio.Nursery | None = None
         self._early: set[Path] = set()  # roots whose servers were started early
+        # the servers main() started for the autostarting client's root ($CODEWARD_EARLY_ROOT)
+        self._spawned: list[Spawned] = []
+        if early is not None:
+            self._early.add(early[0])
+            self._spawned = early[1]
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until SIGTERM/SIGINT or daemon/shutdown; then close everything, gracefully."""
@@ -108,6 +116,9 @@ class Daemon:
                 )
                 await guard.start()  # first reaps what a killed predecessor left, by its record
                 nursery.start_soon(guard.watch)
+                if self._spawned:
+                    nursery.start_soon(keep, self._spawned, EARLY_KEEP)
+                    self._spawned = []  # offered: `keep` stops what nobody takes
                 await self._load(nursery)
                 interval = systemd.watchdog_interval()
                 if interval:
@@ -121,6 +132,7 @@ class Daemon:
                 await self._wind_down_connections()
                 nursery.cancel_scope.cancel()
         finally:
+            discard(self._spawned)  # never offered (the daemon did not listen)
             await guard.stop()
             if self._bound:
                 with contextlib.suppress(FileNotFoundError):
@@ -151,17 +163,13 @@ class Daemon:
     def start_early(self, root: str) -> None:
         """Start the processes of `root`'s main servers now, while the sessions' modules
         still load (`lsp.early`); nothing once they are loaded (a session opens at once)."""
-        if self.sessions_loaded.is_set() or self._nursery is None or "\x00" in root:
+        if self.sessions_loaded.is_set() or self._nursery is None:
             return
-        path = Path(os.path.realpath(os.path.expanduser(root)))
-        if path in self._early or not path.is_dir():
+        path = canonical_root(root)
+        if path is None or path in self._early:
             return  # (a root that is no directory: its session's open says so)
         self._early.add(path)
-        from codeward.daemon.lsp.early import start_servers
-        from codeward.daemon.trust import TrustStore
-
-        trusted = TrustStore().is_trusted(path)
-        self._nursery.start_soon(start_servers, path, self.config, trusted, EARLY_KEEP)
+        self._nursery.start_soon(start_servers, path, self.config, EARLY_KEEP)
 
     async def _wind_down_connections(self) -> None:
         """Answer every request in flight (reads with an error, writes when they are done)

@@ -10,6 +10,9 @@ from pathlib import Path
 # the daemon writes one byte there as soon as it listens, so the client connects at once
 # instead of polling.
 READY_FD_ENV = "CODEWARD_READY_FD"
+# The project root an autostarting `codeward mcp` passes the daemon it starts: the daemon
+# starts that root's main language servers first thing, before it loads anything else.
+EARLY_ROOT_ENV = "CODEWARD_EARLY_ROOT"
 
 
 def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:

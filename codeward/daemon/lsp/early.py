@@ -1,28 +1,30 @@
 """Server processes started for a root before its session exists.
 
-A new daemon knows an agent's root from its first line (MCP's binding or handoff line),
-hundreds of milliseconds before it has loaded its session and language-server modules;
-a language server's own start (node and the server's modules) takes as long again. So
-`start_servers` starts, at once, the process of the first installed server of each of
-the root's main languages (`project.main_languages`: configuration files' languages
-never), exactly as the session would: the user's config narrowed by the project's
-`.codeward.toml`, an untrusted root's restricted configuration (a server that does not
-start there is not started), the root left out of its PATH. When the session's server
-starts it takes that process (`take`) if its command, directory and environment are the
-same, and sends `initialize` to a server that has meanwhile loaded; a process nobody
-takes within `KEEP` seconds is stopped. Import-light on purpose (no lsprotocol).
+A new daemon knows an agent's root early: the autostarting `codeward mcp` names it in
+`$CODEWARD_EARLY_ROOT`, read before the daemon imports anything else, and MCP's binding
+or handoff line names it as soon as the daemon listens, hundreds of milliseconds before
+the daemon has loaded its session and language-server modules; a language server's own
+start (node and the server's modules) takes as long again. So `spawn` starts the process
+of the first installed server of each of the root's main languages
+(`project.main_languages`: configuration files' languages never) exactly as the session
+would: the user's config narrowed by the project's `.codeward.toml`, an untrusted root's
+restricted configuration (a server that does not start there is not started), the root
+left out of its PATH. `early_process.keep` (in the daemon's trio run) offers them to the
+sessions' servers.
+
+Neither trio nor lsprotocol here: `codeward.daemon.main` calls `spawn` first thing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
-import trio
-
-from codeward.daemon import guardian
 from codeward.daemon.child_path import with_clean_path
 from codeward.daemon.config import Config
 from codeward.daemon.lsp.defaults import (
@@ -32,27 +34,39 @@ from codeward.daemon.lsp.defaults import (
 )
 from codeward.daemon.lsp.project import main_languages, project_files
 from codeward.daemon.lsp.restricted import NotInRestrictedMode, restricted
-from codeward.daemon.process_groups import stop_group
 from codeward.daemon.project_config import effective_config
+from codeward.daemon.trust import TrustStore
+from codeward.protocol.socket_path import READY_FD_ENV
 
 log = logging.getLogger(__name__)
 
-KEEP = 30.0  # seconds a process started early waits to be taken before it is stopped
-STOP_GRACE = 2.0
 WALK_LIMIT = 5000  # files looked at to tell the main languages (as session/open does)
+# what the daemon takes out of its environment once it runs: no later child sees it
+START_ONLY = (READY_FD_ENV,)
 Key = tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]
-# processes started early, not yet taken: (command, directory, environment) -> process
-_waiting: dict[Key, trio.Process] = {}
 
 
-def _key(command: list[str], cwd: Path, env: dict[str, str]) -> Key:
+@dataclass(eq=False)
+class Spawned:
+    """A server process started early: our ends of its pipes, until `keep` wraps them."""
+
+    name: str
+    key: Key
+    popen: subprocess.Popen[bytes]
+    fds: tuple[int, int, int]  # its stdin's write end, its stdout's and stderr's read ends
+
+
+def key(command: list[str], cwd: Path, env: dict[str, str]) -> Key:
+    """What tells two starts apart: the command, its directory and its whole environment."""
     return tuple(command), str(cwd), tuple(sorted(env.items()))
 
 
-def take(command: list[str], cwd: Path, env: dict[str, str]) -> trio.Process | None:
-    """The process started early with exactly this command, directory and environment
-    (now the caller's), or None."""
-    return _waiting.pop(_key(command, cwd, env), None)
+def canonical_root(root: str) -> Path | None:
+    """The directory `root` names (realpath), or None when it names none."""
+    if "\x00" in root:
+        return None
+    path = Path(os.path.realpath(os.path.expanduser(root)))
+    return path if path.is_dir() else None
 
 
 def plan(root: Path, config: Config, trusted: bool) -> list[tuple[str, list[str], dict[str, str]]]:
@@ -83,46 +97,46 @@ def plan(root: Path, config: Config, trusted: bool) -> list[tuple[str, list[str]
     return planned
 
 
-async def start_servers(root: Path, config: Config, trusted: bool, keep: float = KEEP) -> None:
-    """Start the processes `plan` names for `root`; stop those not taken after `keep`
-    seconds (or when cancelled)."""
-    planned = await trio.to_thread.run_sync(plan, root, config, trusted)
-    started: list[tuple[Key, trio.Process]] = []
-    try:
-        for name, command, env in planned:
-            full = with_clean_path({**os.environ, **env}, root=root)
-            key = _key(command, root, full)
-            if key in _waiting:
-                continue
-            try:
-                process = await trio.lowlevel.open_process(
-                    command,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=root,
-                    env=full,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                log.info("%s not started early: %s", name, exc)
-                continue
-            guardian.register(process.pid)
-            _waiting[key] = process
-            started.append((key, process))
-            log.info("%s started early for %s (pid %d)", name, root, process.pid)
-        if started:
-            await trio.sleep(keep)
-    finally:
-        with trio.CancelScope(shield=True):
-            for key, process in started:
-                if _waiting.get(key) is process:  # nobody took it
-                    del _waiting[key]
-                    await stop_group(process, STOP_GRACE, name=f"{command_name(key)} (early)")
-                    for stream in (process.stdin, process.stdout, process.stderr):
-                        if stream is not None:
-                            await stream.aclose()
+def spawn(root: Path, config: Config) -> list[Spawned]:
+    """Start the processes `plan` names for the canonical `root` (its trust read from the
+    trust file), each leading a session of its own; blocking (a thread's job in trio)."""
+    trusted = TrustStore().is_trusted(root)
+    started: list[Spawned] = []
+    for name, command, env in plan(root, config, trusted):
+        base = {k: v for k, v in os.environ.items() if k not in START_ONLY}
+        full = with_clean_path({**base, **env}, root=root)
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            popen = subprocess.Popen(
+                command,
+                stdin=in_r,
+                stdout=out_w,
+                stderr=err_w,
+                cwd=root,
+                env=full,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            log.info("%s not started early: %s", name, exc)
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            continue
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        started.append(Spawned(name, key(command, root, full), popen, (in_w, out_r, err_r)))
+        log.info("%s started early for %s (pid %d)", name, root, popen.pid)
+    return started
 
 
-def command_name(key: Key) -> str:
-    return os.path.basename(key[0][0]) if key[0] else "server"
+def discard(spawned: list[Spawned]) -> None:
+    """Kill and reap what `spawn` started (a daemon that never listened: nobody will take
+    them), and close our ends of their pipes."""
+    for one in spawned:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(one.popen.pid, signal.SIGKILL)
+        one.popen.wait()
+        for fd in one.fds:
+            os.close(fd)

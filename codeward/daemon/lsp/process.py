@@ -15,7 +15,7 @@ import trio
 
 from codeward.daemon import guardian
 from codeward.daemon.child_path import with_clean_path
-from codeward.daemon.lsp import early
+from codeward.daemon.lsp import early_process
 from codeward.daemon.process_groups import group_members, signal_group, stop_group
 from codeward.daemon.reads import receive_some
 from codeward.daemon.reaper import stat_fields
@@ -32,7 +32,7 @@ STDOUT_PIPE_BYTES = 256 * 1024
 class ServerProcess:
     """One spawned server; `pid` is also its process group id."""
 
-    def __init__(self, name: str, process: trio.Process) -> None:
+    def __init__(self, name: str, process: trio.Process | early_process.EarlyProcess) -> None:
         self.name = name
         self.process = process
         self.pid: int = process.pid
@@ -46,9 +46,10 @@ class ServerProcess:
         cls, name: str, command: list[str], cwd: Path, env: dict[str, str]
     ) -> ServerProcess:
         """Start `command` (or take the same process started early for the root:
-        `early.take`); raises OSError (FileNotFoundError: not installed)."""
+        `early_process.take`); raises OSError (FileNotFoundError: not installed)."""
         full = with_clean_path({**os.environ, **env})
-        process = early.take(command, cwd, full)
+        process: trio.Process | early_process.EarlyProcess | None
+        process = early_process.take(command, cwd, full)
         if process is not None:
             log.info("%s: taking the process started early (pid %d)", name, process.pid)
         else:

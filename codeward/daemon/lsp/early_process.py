@@ -1,0 +1,115 @@
+"""The processes `lsp.early` started, in the daemon's trio run: offered to the sessions'
+servers (`take`, which `ServerProcess.spawn` asks first) and stopped when nobody takes them
+within `KEEP` seconds."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import trio
+
+from codeward.daemon import guardian
+from codeward.daemon.config import Config
+from codeward.daemon.lsp.early import Key, Spawned, key, spawn
+from codeward.daemon.process_groups import stop_group
+
+log = logging.getLogger(__name__)
+
+KEEP = 30.0  # seconds a process started early waits to be taken before it is stopped
+STOP_GRACE = 2.0
+
+# processes started early, offered and not taken yet
+_waiting: dict[Key, EarlyProcess] = {}
+
+
+class EarlyProcess:
+    """A process `early.spawn` started, as `ServerProcess` and `process_groups.stop_group`
+    use a `trio.Process`: trio streams on its pipes, `pid`, `returncode`, `wait()` (on a
+    pidfd; its Popen is told the exit status, so it never reaps a reused pid)."""
+
+    def __init__(self, spawned: Spawned) -> None:
+        self.name = spawned.name
+        self.pid = spawned.popen.pid
+        self._popen = spawned.popen
+        self._pidfd = os.pidfd_open(self.pid)
+        self._status: int | None = None
+        self._waiter = trio.Lock()
+        stdin, stdout, stderr = spawned.fds
+        self.stdin: trio.abc.SendStream | None = trio.lowlevel.FdStream(stdin)
+        self.stdout: trio.abc.ReceiveStream | None = trio.lowlevel.FdStream(stdout)
+        self.stderr: trio.abc.ReceiveStream | None = trio.lowlevel.FdStream(stderr)
+
+    async def wait(self) -> int:
+        """The exit status, once the process has exited (it is reaped then); any number of
+        tasks may wait (one at a time on the pidfd)."""
+        async with self._waiter:
+            if self._pidfd >= 0:
+                if self.returncode is None:
+                    await trio.lowlevel.wait_readable(self._pidfd)  # readable once it exited
+                os.close(self._pidfd)  # (only here: no other task waits on it now)
+                self._pidfd = -1
+        status = self.returncode
+        assert status is not None  # (it has exited: the property reaps it)
+        return status
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status if the process has exited (it is reaped then), else None."""
+        if self._status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self._status = self._popen.returncode = os.waitstatus_to_exitcode(status)
+        return self._status
+
+    async def stop(self) -> None:
+        """Stop its whole group and close our ends of its pipes. Call it shielded."""
+        await stop_group(self, STOP_GRACE, name=f"{self.name} (started early)")
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                await stream.aclose()
+
+
+def take(command: list[str], cwd: Path, env: dict[str, str]) -> EarlyProcess | None:
+    """The process started early with exactly this command, directory and environment
+    (now the caller's), or None."""
+    return _waiting.pop(key(command, cwd, env), None)
+
+
+async def keep(spawned: list[Spawned], keep_for: float = KEEP) -> None:
+    """Offer the processes `early.spawn` started (`take`); stop those not taken after
+    `keep_for` seconds, or when cancelled. Call it once the guardian runs."""
+    offered: list[tuple[Key, EarlyProcess]] = []
+    extra: list[EarlyProcess] = []  # the same start asked for twice: the first one serves
+    for one in spawned:
+        guardian.register(one.popen.pid)
+        process = EarlyProcess(one)
+        if one.key in _waiting:
+            extra.append(process)
+        else:
+            _waiting[one.key] = process
+            offered.append((one.key, process))
+            log.debug("%s offered (pid %d)", one.name, process.pid)
+    try:
+        with trio.CancelScope(shield=True):
+            for process in extra:
+                await process.stop()
+        await trio.sleep(keep_for)
+    finally:
+        with trio.CancelScope(shield=True):
+            for one_key, process in offered:
+                if _waiting.get(one_key) is process:  # nobody took it
+                    del _waiting[one_key]
+                    await process.stop()
+
+
+async def start_servers(root: Path, config: Config, keep_for: float = KEEP) -> None:
+    """`early.spawn` (in a thread) and `keep`: what the daemon runs when a root is named
+    while its sessions still load."""
+    try:
+        spawned = await trio.to_thread.run_sync(spawn, root, config)
+    except Exception:  # only a head start: the session starts its servers anyway
+        log.exception("starting %s's servers early failed", root)
+        return
+    await keep(spawned, keep_for)
