@@ -71,9 +71,10 @@ def fixture(tmp: Path) -> Path:
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-c", LAUNCH, *args], env=env, capture_output=True, timeout=120, check=True
-    )
+    """The CLI of the tree on env's PYTHONPATH (run there: `-c` puts the working directory
+    first on sys.path)."""
+    return subprocess.run([sys.executable, "-c", LAUNCH, *args], env=env, capture_output=True,
+                          timeout=120, check=True, cwd=env["PYTHONPATH"])  # fmt: skip
 
 
 def stop_daemon(env: dict[str, str], sock: Path) -> None:
@@ -85,14 +86,17 @@ def socket_of(env: dict[str, str]) -> Path:
 
 
 def spawn_pump(env: dict[str, str], sock: Path, root: Path, repo: Path) -> mcp.Pump:
-    """`codeward mcp` of `repo` with `env` (Pump spawns with os.environ)."""
-    saved = os.environ.copy()
+    """`codeward mcp` of `repo` with `env` (Pump spawns with os.environ, in the working
+    directory, which `-c` puts first on sys.path: the tree's own)."""
+    saved, here = os.environ.copy(), os.getcwd()
     os.environ.clear()
     os.environ.update(env)
+    os.chdir(repo)
     mcp.REPO = repo
     try:
         return Pump(sock, root)
     finally:
+        os.chdir(here)
         os.environ.clear()
         os.environ.update(saved)
 
