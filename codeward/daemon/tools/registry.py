@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from codeward.daemon.approvals import approve_edits
-from codeward.daemon.edits import follow
-from codeward.daemon.lsp import overlay, restricted_effects
-from codeward.daemon.lsp.overlay import Buffer
+from codeward.daemon.lsp import restricted_effects
 from codeward.daemon.paths import relative
 from codeward.daemon.tools.suggest import suggested
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -29,6 +27,7 @@ from codeward.protocol.tools import ToolSpec, tidy_schema
 
 if TYPE_CHECKING:
     from codeward.daemon.config import PolicyConfig
+    from codeward.daemon.lsp.overlay import Buffer
     from codeward.daemon.session import Session
 
 
@@ -66,6 +65,11 @@ class ToolContext:
     followed: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        # (imported here: they need lsprotocol, which the daemon loads once it listens,
+        # and MCP's dialect and the handlers import this module before)
+        from codeward.daemon.edits import follow
+        from codeward.daemon.lsp import overlay
+
         restricted_effects.collect(self.effects)
         overlay.collect(self.editor_reads)
         follow.collect(self.followed)
