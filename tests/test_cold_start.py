@@ -4,6 +4,7 @@ only the servers it needs."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -19,12 +21,13 @@ import trio
 import trio.testing
 
 from codeward.client.connection import Connection, connect_socket
-from codeward.daemon import server
+from codeward.daemon import connection, server
 from codeward.daemon.config import Config
 from codeward.daemon.lsp import early, early_process
 from codeward.daemon.lsp.defaults import effective_languages
 from codeward.daemon.server import Daemon
-from codeward.protocol import mcp
+from codeward.protocol import lsp, mcp
+from codeward.protocol.framing import Framing
 from codeward.protocol.socket_path import EARLY_ROOT_ENV
 from tests.lsp_support import needs
 from tests.rpc import connect
@@ -78,6 +81,56 @@ async def test_initialize_is_answered_before_the_daemon_has_loaded_its_servers(
                 gate.set()
             await native.aclose()
             await raw.aclose()
+            daemon.request_stop()
+
+
+async def test_an_editor_waits_for_the_sessions_modules_while_the_daemon_answers(
+    socket_dir: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor connecting while the sessions' modules still load (held here) gets its
+    dialect once they are there, imported in a worker thread (lsprotocol never loads on the
+    event loop); meanwhile the daemon keeps answering other clients."""
+    gate = threading.Event()
+    monkeypatch.setattr(server, "_import_services", lambda names: gate.wait(30))
+    importers: list[threading.Thread] = []
+    real_import = importlib.import_module
+
+    def import_module(name: str, package: str | None = None) -> ModuleType:
+        if name == connection.EDITOR_DIALECT:
+            importers.append(threading.current_thread())
+        return real_import(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", import_module)
+    daemon = Daemon(Config(), socket_dir / "codeward.sock")
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(daemon.run)
+            try:
+                await daemon.listening.wait()
+                editor = await connect(nursery, daemon.socket_path, Framing.CONTENT_LENGTH)
+                await editor.send({"jsonrpc": "2.0", "method": lsp.BIND_METHOD})  # `codeward lsp`
+                answered: dict[str, Any] = {}
+                done = trio.Event()
+
+                async def initialize() -> None:
+                    params = {"processId": os.getpid(), "rootUri": project.as_uri(),
+                              "capabilities": {}}  # fmt: skip
+                    answered.update(await editor.request("initialize", params))
+                    done.set()
+
+                nursery.start_soon(initialize)
+                native = await connect(nursery, daemon.socket_path)
+                await trio.testing.wait_all_tasks_blocked()
+                assert (await native.call("daemon/status"))["sessions"] == 0
+                assert not answered  # the editor's dialect waits for the sessions' modules
+                gate.set()
+                await done.wait()
+                assert "capabilities" in answered["result"]
+                assert importers and threading.main_thread() not in importers
+                await native.aclose()
+            finally:
+                gate.set()
+            await editor.aclose()
             daemon.request_stop()
 
 

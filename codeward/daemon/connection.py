@@ -15,6 +15,7 @@ writes, edits) run to completion, unanswered.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import math
 import os
@@ -85,6 +86,18 @@ class Host(Protocol):
         ...
 
     def request_stop(self) -> None: ...
+
+
+async def _editor_dialect(conn: Connection) -> EditorDialect:
+    """The LSP dialect for an editor's connection. Its modules need lsprotocol and the
+    language-server layer: imported in a worker thread once the sessions' modules are
+    there, never on the event loop (a daemon still starting keeps answering meanwhile)."""
+    await conn.daemon.sessions_loaded.wait()
+    module = await trio.to_thread.run_sync(importlib.import_module, EDITOR_DIALECT)
+    return module.EditorDialect(conn)
+
+
+EDITOR_DIALECT = "codeward.daemon.editor.dialect"
 
 
 class Turn:
@@ -481,9 +494,7 @@ class Connection:
             if self.peer.framing is Framing.NDJSON and mcp.is_opening(frame):
                 self.mcp = McpDialect(self)
             elif self.peer.framing is Framing.CONTENT_LENGTH and lsp.is_opening(frame):
-                from codeward.daemon.editor.dialect import EditorDialect  # (what editors need)
-
-                self.editor = EditorDialect(self)
+                self.editor = await _editor_dialect(self)
         dialect = self.mcp or self.editor
         if dialect is not None:
             if self._full():
