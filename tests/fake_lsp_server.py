@@ -43,6 +43,10 @@ hovers and ignores `$/cancelRequest`; `unready-silent` does that and never publi
 diagnostics either. `silent-definition` offers definitions and never answers them; its
 hover on the first line names a module (`(module) pkg.sub`). In every mode that publishes,
 a text that begins with "mute" is never published (its analysis never ends).
+
+`chatty` speaks to the people: a `window/showMessage` at each didOpen ("opened NAME"); at each
+hover a `window/showMessage`, a `window/logMessage` and a `window/showMessageRequest` ("hover
+in NAME"), then a markdown hover (a code block, a link, emphasis).
 """
 
 from __future__ import annotations
@@ -416,6 +420,10 @@ def main() -> None:
                 diagnose(doc["uri"], doc["version"], doc["text"])
             elif MODE not in ("unready-silent", "failing-pull"):
                 publish(doc["uri"], doc["version"], doc["text"])
+            if MODE == "chatty":
+                name = doc["uri"].rsplit("/", 1)[-1]
+                send({"method": "window/showMessage",
+                      "params": {"type": 3, "message": f"opened {name}"}})  # fmt: skip
         elif method == "textDocument/didChange":
             doc = params["textDocument"]
             texts[doc["uri"]] = params["contentChanges"][-1]["text"]
@@ -544,6 +552,16 @@ def main() -> None:
                 send({"id": msg_id, "result": odd})
                 continue
             position = params["position"]
+            if MODE == "chatty":
+                said = f"hover in {params['textDocument']['uri'].rsplit('/', 1)[-1]}"
+                send({"method": "window/showMessage", "params": {"type": 2, "message": said}})
+                send({"method": "window/logMessage", "params": {"type": 4, "message": said}})
+                ask("window/showMessageRequest",
+                    {"type": 1, "message": said, "actions": [{"title": "OK"}]})  # fmt: skip
+                shown = "```python\ndef f(x: int) -> str\n```\n---\n"
+                shown += "See [the **docs**](http://x.org) `f`."
+                send({"id": msg_id, "result": {"contents": {"kind": "markdown", "value": shown}}})
+                continue
             if MODE == "silent-definition" and position["line"] == 0:  # names its module
                 named = {"kind": "markdown", "value": "```python\n(module) pkg.sub\n```"}
                 send({"id": msg_id, "result": {"contents": named}})

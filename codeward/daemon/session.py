@@ -10,7 +10,9 @@ import logging
 import os
 import secrets
 import stat
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,9 @@ class Session:
         self.diagnostics_history = DiagnosticsHistory()  # what get_diagnostics reported
         self.clients: set[int] = set()
         self.progress_listeners: dict[int, ProgressListener] = {}
+        # the servers' messages for the people (editors); the clients asking each server now
+        self.notice_listeners: dict[int, ProgressListener] = {}
+        self._asking: dict[str, Counter[int]] = {}
         self.started = trio.Event()
         self.closing = trio.Event()  # set when it decided to stop: nobody may attach any more
         self.stopped = trio.Event()
@@ -137,16 +142,49 @@ class Session:
 
     # ---- clients -------------------------------------------------------------------------
 
-    def attach(self, client_id: int, progress: ProgressListener | None = None) -> None:
+    def attach(
+        self,
+        client_id: int,
+        progress: ProgressListener | None = None,
+        notices: ProgressListener | None = None,
+    ) -> None:
+        """`notices`: the servers' messages for the people (`window/showMessage`,
+        `logMessage`): those a server sends while the client's request is in flight on it
+        (`asking`), and those sent while no client's request is."""
         self.clients.add(client_id)
         if progress is not None:
             self.progress_listeners[client_id] = progress
+        if notices is not None:
+            self.notice_listeners[client_id] = notices
         self._touch()
 
     def detach(self, client_id: int) -> None:
         self.clients.discard(client_id)
         self.progress_listeners.pop(client_id, None)
+        self.notice_listeners.pop(client_id, None)
         self._touch()
+
+    @contextmanager
+    def asking(self, client_id: int) -> Iterator[Callable[[str], None]]:
+        """While a client's request runs: call the function given with each server it is
+        sent to, so that server's messages meanwhile go to that client."""
+        servers: list[str] = []
+
+        def add(server: str) -> None:
+            if server not in servers:
+                servers.append(server)
+                self._asking.setdefault(server, Counter())[client_id] += 1
+
+        try:
+            yield add
+        finally:
+            for server in servers:
+                count = self._asking[server]
+                count[client_id] -= 1
+                if count[client_id] <= 0:
+                    del count[client_id]
+                if not count:
+                    del self._asking[server]
 
     def _touch(self) -> None:
         self._last_active = trio.current_time()
@@ -166,6 +204,12 @@ class Session:
 
     def publish_progress(self, params: dict[str, Any]) -> None:
         message = {"session_id": self.id, **params}
+        if "notice" in params:  # a message for the people (see `attach`)
+            asking = self._asking.get(params.get("server", ""))
+            for client_id, listener in list(self.notice_listeners.items()):
+                if not asking or client_id in asking:
+                    listener(message)
+            return
         for listener in list(self.progress_listeners.values()):
             listener(message)
 

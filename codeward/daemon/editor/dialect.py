@@ -181,7 +181,8 @@ class EditorDialect:
             self._notify_editor,
             self._ask,
         )
-        workspace = Workspace(self.conn.daemon.sessions, self.conn.id, self.progress.published)
+        workspace = Workspace(self.conn.daemon.sessions, self.conn.id, self.progress.published,
+                              self.progress.notice)  # fmt: skip
         self.workspace = workspace
         await workspace.open(folders_of(params))
         offers: list[Offer] = []

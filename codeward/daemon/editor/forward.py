@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -116,10 +117,16 @@ class Forwarder:
         if located is None:
             return NOTHING
         root, path = located
-        service = (await self.workspace.session(root)).lsp
-        if service.language_or_none(path) is None:
+        session = await self.workspace.session(root)
+        if session.lsp.language_or_none(path) is None:
             return NOTHING
-        build = self._params(uri, params)
+        with session.asking(self.workspace.client_id) as asking:
+            return await self._document(method, root, path, uri, self._params(uri, params, asking))
+
+    async def _document(
+        self, method: str, root: Root, path: Path, uri: str, build: Callable[..., Any]
+    ) -> Any:
+        service = root.session.lsp
         if method in MERGED:
             answers, errors = await service.request_all(path, method, build, result_type=Raw)
             if not answers and errors:
@@ -153,10 +160,13 @@ class Forwarder:
                 data["workDoneToken"] = self.rewrite(token)
         return data
 
-    def _params(self, uri: str, params: Raw) -> Callable[[DocumentContext], Any]:
+    def _params(
+        self, uri: str, params: Raw, asking: Callable[[str], None]
+    ) -> Callable[[DocumentContext], Any]:
         tokens = b'Token"' in bytes(params)  # (a progress token: rare; read only then)
 
         def build(ctx: DocumentContext) -> Any:
+            asking(ctx.server)  # its messages meanwhile are this editor's
             if ctx.encoding == self.encoding and ctx.uri == uri and not tokens:
                 return params  # as the editor sent it
             data = self._tokens(msgspec.json.decode(params))
@@ -217,8 +227,10 @@ class Forwarder:
         uri = _uri_in(data)
         if encoding != self.encoding:
             data = Converter(self.encoding, encoding, self.lines)(data, uri)
-        service = (await self.workspace.session(origin.root)).lsp
-        answer = await service.ask(server, method, data, result_type=Raw)
+        session = await self.workspace.session(origin.root)
+        with session.asking(self.workspace.client_id) as asking:
+            asking(server)
+            answer = await session.lsp.ask(server, method, data, result_type=Raw)
         if method == "codeAction/resolve":
             return _tagged(self._data(answer.result, encoding, uri), server)
         return self._result(answer.result, encoding, uri)
@@ -257,7 +269,9 @@ class Forwarder:
                 raise ToolError(ErrorKind.WRITE_FAILED, "The editor did not apply the edit.")
 
         call = {"command": command.command, "arguments": command.arguments or []}
-        await service.execute_command(server, call, on_edit)
+        with root.session.asking(self.workspace.client_id) as asking:
+            asking(server)
+            await service.execute_command(server, call, on_edit)
         return None  # (the service keeps what the command did: its edits went to the editor)
 
 

@@ -7,6 +7,11 @@ token. Any other progress is the server's own work (indexing, loading the projec
 to every editor of the root: each editor that declared `window.workDoneProgress` gets it
 under a token made with `window/workDoneProgress/create`, its `begin` sent once the editor
 answered that request, in order.
+
+The servers' messages for the people (`window/showMessage`, `window/logMessage`; a
+`window/showMessageRequest` comes as a `showMessage`: the server is answered with no action)
+come the same way: the session hands one to the editors whose request was in flight on that
+server when it was sent, else to every editor of the root (`notice`).
 """
 
 from __future__ import annotations
@@ -57,6 +62,14 @@ class Progress:
         if self.supported:
             key = (str(params.get("session_id", "")), f"{params.get('server')}:{token!s}")
             self._out.send_nowait((key[0], key[1], value))
+
+    def notice(self, params: dict[str, Any]) -> None:
+        """A server's message for the people (the session's notice listener)."""
+        method, message = params.get("notice"), params.get("message")
+        if method in ("window/showMessage", "window/logMessage") and isinstance(message, str):
+            kind = params.get("type")
+            self.send(method, {"type": kind if isinstance(kind, int) else 4,
+                               "message": f"{params.get('server')}: {message}"})  # fmt: skip
 
     async def run(self) -> None:
         """Tell the root's own progress, in order (owner: the dialect's background scope)."""

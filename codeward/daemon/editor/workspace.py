@@ -54,10 +54,17 @@ class Root:
 class Workspace:
     """The sessions of one editor's roots, attached to its connection while it lasts."""
 
-    def __init__(self, sessions: SessionManager, client_id: int, progress: Progress) -> None:
+    def __init__(
+        self,
+        sessions: SessionManager,
+        client_id: int,
+        progress: Progress,
+        notices: Progress | None = None,
+    ) -> None:
         self.sessions = sessions
         self.client_id = client_id
         self.progress = progress
+        self.notices = notices  # the servers' messages for the editor
         self.roots: list[Root] = []
         self._located: dict[str, tuple[Root, Path] | None] = {}  # by URI (a hover's cost)
 
@@ -65,14 +72,14 @@ class Workspace:
         """Open (or join) the session of each folder; the first failure is raised."""
         for folder in folders:
             session, _ = await self.sessions.open(folder)
-            session.attach(self.client_id, self.progress)  # (nothing awaited since open)
+            session.attach(self.client_id, self.progress, self.notices)  # (nothing awaited)
             self.roots.append(Root(session.root, session))
 
     async def session(self, root: Root) -> Session:
         """The live session of `root` (opened again when it was closed meanwhile)."""
         if root.session.stopped.is_set():
             root.session, _ = await self.sessions.open(str(root.path))
-            root.session.attach(self.client_id, self.progress)
+            root.session.attach(self.client_id, self.progress, self.notices)
         return root.session
 
     def locate(self, uri: str) -> tuple[Root, Path] | None:

@@ -14,7 +14,8 @@ asks it through these methods, never through its parts:
   `remove_root(root)`; its workspace `folders` are the roots not nested in another (a
   nested root's files are its parent's: one folder, so the server answers them as the
   parent's project), kept current with `workspace/didChangeWorkspaceFolders`; the documents
-  no root holds any more are closed; progress goes to every root's sink;
+  no root holds any more are closed; progress, and its messages for the people
+  (`window/showMessage`, `logMessage`, marked `notice`), go to every root's sink;
 - documents: `sync(path, language_id, data, stat)` -> the `Document` sent (one version,
   never changed), `document(uri)`, `open_documents()`, `touch`, `close_document`,
   `watched_files_changed`;
@@ -128,6 +129,7 @@ class LanguageServer:
             sync=self._docs,
             freshness=self._freshness,
             capture=lambda: self._capture,
+            notice=self._notice,
         )
         self._life = Supervisor(
             name,
@@ -163,6 +165,11 @@ class LanguageServer:
     def _progress(self, params: dict[str, Any]) -> None:
         for sink in list(self._sinks.values()):
             sink(params)
+
+    def _notice(self, method: str, params: dict[str, Any]) -> None:
+        """A message of the server for the people (`window/showMessage`, `logMessage`):
+        to every root's sink, as progress, marked `notice` (the sessions route it)."""
+        self._progress({"server": self.name, "notice": method, **params})
 
     @property
     def roots(self) -> list[Path]:

@@ -39,6 +39,7 @@ class ServerRequests:
         sync: DocumentSync,
         freshness: Freshness,
         capture: Callable[[], EditCapture | None],
+        notice: Callable[[str, dict[str, Any]], None],
     ) -> None:
         self.name = name
         self._folders = folders  # its workspace folders now
@@ -48,6 +49,7 @@ class ServerRequests:
         self._sync = sync
         self._freshness = freshness
         self._capture = capture
+        self._notice = notice  # a message for the people (window/showMessage, logMessage)
 
     def _setting(self, section: str | None) -> Any:
         value: Any = self._settings()
@@ -85,7 +87,9 @@ class ServerRequests:
             return REFUSED if capture is None else capture.receive(message.decode())
         if method == "window/showMessageRequest":
             shown = self._params(message, lsp.ShowMessageRequestParams)
-            log.debug("%s: %s", self.name, shown.message)  # no one to choose: no action
+            log.debug("%s: %s", self.name, shown.message)
+            # shown to the editors as a message; no one chooses for the server: no action
+            self._notice("window/showMessage", {"type": int(shown.type), "message": shown.message})
             return None
         if method == "window/showDocument":
             return unstructure(lsp.ShowDocumentResult(success=False))
@@ -132,15 +136,16 @@ class ServerRequests:
                 version = doc.version if doc is not None else None
             self._freshness.on_publish(params, version)
         elif method == "$/progress":
-            progress = self._notice(message, lsp.ProgressParams)
+            progress = self._notice_params(message, lsp.ProgressParams)
             if progress is not None:
                 self._freshness.on_progress(progress)
         elif method in ("window/logMessage", "window/showMessage"):
-            logged = self._notice(message, lsp.LogMessageParams)
+            logged = self._notice_params(message, lsp.LogMessageParams)
             if logged is not None:
                 log.debug("%s: %s", self.name, logged.message)
+                self._notice(method, {"type": int(logged.type), "message": logged.message})
 
-    def _notice(self, message: Incoming, type_: type[T]) -> T | None:
+    def _notice_params(self, message: Incoming, type_: type[T]) -> T | None:
         """A notification's params as their lsprotocol type; None (logged) off the spec."""
         try:
             return structure(message.decode(), type_)
