@@ -99,3 +99,25 @@ async def test_a_servers_messages_reach_the_editor_that_asked_else_every_editor(
     assert not [n for n in agent.notifications if "notice" in str(n)]
     first.close()
     second.close()
+
+
+async def test_hover_comes_in_the_markup_the_editor_takes(daemon: Daemon, project: Path) -> None:
+    (project / "a.fake").write_text("alpha\n")
+    plain = await editor(
+        daemon, project, {"textDocument": {"hover": {"contentFormat": ["plaintext"]}}}
+    )
+    rich = await editor(
+        daemon, project, {"textDocument": {"hover": {"contentFormat": ["markdown"]}}}
+    )
+    with trio.fail_after(30):
+        for msg_id, wire in enumerate((plain, rich), 2):
+            await wire.send(hover(msg_id, project / "a.fake"))
+        (told,) = [m for m in await until(plain, lambda m: "id" in m) if "id" in m]
+        (rich_told,) = [m for m in await until(rich, lambda m: "id" in m) if "id" in m]
+    assert told["result"]["contents"] == {
+        "kind": "plaintext",
+        "value": "def f(x: int) -> str\n\nSee [the **docs**](http://x.org) `f`.",
+    }
+    assert rich_told["result"]["contents"] == {"kind": "markdown", "value": MARKDOWN}
+    plain.close()
+    rich.close()

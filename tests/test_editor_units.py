@@ -1,11 +1,13 @@
 """The editor dialect's parts without I/O: buffers, position conversion, the merged
-capabilities and registrations, the routing of progress, code actions' servers."""
+capabilities and registrations, the routing of progress, code actions' servers, answers in
+the markup the editor takes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from lsprotocol import types as lsp
@@ -14,6 +16,7 @@ from codeward.daemon.editor import diagnostics
 from codeward.daemon.editor.buffers import BadChange, Buffers
 from codeward.daemon.editor.convert import Converter, tokens
 from codeward.daemon.editor.forward import _tagged, _untagged
+from codeward.daemon.editor.markup import Markup
 from codeward.daemon.editor.offers import merged, registrations
 from codeward.daemon.editor.progress import Progress
 from codeward.daemon.lsp.positions import LineIndex
@@ -211,3 +214,59 @@ def test_uris_that_name_no_file_of_a_root_are_outside(tmp_path: Path) -> None:
     assert workspace.locate((tmp_path / "a.py").as_uri()) == (workspace.roots[0], tmp_path / "a.py")
     for bad in ("file:///a%00b", "file://[/x", "untitled:Untitled-1", "file:///etc/hostname"):
         assert workspace.locate(bad) is None
+
+
+PLAIN = ["plaintext"]
+DOC = "```python\ndef f(x: int) -> str\n```\n---\nReturns \\_x\\_ &lt;as text&gt;."
+AS_TEXT = "def f(x: int) -> str\n\nReturns _x_ <as text>."
+
+
+def test_markdown_is_plain_text_for_an_editor_that_takes_only_plain_text() -> None:
+    caps = {"textDocument": {
+        "hover": {"contentFormat": PLAIN},
+        "completion": {"completionItem": {"documentationFormat": PLAIN}},
+        "signatureHelp": {"signatureInformation": {"documentationFormat": PLAIN}},
+    }}  # fmt: skip
+    markup = Markup(caps)
+    doc = {"kind": "markdown", "value": DOC}
+    text = {"kind": "plaintext", "value": AS_TEXT}
+    hover = msgspec.Raw(msgspec.json.encode({"contents": doc}))
+    assert markup("textDocument/hover", hover) == {"contents": text}
+    marked = {"contents": [DOC, {"language": "python", "value": "x: int"}]}
+    assert markup("textDocument/hover", marked) == {
+        "contents": {"kind": "plaintext", "value": AS_TEXT + "\n\nx: int"}
+    }
+    items = {"isIncomplete": False, "items": [{"label": "f", "documentation": doc}, {"label": "g"}]}
+    assert markup("textDocument/completion", items)["items"] == [
+        {"label": "f", "documentation": text},
+        {"label": "g"},
+    ]
+    assert markup("completionItem/resolve", {"label": "f", "documentation": doc}) == {
+        "label": "f",
+        "documentation": text,
+    }
+    plain_already = msgspec.Raw(b'[{"label":"f","documentation":"plain"}]')
+    assert markup("textDocument/completion", plain_already) is plain_already  # not read
+    signatures = {
+        "signatures": [
+            {
+                "label": "f(x)",
+                "documentation": doc,
+                "parameters": [{"label": "x", "documentation": doc}],
+            }
+        ]
+    }
+    assert markup("textDocument/signatureHelp", signatures) == {
+        "signatures": [{"label": "f(x)", "documentation": text,
+                        "parameters": [{"label": "x", "documentation": text}]}]
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("formats", [None, ["markdown", "plaintext"], []])
+def test_an_editor_that_takes_markdown_or_says_nothing_gets_the_answer_as_it_came(
+    formats: list[str] | None,
+) -> None:
+    caps = {} if formats is None else {"textDocument": {"hover": {"contentFormat": formats}}}
+    raw = msgspec.Raw(msgspec.json.encode({"contents": {"kind": "markdown", "value": DOC}}))
+    converted = Markup(caps)("textDocument/hover", raw)
+    assert (converted is raw) == (formats != [])

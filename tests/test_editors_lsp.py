@@ -80,6 +80,8 @@ async def test_an_editor_on_codeward_lsp(kind: Kind, daemon: Daemon, python_proj
         assert (2, 13) in [(d["line"], d["character"]) for d in found]
         hover = await ed.call("hover", path=main, line=3, character=7)
         assert "def compute(value: int) -> int" in hover and "Double the value." in hover
+        if kind == "emacs":  # eglot without markdown-mode takes plain text: no fences
+            assert "```" not in hover
         assert await ed.call("definition", path=main, line=3, character=7) == [
             {"path": lib, "line": 0, "character": 4}
         ]

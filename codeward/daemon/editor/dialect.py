@@ -23,6 +23,7 @@ from codeward.daemon.editor.buffers import BadChange, Buffers
 from codeward.daemon.editor.convert import Converter
 from codeward.daemon.editor.documents import Documents
 from codeward.daemon.editor.forward import FORWARDED, Forwarder, uri_of
+from codeward.daemon.editor.markup import Markup
 from codeward.daemon.editor.offers import PROVIDERS, command_servers, merged, registrations
 from codeward.daemon.editor.progress import Progress
 from codeward.daemon.editor.workspace import Root, Workspace, folders_of
@@ -105,6 +106,7 @@ class EditorDialect:
         self.documents: Documents | None = None
         self.progress: Progress | None = None
         self.client: dict[str, Any] = {}  # the editor's capabilities
+        self.markup = Markup({})  # answers in the markup the editor takes
         self._announced: set[str] = set()  # capabilities the editor was told of
         self._languages: set[str] = set()  # languages whose servers it was told of
         self._nursery: trio.Nursery | None = None  # the background's
@@ -188,6 +190,7 @@ class EditorDialect:
         offers: list[Offer] = []
         commands: dict[str, Any] = {}
         self.client = params.capabilities
+        self.markup = Markup(params.capabilities)
         for root in workspace.roots:
             service = root.session.lsp
             files, _ = await trio.to_thread.run_sync(service.project_files)
@@ -277,7 +280,9 @@ class EditorDialect:
             if event.method == "textDocument/diagnostic":
                 result = await self._pull(uri_of(event.params))
             else:
-                result = await self.forwarder.request(event.method, event.params)
+                result = self.markup(
+                    event.method, await self.forwarder.request(event.method, event.params)
+                )
             return self.machine.result_message(event.id, result)
         except ToolError as exc:
             return self._error(event.id, exc)

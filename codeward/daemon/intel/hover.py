@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from lsprotocol import types as lsp
 
+from codeward.protocol.render import plain
+
 _FENCE = re.compile(r"```[ \t]*([\w+#-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 _PYRIGHT_KIND = re.compile(r"^\(([a-z][a-z ]*)\)\s+")
 _GO_DOC_LINK = re.compile(r"\[[^\]]*\]\(https://pkg\.go\.dev/([^)#\s]+)(?:#[^)\s]*)?\)")
@@ -86,6 +88,13 @@ def markdown_of(contents: lsp.MarkupContent | lsp.MarkedString | Sequence[lsp.Ma
         parts = [markdown_of(item) for item in contents]
         return "\n\n".join(part for part in parts if part.strip())
     return ""
+
+
+def plaintext(markdown: str) -> str:
+    """Markdown for a reader of plain text (an editor that takes no markdown): its code
+    blocks' text, then its prose (`_prose`) as models read it (`render.plain`)."""
+    blocks = [body.strip() for _, body in _FENCE.findall(markdown)]
+    return "\n\n".join(part for part in [*blocks, plain(_prose(markdown))] if part)
 
 
 def _prose(markdown: str) -> str:
