@@ -11,6 +11,7 @@ same nursery, cancelled when the editor stops sending.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -18,7 +19,8 @@ import trio
 from msgspec import Struct
 
 from codeward import __version__
-from codeward.daemon.editor import diagnostics
+from codeward.daemon.editor import diagnostics, folders
+from codeward.daemon.editor.asking import Asking, holder_name
 from codeward.daemon.editor.buffers import BadChange, Buffers
 from codeward.daemon.editor.convert import Converter
 from codeward.daemon.editor.documents import Documents
@@ -40,7 +42,6 @@ if TYPE_CHECKING:
     from codeward.daemon.mcp import _Sessions
 
 log = logging.getLogger(__name__)
-APPLY_TIMEOUT = 60.0  # seconds the editor gets to answer workspace/applyEdit
 # A document's request when no server can say anything about it: LSP's empty answer.
 EMPTY_REPORT = {"kind": "full", "items": []}
 
@@ -89,10 +90,6 @@ class _ChangeParams(Struct, rename="camel", forbid_unknown_fields=False):
     content_changes: list[dict[str, Any]]
 
 
-class _ApplyResult(Struct, forbid_unknown_fields=False):
-    applied: bool = False
-
-
 class EditorDialect:
     def __init__(self, conn: Link) -> None:
         self.conn = conn
@@ -113,7 +110,9 @@ class EditorDialect:
         self._ready = trio.Event()  # initialize answered (or failed)
         self._failure: ToolError | None = None
         self._calls: dict[Id, tuple[trio.CancelScope, str]] = {}
-        self._asked: dict[Id, trio.MemorySendChannel[lsp.Reply]] = {}
+        self.asking = Asking(self.machine, conn.send_body, lambda: conn.closed)
+        self._ask = self.asking.ask
+        self._apply_edit = self.asking.apply_edit
         self._background = trio.CancelScope()
 
     # -- frames in ------------------------------------------------------------------------
@@ -133,9 +132,7 @@ class EditorDialect:
             if call is not None:
                 call[0].cancel()
         elif isinstance(event, lsp.Reply):
-            waiting = self._asked.pop(event.id, None)
-            if waiting is not None:
-                waiting.send_nowait(event)  # (a buffer of one: never blocks)
+            self.asking.replied(event)
         elif isinstance(event, lsp.Initialize):
             self.conn.request_started()
             requests.start_soon(self._initialize, event, requests)
@@ -211,6 +208,7 @@ class EditorDialect:
         self.publisher = diagnostics.Publisher(self._diagnostics_of, self._publish)
         self.documents = Documents(workspace, self, self.publisher.changed)
         capabilities = merged(offers, self.encoding)
+        capabilities["workspace"] = folders.capability(params.capabilities)
         self._announced = {key for key in PROVIDERS.values() if key in capabilities}
         result = {
             "capabilities": capabilities,
@@ -351,6 +349,11 @@ class EditorDialect:
                 doc = change.text_document
                 buffer = self.buffers.did_change(doc.uri, doc.version, change.content_changes)
                 self._queue("change", doc.uri, buffer.text, buffer.version)
+            elif method == "workspace/didChangeWorkspaceFolders" and self.documents is not None:
+                assert self.workspace is not None
+                change = partial(folders.change, folders.event_of(event.params),
+                                 self.workspace, self.buffers, self, self._log)  # fmt: skip
+                self.documents.put_work(change)
             elif method == "textDocument/didSave":
                 self._queue("save", uri_of(event.params))
             elif method == "textDocument/didClose":
@@ -451,39 +454,3 @@ class EditorDialect:
         if self.encoding != "utf-16":
             data = Converter("utf-16", self.encoding, self._lines)(data, None)
         return await self._apply_edit(data, label)
-
-    async def _apply_edit(self, edit: dict[str, Any], label: str) -> bool:
-        """`workspace/applyEdit` to the editor: whether it applied the edit."""
-        reply = await self._ask("workspace/applyEdit", {"label": label, "edit": edit})
-        if reply is None or reply.result is None:
-            return False
-        try:
-            return msgspec.json.decode(reply.result, type=_ApplyResult).applied
-        except msgspec.DecodeError:
-            return False
-
-    async def _ask(self, method: str, params: Any) -> lsp.Reply | None:
-        """A request to the editor; its reply, or None (no answer in time, or gone)."""
-        if self.conn.closed:
-            return None
-        msg_id, body = self.machine.request_message(method, params)
-        send, receive = trio.open_memory_channel[lsp.Reply](1)
-        self._asked[msg_id] = send
-        try:
-            self.conn.send_body(body)
-            with trio.move_on_after(APPLY_TIMEOUT):
-                return await receive.receive()
-            return None
-        finally:
-            self._asked.pop(msg_id, None)
-            self.machine.forget(msg_id)
-
-
-def holder_name(params: lsp.InitializeParams) -> str:
-    """`Neovim 0.7.2 (pid 1234)`: who holds the buffers, as agents are told."""
-    info = params.client_info
-    name = " ".join(p for p in (info.name, info.version) if p) if info else ""
-    pid = f"pid {params.process_id}" if params.process_id is not None else ""
-    if name and pid:
-        return f"{name} ({pid})"
-    return name or (f"editor ({pid})" if pid else "editor")

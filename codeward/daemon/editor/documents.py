@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -25,18 +25,19 @@ if TYPE_CHECKING:
     from codeward.daemon.lsp.overlay import EditorHolder
 
 log = logging.getLogger(__name__)
-Kind = Literal["open", "change", "save", "close"]
+Kind = Literal["open", "change", "save", "close", "work"]
 
 
 @dataclass
 class Op:
     kind: Kind
     uri: str
-    root: Root
+    root: Root | None
     path: Path
     text: str = ""
     version: int = 0
     number: int = 0
+    work: Callable[[], Awaitable[None]] | None = None  # kind "work": run in its turn
 
 
 class Documents:
@@ -58,6 +59,12 @@ class Documents:
             version: int = 0) -> None:  # fmt: skip
         self._queued += 1
         self._queue.append(Op(kind, uri, root, path, text, version, self._queued))
+        self._wake()
+
+    def put_work(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run `work` in its turn among the changes (the editor's folders changing)."""
+        self._queued += 1
+        self._queue.append(Op("work", "", None, Path(), number=self._queued, work=work))
         self._wake()
 
     async def settled(self) -> None:
@@ -82,13 +89,17 @@ class Documents:
                     log.exception("an editor's %s of %s", op.kind, op.uri)
                 self._handed = op.number
                 self._wake()
-                if op.kind != "close":
+                if op.kind not in ("close", "work"):
                     self.done(op.uri)
         finally:
             self._stopped = True
             self._wake()
 
     async def _hand(self, op: Op) -> None:
+        if op.root is None:  # (work)
+            if op.work is not None:
+                await op.work()
+            return
         service = (await self.workspace.session(op.root)).lsp
         if op.kind == "open":
             await service.editor_open(self.holder, op.path, op.text, op.version)

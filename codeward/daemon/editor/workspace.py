@@ -26,7 +26,7 @@ def folders_of(params: InitializeParams) -> list[str]:
         uris = [folder.uri for folder in params.workspace_folders]
     elif params.root_uri:
         uris = [params.root_uri]
-    paths = [str(p) for p in map(_path, uris) if p is not None]
+    paths = [str(p) for p in map(folder_path, uris) if p is not None]
     if not uris and params.root_path:
         paths = [params.root_path]
     if not paths:
@@ -38,7 +38,8 @@ def folders_of(params: InitializeParams) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def _path(uri: str) -> Path | None:
+def folder_path(uri: str) -> Path | None:
+    """The path of a folder's URI; None when it is no URL."""
     try:
         return uri_to_path(uri)
     except ValueError:  # not a URL (the folder is then not one)
@@ -74,6 +75,31 @@ class Workspace:
             session, _ = await self.sessions.open(folder)
             session.attach(self.client_id, self.progress, self.notices)  # (nothing awaited)
             self.roots.append(Root(session.root, session))
+
+    async def add(self, folder: str) -> Root | None:
+        """Open (or join) the session of a folder the editor added; None when it is one
+        of its roots already. Raises `ToolError` as `open` does."""
+        session, _ = await self.sessions.open(folder)
+        if any(root.path == session.root for root in self.roots):
+            return None
+        session.attach(self.client_id, self.progress, self.notices)
+        root = Root(session.root, session)
+        self.roots.append(root)
+        self._located.clear()
+        return root
+
+    def remove(self, folder: str) -> Root | None:
+        """Leave the root of a folder the editor removed (its session lets go of this
+        editor); None when it is none of its roots."""
+        path = folder_path(folder)
+        canonical = Path(real_path(path)) if path is not None else None
+        for root in self.roots:
+            if root.path == canonical:
+                self.roots.remove(root)
+                root.session.detach(self.client_id)
+                self._located.clear()
+                return root
+        return None
 
     async def session(self, root: Root) -> Session:
         """The live session of `root` (opened again when it was closed meanwhile)."""
