@@ -1,6 +1,7 @@
 """The editor's workspace folders changing (`workspace/didChangeWorkspaceFolders`), with a
 scripted server: an added folder becomes a session holding the editor's buffers there; a
-removed one lets go of them and of the editor."""
+removed one lets go of them and of the editor; a session closed while the editor is
+connected is opened again with the editor's buffers."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from codeward.daemon.config import Config
 from codeward.daemon.server import Daemon
 from codeward.daemon.session import Session
 from codeward.protocol.framing import Framing
+from tests.conftest import OpenClient
 from tests.lsp_support import fake_config, fake_server, for_daemon
 from tests.test_daemon_limits import Wire
 from tests.test_editor_notices import hover, notification, opened, request, until
@@ -80,4 +82,28 @@ async def test_added_folders_become_sessions_and_removed_ones_let_go(
         assert (await answer(wire, 4, b))["result"] is None  # outside again
     assert session.lsp.editor_buffer(b) is None  # the servers see the disk again
     assert conn_id not in session.clients
+    wire.close()
+
+
+async def test_a_session_closed_while_an_editor_is_connected_gets_its_buffers_again(
+    daemon: Daemon, project: Path, open_client: OpenClient
+) -> None:
+    a = project / "a.fake"
+    a.write_text("alpha\n")
+    wire, _ = await initialized(daemon, project, {})
+    doc = {"uri": a.as_uri(), "languageId": "fake", "version": 3, "text": "unsaved\n"}
+    with trio.fail_after(30):
+        await wire.send(notification("textDocument/didOpen", {"textDocument": doc}))
+        assert (await answer(wire, 2, a))["result"]["contents"]["value"] == "hover"
+        closed = session_of(daemon, project)
+        assert closed.lsp.editor_buffer(a) is not None
+        agent = await open_client(project)
+        await agent.call("session/close", {"terminate": True})  # `codeward sessions close`
+        await closed.stopped.wait()
+        # (the editor's next request waits for the session's reopening to end)
+        assert (await answer(wire, 3, a))["result"]["contents"]["value"] == "hover"
+    reopened = session_of(daemon, project)
+    assert reopened is not closed
+    buffer = reopened.lsp.editor_buffer(a)
+    assert buffer is not None and (buffer.text, buffer.version) == ("unsaved\n", 3)
     wire.close()

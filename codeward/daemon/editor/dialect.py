@@ -183,6 +183,7 @@ class EditorDialect:
         workspace = Workspace(self.conn.daemon.sessions, self.conn.id, self.progress.published,
                               self.progress.notice)  # fmt: skip
         self.workspace = workspace
+        workspace.reopened = partial(folders.resend, workspace, self.buffers, self)
         await workspace.open(folders_of(params))
         offers: list[Offer] = []
         commands: dict[str, Any] = {}
@@ -233,6 +234,8 @@ class EditorDialect:
                 nursery.start_soon(self.publisher.run)
                 nursery.start_soon(self.documents.run)
                 nursery.start_soon(self.progress.run)
+                if self.workspace is not None:
+                    nursery.start_soon(self.workspace.watch, lambda: self.conn.stopping)
 
     # -- requests -------------------------------------------------------------------------
 

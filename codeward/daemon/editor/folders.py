@@ -1,9 +1,11 @@
-"""The editor's `workspace/didChangeWorkspaceFolders`: an added folder becomes a root (its
-session opened or joined, trusted as any), a removed one is left (its session lets go of
-the editor). Each open buffer whose root changed is handed over: the root it left gives its
-file back to the disk (`editor_close`), the root it now belongs to gets its text
-(`editor_open`). Run in its turn among the editor's document changes (`Documents.put_work`),
-so a request after it is answered with the folders as changed."""
+"""The editor's roots changing. Its `workspace/didChangeWorkspaceFolders`: an added folder
+becomes a root (its session opened or joined, trusted as any), a removed one is left (its
+session lets go of the editor). Each open buffer whose root changed is handed over: the
+root it left gives its file back to the disk (`editor_close`), the root it now belongs to
+gets its text (`editor_open`). Run in its turn among the editor's document changes
+(`Documents.put_work`), so a request after it is answered with the folders as changed.
+A root's session closed while the editor is connected and opened again gets the editor's
+buffers there (`resend`)."""
 
 from __future__ import annotations
 
@@ -78,3 +80,11 @@ async def change(
 
 def _root(located: tuple[Root, object] | None) -> Root | None:
     return None if located is None else located[0]
+
+
+async def resend(workspace: Workspace, buffers: Buffers, holder: EditorHolder, root: Root) -> None:
+    """The root's session was opened again: the editor's buffers there, handed to it."""
+    for uri, buffer in list(buffers.open.items()):
+        located = workspace.locate(uri)
+        if located is not None and located[0] is root:
+            await root.session.lsp.editor_open(holder, located[1], buffer.text, buffer.version)

@@ -4,10 +4,13 @@ trusted as any session is), and which root a document belongs to."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import trio
 
 from codeward.daemon.lsp.uris import real_path, uri_to_path
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -16,6 +19,7 @@ from codeward.protocol.lsp import InitializeParams
 if TYPE_CHECKING:
     from codeward.daemon.session import Session, SessionManager
 
+log = logging.getLogger(__name__)
 Progress = Callable[[dict[str, Any]], None]
 
 
@@ -68,6 +72,12 @@ class Workspace:
         self.notices = notices  # the servers' messages for the editor
         self.roots: list[Root] = []
         self._located: dict[str, tuple[Root, Path] | None] = {}  # by URI (a hover's cost)
+        # a root's session opened again (it was closed while the editor is connected): the
+        # editor's buffers there handed to it (set by the dialect)
+        self.reopened: Callable[[Root], Awaitable[None]] | None = None
+        self._reopening = trio.Lock()
+        self._watching: trio.Nursery | None = None
+        self._stopping: Callable[[], bool] = lambda: False  # the daemon is stopping
 
     async def open(self, folders: list[str]) -> None:
         """Open (or join) the session of each folder; the first failure is raised."""
@@ -86,6 +96,8 @@ class Workspace:
         root = Root(session.root, session)
         self.roots.append(root)
         self._located.clear()
+        if self._watching is not None:
+            self._watching.start_soon(self._keep, root)
         return root
 
     def remove(self, folder: str) -> Root | None:
@@ -102,11 +114,37 @@ class Workspace:
         return None
 
     async def session(self, root: Root) -> Session:
-        """The live session of `root` (opened again when it was closed meanwhile)."""
+        """The live session of `root` (opened again when it was closed meanwhile, the
+        editor's buffers there handed to it)."""
         if root.session.stopped.is_set():
-            root.session, _ = await self.sessions.open(str(root.path))
-            root.session.attach(self.client_id, self.progress, self.notices)
+            async with self._reopening:
+                if root.session.stopped.is_set():
+                    root.session, _ = await self.sessions.open(str(root.path))
+                    root.session.attach(self.client_id, self.progress, self.notices)
+                    if self.reopened is not None:
+                        await self.reopened(root)
         return root.session
+
+    async def watch(self, stopping: Callable[[], bool]) -> None:
+        """Open again at once the session of a root closed while the editor is connected
+        (`codeward sessions close`), so its servers and agents keep seeing the editor's
+        buffers; until cancelled (owner: the dialect's background scope)."""
+        self._stopping = stopping
+        async with trio.open_nursery() as nursery:
+            self._watching = nursery
+            for root in self.roots:
+                nursery.start_soon(self._keep, root)
+
+    async def _keep(self, root: Root) -> None:
+        while root in self.roots:
+            await root.session.stopped.wait()
+            if self._stopping() or root not in self.roots:
+                return
+            try:
+                await self.session(root)
+            except Exception:  # (the daemon stopping, the folder gone: the next request says)
+                log.warning("the session of %s did not open again", root.path, exc_info=True)
+                return
 
     def locate(self, uri: str) -> tuple[Root, Path] | None:
         """The root holding the document `uri` (the deepest one), and its canonical path;
