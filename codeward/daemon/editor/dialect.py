@@ -452,7 +452,7 @@ class EditorDialect:
     async def apply_edit(self, edit: lsp_types.WorkspaceEdit, label: str) -> bool:
         """The overlay's edit of a buffer this editor holds (an agent's write), as
         `workspace/applyEdit`: True when the editor applied it. The edit's positions are
-        UTF-16 (SEAM-25): converted when the editor negotiated another encoding."""
+        UTF-16 (what the overlay sends): converted when the editor negotiated another encoding."""
         data = unstructure(edit)
         if self.encoding != "utf-16":
             data = Converter("utf-16", self.encoding, self._lines)(data, None)
