@@ -396,3 +396,8 @@ def test_diagnostics_notes_say_what_each_server_checked() -> None:
     done = {**result, "partial": False, "servers": [result["servers"][1]]}
     assert render.notes("diagnostics", done)[0] == "checked: ruff: all"
     assert "(checked: ruff: all)" in render.tool_text("get_diagnostics", done)
+    capped = {**result, "servers": [{**result["servers"][0], "stopped": "memory"}]}
+    assert render.notes("diagnostics", capped)[0] == (
+        "checked: basedpyright: 300 of 1,603 files (near its memory cap) (ask again to check "
+        "the rest)"
+    )

@@ -158,7 +158,9 @@ class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     settle_timeout: GraceSeconds = 10.0
     ready_timeout: GraceSeconds = 20.0
     max_open_documents: Count = 200
-    folder_diagnostics_files: Amount = 100  # files opened per server per folder diagnostics call
+    folder_diagnostics_files: Amount = 100  # files opened at once per server (one batch)
+    # a folder's diagnostics start new batches of files while the call is within this
+    folder_diagnostics_seconds: Seconds = 20.0
     shutdown_timeout: GraceSeconds = 3.0
     max_rss_mb: Count = 4096  # per server, unless its own max_rss_mb says otherwise
     cancel_grace: Seconds = 30.0  # a request given up on must be answered within this, or restart

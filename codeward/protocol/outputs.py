@@ -132,7 +132,10 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "errors": SERVER_ERRORS,
             "unchecked_files": INT,
             "servers": array(
-                obj({"name": STR, "files_checked": INT, "files_total": INT, "complete": BOOL})
+                obj(
+                    {"name": STR, "files_checked": INT, "files_total": INT, "complete": BOOL},
+                    {"stopped": STR},
+                )
             ),
             "since": STR,
             "introduced": array(DIAGNOSTIC),

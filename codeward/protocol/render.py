@@ -516,6 +516,9 @@ def _count(value: Any) -> int | None:
     return _int(value)
 
 
+_STOPPED = {"memory": " (near its memory cap)", "time": ""}  # why a server's batches stopped
+
+
 def _checked(servers: Any) -> str | None:
     """What each server checked of a folder: `basedpyright: 300 of 1,603 files; ruff: all`."""
     if not isinstance(servers, list) or not servers:
@@ -530,7 +533,8 @@ def _checked(servers: Any) -> str | None:
             parts.append(f"{server.get('name')}: all")
         else:
             rest = True
-            parts.append(f"{server.get('name')}: {checked or 0:,} of {total or 0:,} files")
+            why = _STOPPED.get(str(server.get("stopped")), "")
+            parts.append(f"{server.get('name')}: {checked or 0:,} of {total or 0:,} files{why}")
     again = " (ask again to check the rest)" if rest else ""
     return "checked: " + "; ".join(parts) + again if parts else None
 

@@ -43,6 +43,7 @@ class ServerCoverage:
     files_checked: int
     files_total: int
     complete: bool
+    stopped: str | None = None  # why files were left: "time" or "memory" (near its cap)
 
 
 class Coverage:

@@ -5,8 +5,9 @@ A file asks each of its servers about its content now: pulled, or the push for t
 version sent. A folder (or the project) asks every diagnostic server of each of its
 languages: a server that pulls workspace diagnostics is pulled; one that reports only open
 files, or whose pull did not finish in time, has the folder's files not checked yet opened
-(and closed again), at most `lsp.folder_diagnostics_files` of them per request (the rest
-make the answer `partial`; `coverage` keeps what was checked for the next request).
+(and closed again) in batches (`folder_batches`: while the call is within
+`lsp.folder_diagnostics_seconds` and the server below its memory cap; the rest make the
+answer `partial`, `coverage` keeps what was checked for the next request).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from codeward.daemon.files import UNTRUSTED, content_hash, read_file
 from codeward.daemon.lsp.coverage import Coverage, ServerCoverage, content_state
 from codeward.daemon.lsp.documents import decode_text
 from codeward.daemon.lsp.file_events import FileEvents
+from codeward.daemon.lsp.folder_batches import FolderBatches
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Gate
@@ -35,8 +37,6 @@ from codeward.daemon.lsp.texts import Texts
 from codeward.daemon.lsp.uris import path_to_uri, uri_to_path
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
-
-FOLDER_CONCURRENCY = 8  # files asked about at once, per server, for a folder's diagnostics
 
 OTHERS_GRACE = 1.0  # seconds the other files of `files` have at least, once `first` answered
 ServerDiagnostics = dict[str, tuple[int, Sequence[Diagnostic]]]  # server -> (version, items)
@@ -137,6 +137,7 @@ class Diagnostics:
         self.texts = texts
         self.events = events
         self.coverage = Coverage()  # what folders' diagnostics checked, per server
+        self.batches = FolderBatches(lsp, languages, texts, pool.on_progress)
 
     async def file(self, path: Path, servers: Sequence[str] | None = None) -> FileDiagnostics:
         """Diagnostics of every diagnostic server (or those of `servers`) for the file's
@@ -264,8 +265,9 @@ class Diagnostics:
         `self.coverage`. A server that pulls workspace diagnostics is pulled, waiting for a
         report on every file of its languages in the folder; what it published is
         included. The files still not checked (all of them for a server that reports only
-        open files) are asked about one by one (opened, and closed after), at most
-        `lsp.folder_diagnostics_files` files, concurrently; the rest leave it `partial`.
+        open files) are asked about in batches (opened, and closed after) while the call is
+        within `lsp.folder_diagnostics_seconds` (`folder_batches`); the rest leave it
+        `partial`.
         """
         async with self.gate.shared():
             return await self._folder(languages, folder)
@@ -285,7 +287,7 @@ class Diagnostics:
         encodings: dict[str, Encoding] = {}
         partial = not whole
         unchecked = 0
-        budget = max(0, self.lsp.folder_diagnostics_files)
+        deadline = trio.current_time() + self.lsp.folder_diagnostics_seconds
         state = await trio.to_thread.run_sync(self._state, files, folder)
         report: dict[str, ServerCoverage] = {}
 
@@ -306,11 +308,12 @@ class Diagnostics:
                     pulled = await self._pull(server, mine, uris, whole)
                     covered.checked.update(pulled)
                     left = [f for f, u in zip(mine, uris, strict=True) if u not in covered.checked]
-                batch = left[:budget]
-                answers = await self._each_file(server, batch)
+                done = len(mine) - len(left)
+                batched = await self.batches.check(server, left, deadline, done, len(mine))
             except ToolError as exc:
                 errors.append(exc)
                 return
+            answers = batched.answers
             covered.checked.update((u, items) for u, items in answers.items() if items is not None)
             for uri in uris:
                 items = covered.checked.get(uri)
@@ -318,7 +321,9 @@ class Diagnostics:
                     by_uri[(name, uri)] = items
             checked = sum(1 for uri in uris if uri in covered.checked)
             unchecked += len(uris) - checked
-            report[name] = ServerCoverage(name, checked, len(uris), whole and checked == len(uris))
+            complete = whole and checked == len(uris)
+            stopped = None if complete else batched.stopped
+            report[name] = ServerCoverage(name, checked, len(uris), complete, stopped)
             partial = partial or not report[name].complete
 
         async with trio.open_nursery() as nursery:
@@ -364,36 +369,3 @@ class Diagnostics:
         return {
             uri: items for uri, items in pulled.items() if (items or uri in final) and uri in wanted
         }
-
-    async def _each_file(
-        self, server: LanguageServer, files: Sequence[tuple[str, Path]]
-    ) -> dict[str, Sequence[Diagnostic] | None]:
-        """`server`'s diagnostics of each file (opened as needed) for its content on disk:
-        uri -> diagnostics, or None where it did not answer within the settle timeout."""
-        settle = self.lsp.settle_timeout
-        limiter = trio.CapacityLimiter(FOLDER_CONCURRENCY)
-        answers: dict[str, Sequence[Diagnostic] | None] = {}
-
-        opened: list[str] = []  # closed again after: the servers' memory stays bounded
-
-        async def ask(language: str, path: Path) -> None:
-            async with limiter:
-                data, stat = self.texts.override(path), UNTRUSTED
-                if data is None:
-                    data, stat = self.texts.read(path)
-                if data is None:  # gone since the walk
-                    return
-                language_id = self.languages.language_id(language)
-                if server.document(path_to_uri(path)) is None:
-                    opened.append(path_to_uri(path))
-                doc = server.sync(path, language_id, data, stat, fresh_diagnostics=True, own=True)
-                answers[doc.uri] = await server.document_diagnostics(doc, settle)
-
-        try:
-            async with trio.open_nursery() as nursery:
-                for language, path in files:
-                    nursery.start_soon(ask, language, path)
-        finally:
-            for uri in opened:
-                server.close_document(uri)
-        return answers

@@ -69,8 +69,8 @@ others wait no longer than the `first` took),
 `await service.workspace_diagnostics(folder=...) -> FolderDiagnostics` (fresh, as
 get_diagnostics shows them: a folder asks every diagnostic server of each of its
 languages; a server that pulls workspace diagnostics is pulled, one that reports only
-open files has the folder's files opened, at most `lsp.folder_diagnostics_files` of them
-per request, the rest making the answer `partial`), and
+open files has the folder's files opened in batches while the call's time lasts, the rest
+making the answer `partial`), and
 `await service.server_diagnostics(path)`: each server's own items, for code actions.
 
 Editors' buffers (an overlay over the disk, `lsp/overlay.py`, told to the servers by

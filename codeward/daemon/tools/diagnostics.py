@@ -98,7 +98,8 @@ async def get_diagnostics(ctx: ToolContext, args: DiagnosticsArgs) -> dict[str, 
             result["partial"] = True
         if folder.unchecked:
             result["unchecked_files"] = folder.unchecked
-        result["servers"] = [dataclasses.asdict(s) for s in folder.servers]
+        shown = [dataclasses.asdict(s) for s in folder.servers]
+        result["servers"] = [{k: v for k, v in s.items() if v is not None} for s in shown]
     else:
         file = relative(path, root)
         history = session.diagnostics_history
