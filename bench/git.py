@@ -1,23 +1,25 @@
 """git status through the daemon against git run directly, and the Lua costs on the way.
 
-Builds a small repository (20 files) and a large one (10,000 files), starts a daemon on a
-private socket, and prints, side by side in one run, the median of N `git_command status`
-calls over the socket against N direct `git status` runs as a user runs them (plain: git
-takes its optional locks and refreshes the index when it may), calls alternating so machine
-load hits both alike: the long format with the index untouched between calls and with the
-index touched before each call (a file's mtime changed and the index refreshed by `git
-update-index --refresh`, as an editor's save and any `git status` or `git add` do; untimed,
-before the daemon's call and git's alike), targets <= 1.3x small, <= 1.1x large; and
-porcelain v2; with the daemon's CPU time per call (from /proc: steadier than wall time
-on a loaded machine); then the Lua round trip on the git path (an in-process eval of the
-`git_command` chunk whose host answers at once: target <= 50 us) and the cost of one Lua
-host call (an eval making N `codeward.call`s against one making none).
+Builds a small repository (20 files) and large ones (`--files`: 10,000 and 100,000 files,
+written by `git fast-import`), starts a daemon on a private socket, and prints, side by side
+in one run, the median of N `git_command status` calls over the socket against N direct `git
+status` runs as a user runs them (plain: git takes its optional locks and refreshes the
+index when it may), calls alternating so machine load hits both alike: the long format with
+the index untouched between calls and with the index touched before each call (a file's
+mtime changed and the index refreshed by `git update-index --refresh`, as an editor's save
+and any `git status` or `git add` do; untimed, before the daemon's call and git's alike),
+targets <= 1.3x small, <= 1.1x large; porcelain v2; `log -n 20` untouched and touched; with
+the daemon's CPU time per call (from /proc: steadier than wall time on a loaded machine);
+then the Lua round trip on the git path (an in-process eval of the `git_command` chunk whose
+host answers at once: target <= 50 us), the cost of one Lua host call (an eval making N
+`codeward.call`s against one making none), and the repository inspection's own cost per
+call, in process, untouched and with the index refreshed.
 
 With `--before TREE` (a checkout of an earlier commit, e.g. `git worktree add /tmp/base
 42a8638`), a second daemon runs from TREE and every round calls both daemons and git, the
 order rotated: the figures before and after a change, under the same load. The Lua round
 trip of TREE is measured in a subprocess importing TREE, alternating with this tree's.
-Run: .venv/bin/python bench/git.py [--files N] [--runs N] [--before TREE]
+Run: .venv/bin/python bench/git.py [--files N,M] [--runs N] [--before TREE]
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import trio
 from common import Daemon, DaemonClient, cpu_seconds  # bench/
 
 from codeward.daemon.config import LuaConfig
+from codeward.daemon.git.repository import inspect
 from codeward.daemon.lua.actor import LuaActor
 from codeward.daemon.tools.git_tool import run_chunk
 
@@ -48,16 +51,21 @@ HERE = Path(__file__).resolve().parent
 
 
 def make_repo(root: Path, files: int) -> None:
+    """A repository of `files` committed files (100 per folder), a few of them then changed.
+
+    The commit is written by `git fast-import` and checked out by `git reset --hard` (git's
+    own C, so 100,000 files take seconds, not the minutes a Python loop and `git add` would)."""
     root.mkdir()
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
+    stream = [b"commit refs/heads/main\n", b"committer b <b@example.com> 0 +0000\n",
+              b"data 5\nfiles\n"]  # fmt: skip
     for i in range(files):
-        directory = root / f"dir{i // 100:03d}"
-        directory.mkdir(exist_ok=True)
-        (directory / f"file {i}.txt").write_text(f"line {i}\n")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.com"}  # fmt: skip
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "files"], cwd=root, check=True, env=env)
+        body = b"line %d\n" % i
+        stream.append(b"M 100644 inline dir%03d/file %d.txt\ndata %d\n%s\n" % (
+            i // 100, i, len(body), body))  # fmt: skip
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=root, check=True,
+                   input=b"".join(stream))  # fmt: skip
+    subprocess.run(["git", "reset", "-q", "--hard", "main"], cwd=root, check=True)
     for i in range(0, files, 1000):  # a few changes, so status has something to say
         (root / f"dir{i // 100:03d}" / f"file {i}.txt").write_text("changed\n")
 
@@ -112,21 +120,23 @@ def compare_status(sides: list[Side], repo: Path, files: int, runs: int, target:
         subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo, check=True)
 
     cases = (
-        ("untouched", [], None),
-        ("touched", [], touch),
-        ("--porcelain=v2", ["--porcelain=v2"], None),
+        ("status", "untouched", [], None),
+        ("status", "touched", [], touch),
+        ("status", "--porcelain=v2", ["--porcelain=v2"], None),
+        ("log", "-n 20", ["-n", "20"], None),
+        ("log", "-n 20 touched", ["-n", "20"], touch),
     )
-    for label, status_args, before in cases:
+    for sub, label, status_args, before in cases:
 
-        def through(client: DaemonClient, a: list[str] = status_args) -> Any:
+        def through(client: DaemonClient, a: list[str] = status_args, c: str = sub) -> Any:
             def call() -> None:
-                result = client.tool("git_command", {"subcommand": "status", "args": a})
-                assert result["parsed"]["unstaged"], "status saw no changes"
+                result = client.tool("git_command", {"subcommand": c, "args": a})
+                assert c != "status" or result["parsed"]["unstaged"], "status saw no changes"
 
             return call
 
-        def direct(a: list[str] = status_args) -> None:
-            subprocess.run(["git", "status", *a], cwd=repo, check=True,
+        def direct(a: list[str] = status_args, c: str = sub) -> None:
+            subprocess.run(["git", c, *a], cwd=repo, check=True,
                            stdout=subprocess.DEVNULL)  # fmt: skip
 
         cpu = [cpu_seconds(side.pid) for side in sides]
@@ -135,11 +145,36 @@ def compare_status(sides: list[Side], repo: Path, files: int, runs: int, target:
             (cpu_seconds(side.pid) - c) / (runs + 1) * 1e3
             for side, c in zip(sides, cpu, strict=True)
         ]
-        goal = f"   (target <= {target:.1f}x)" if not status_args else ""
-        print(f"  git status {label:<15} directly {theirs:7.2f} ms")
+        goal = f"   (target <= {target:.1f}x)" if sub == "status" and not status_args else ""
+        print(f"  git {sub} {label:<15} directly {theirs:7.2f} ms")
         for side, took, busy in zip(sides, ours, cpu, strict=True):
             print(f"    git_command, {side.label:<7} {took:7.2f} ms   ratio {took / theirs:5.2f}x"
                   f"   +{took - theirs:5.2f} ms   daemon CPU {busy:4.2f} ms{goal}")  # fmt: skip
+
+
+def inspection_cost(repo: Path, runs: int) -> tuple[float, float]:
+    """The repository inspection's own cost in process (medians, ms): a call with nothing
+    changed, and one after the index was refreshed (a file's mtime changed)."""
+    git = shutil.which("git") or "git"
+    clean = repo / "dir000" / "file 2.txt"
+    stamps = [clean.stat().st_mtime_ns - 10**9 * k for k in (1, 2)]
+
+    async def measure() -> tuple[float, float]:
+        await inspect(git, repo)
+        untouched, touched = [], []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            await inspect(git, repo)
+            untouched.append(time.perf_counter() - t0)
+            stamps.reverse()
+            os.utime(clean, ns=(stamps[0], stamps[0]))
+            subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo, check=True)
+            t0 = time.perf_counter()
+            await inspect(git, repo)
+            touched.append(time.perf_counter() - t0)
+        return statistics.median(untouched) * 1e3, statistics.median(touched) * 1e3
+
+    return trio.run(measure)
 
 
 class InstantHost:
@@ -210,7 +245,7 @@ def lua_figures(result: dict[str, Any], source: Path, rounds: int) -> list[float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--files", default="10000,100000", help="the large repositories' sizes")
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--before", type=Path, help="a source tree to compare with, side by side")
     parser.add_argument("--lua-only", action="store_true", help=argparse.SUPPRESS)
@@ -225,9 +260,13 @@ def main() -> None:
     daemons: list[Daemon] = []
     try:
         small = Path(os.path.realpath(tmp)) / "small"
-        large = Path(os.path.realpath(tmp)) / "large"
         make_repo(small, SMALL)
-        make_repo(large, args.files)
+        sizes = [int(n) for n in args.files.split(",")]
+        larges = [Path(os.path.realpath(tmp)) / f"large-{n}" for n in sizes]
+        for large, files in zip(larges, sizes, strict=True):
+            began = time.perf_counter()
+            make_repo(large, files)
+            print(f"generated {files} files in {time.perf_counter() - began:.1f} s")
         daemons.append(Daemon(tmp / "after"))
         label = "after" if args.before else "daemon"
         sides = [Side(label, DaemonClient(daemons[0].socket), daemons[0].proc.pid)]
@@ -236,7 +275,12 @@ def main() -> None:
             sides.append(Side("before", DaemonClient(daemons[1].socket), daemons[1].proc.pid))
         client = sides[0].client
         compare_status(sides, small, SMALL, args.runs, 1.3)
-        compare_status(sides, large, args.files, args.runs, 1.1)
+        for large, files in zip(larges, sizes, strict=True):
+            compare_status(sides, large, files, args.runs, 1.1)
+        print("\nthe repository inspection in process (median of 20, ms): untouched / touched")
+        for repo, files in [(small, SMALL), *zip(larges, sizes, strict=True)]:
+            untouched, touched = inspection_cost(repo, 20)
+            print(f"  {files:>7} files: {untouched:6.3f} ms / {touched:6.3f} ms")
         status_result = client.tool("git_command", {"subcommand": "status", "args": []})
 
         trees = [(side.label, HERE.parent) for side in sides[:1]]
