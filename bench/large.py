@@ -20,7 +20,8 @@ serve it; calls alternate. Printed:
    each answer (goal: idle); the direct server's workspace pull streamed to the end, its
    error count, time and CPU after;
 6. the servers' memory once idle (each server's process group), the direct one's;
-7. the daemon's memory at start and after the session closed (goal <= 1.2x).
+7. the daemon's memory at start (loaded: `tools/list` answered) and after the session
+   closed (goal <= 1.2x).
 
 Run: .venv/bin/python bench/large.py [--modules 2000] [--rounds 5]
      LARGE_REPO=/work/sympy .venv/bin/python bench/large.py
@@ -234,7 +235,7 @@ def run(target: Target, tmp: Path, rounds: int) -> None:
     direct: Direct | None = None
     try:
         client = DaemonClient(daemon.socket)
-        client.call("daemon/status", {})
+        client.call("tools/list", {})  # answered once the daemon has loaded its modules
         start_mb = rss_mb(daemon.proc.pid)
         client.call("trust/set", {"root": str(root)})
         client.call("session/open", {"root": str(root)})

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codeward.daemon.config import Config, LanguageConfig, ServerConfig
+from codeward.daemon.lsp import texts
 from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.defaults import (
     command_available,
@@ -21,6 +22,7 @@ from codeward.daemon.lsp.defaults import (
 from codeward.daemon.lsp.documents import DocumentStore
 from codeward.daemon.lsp.ignored import is_ignored
 from codeward.daemon.lsp.initialize import initialize_params, server_capabilities
+from codeward.daemon.lsp.overlay import Overlay
 from codeward.daemon.lsp.positions import (
     LineIndex,
     line_starts,
@@ -29,6 +31,7 @@ from codeward.daemon.lsp.positions import (
     to_code_points,
     to_units,
 )
+from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.service import Found
 from codeward.daemon.lsp.shapes import OffSpec
 from codeward.daemon.lsp.uris import uri_to_path
@@ -328,3 +331,33 @@ def test_shape_sorts_filters_dedupes_and_limits() -> None:
     assert [d["severity"] for d in warnings["diagnostics"]] == ["error", "error", "warning"]
     limited = shape(found, None, 1)
     assert limited["count"] == 4 and limited["truncated"] and len(limited["diagnostics"]) == 1
+
+
+def test_texts_keep_the_recently_used_within_their_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files' texts read for locations stay while they fit (by bytes, not a count), the
+    least recently used dropped first: references across many files are not read again."""
+    paths = []
+    for name in "abc":
+        path = tmp_path / f"{name}.py"
+        path.write_text("x = 1  # padding to a hundred bytes..............................\n" * 10)
+        paths.append(path)
+    a, b, c = paths
+    cost = a.stat().st_size + texts.LINE_COST * 11
+    monkeypatch.setattr(texts, "CACHED_BYTES", 2 * cost + cost // 2)  # two of them fit
+    monkeypatch.setattr(texts, "RACY_NS", -(10**12))  # stats trusted at once (no wait)
+    reads: list[str] = []
+    real = texts.read_file
+
+    def counted(path: Path, *args: Any, **kwargs: Any) -> Any:
+        reads.append(path.name)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(texts, "read_file", counted)
+    kept = texts.Texts(tmp_path, 1 << 20, {}, {}, Gate(), Overlay())
+    for path in (a, b, a, c, a, b):
+        index = kept.line_index(path)
+        assert index is not None and len(index.lines) == 11  # the last one empty
+    # a used again before c came in: b was the least recently used, dropped for c
+    assert reads == ["a.py", "b.py", "c.py", "b.py"]

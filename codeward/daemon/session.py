@@ -323,6 +323,8 @@ class SessionManager:
             if self._by_root.get(session.root) is session:
                 del self._by_root[session.root]
             caches.release()  # its paths and URIs are not kept by them
+            with trio.CancelScope(shield=True):  # what it freed goes back to the system
+                await trio.to_thread.run_sync(caches.trim)
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)

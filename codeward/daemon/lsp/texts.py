@@ -24,7 +24,11 @@ from codeward.daemon.paths import shown_path
 from codeward.protocol.errors import ToolError
 
 RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than our read
-CACHED_TEXTS = 512  # files whose text is kept (the cache starts over beyond)
+# the texts kept, least recently used dropped first: about this many bytes (a line costs
+# `LINE_COST` beside its characters), so references across a few thousand files of a large
+# project are not read again on every call
+CACHED_BYTES = 32 * 1024 * 1024
+LINE_COST = 64
 
 
 class Texts:
@@ -45,7 +49,8 @@ class Texts:
         self.previews = previews  # files shown a text that is not on disk
         self.gate = gate
         self.overlay = overlay  # editors' buffers: the servers see them, not the disk
-        self._texts: dict[Path, tuple[Stat, LineIndex]] = {}
+        self._texts: dict[Path, tuple[Stat, LineIndex, int]] = {}  # oldest use first
+        self._cost = 0  # of the texts kept, in bytes
 
     def document(self, path: Path) -> Document | None:
         """`path` as a server has it open, if one does."""
@@ -87,7 +92,22 @@ class Texts:
 
     def forget(self, path: Path) -> None:
         """`path` changed on disk: its text is read again next time."""
-        self._texts.pop(path, None)
+        self._drop(path)
+
+    def _drop(self, path: Path) -> None:
+        gone = self._texts.pop(path, None)
+        if gone is not None:
+            self._cost -= gone[2]
+
+    def _keep(self, path: Path, stat: Stat, index: LineIndex, size: int) -> None:
+        """Keep `index` as `path`'s text under `stat`, dropping the least recently used
+        past `CACHED_BYTES`."""
+        self._drop(path)
+        cost = size + LINE_COST * len(index.lines)
+        self._texts[path] = (stat, index, cost)
+        self._cost += cost
+        while self._cost > CACHED_BYTES and len(self._texts) > 1:
+            self._drop(next(iter(self._texts)))
 
     def line_index(self, path: Path) -> LineIndex | None:
         """The text of `path` as the servers see it: an open document, else the disk (and
@@ -103,15 +123,14 @@ class Texts:
         stat = stat_of(path)
         cached = self._texts.get(path)
         if cached is not None and stat is not UNTRUSTED and cached[0] == stat:
+            self._texts[path] = self._texts.pop(path)  # used now: dropped last
             return cached[1]
         try:  # a path the server named outside the root (a stub) may be read, if it stays out
             data, st = read_file(path, self.root, self.limit, outside=not self._under_root(path))
         except ToolError:
             return None
         index = LineIndex(data.decode("utf-8", "replace"))
-        if len(self._texts) > CACHED_TEXTS:
-            self._texts.clear()
-        self._texts[path] = (trusted(st, now), index)
+        self._keep(path, trusted(st, now), index, len(data))
         return index
 
     def known_text(self, path: Path, stat: Stat) -> LineIndex | None:
