@@ -27,7 +27,7 @@ RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than 
 # the texts kept, least recently used dropped first: about this many bytes (a line costs
 # `LINE_COST` beside its characters), so references across a few thousand files of a large
 # project are not read again on every call
-CACHED_BYTES = 32 * 1024 * 1024
+CACHED_BYTES = 64 * 1024 * 1024
 LINE_COST = 64
 
 
