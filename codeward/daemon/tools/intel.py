@@ -18,6 +18,7 @@ from codeward.daemon.intel import calls, hover
 from codeward.daemon.intel.addressing import SNAP, Address, Resolved, resolve
 from codeward.daemon.intel.inputs import SourceFile, source_file
 from codeward.daemon.intel.locations import Location, Locator, bounds, finish, targets
+from codeward.daemon.intel.outlines import OUTLINES
 from codeward.daemon.intel.symbols import (
     Budget,
     DocumentSymbols,
@@ -777,7 +778,11 @@ async def _outline_of(
 ) -> tuple[DocumentSymbols | None, Answer]:
     """The server's symbol tree of `source`, asked without waiting for its analysis (a
     parse is enough); an empty tree is asked again once the server has analysed the file:
-    bash-language-server answers `[]` for a file opened before it has read its settings."""
+    bash-language-server answers `[]` for a file opened before it has read its settings.
+    A tree of the same text is used again (`outlines`)."""
+    kept = OUTLINES.get(manager, source.path)
+    if kept is not None:
+        return kept
     params = _document_params("textDocument/documentSymbol")
     answer = await manager.request(
         source.path, "textDocument/documentSymbol", params, wait_ready=False
@@ -786,6 +791,8 @@ async def _outline_of(
     if not tree:
         answer = await manager.request(source.path, "textDocument/documentSymbol", params)
         tree = shapes.answer(answer.result, answer.server, "textDocument/documentSymbol")
+    if tree and not answer.partial:
+        OUTLINES.put(manager, source.path, tree, answer)
     return tree, answer
 
 
