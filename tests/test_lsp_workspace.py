@@ -267,3 +267,20 @@ async def test_a_server_of_open_files_is_asked_about_each_within_a_budget(
               if m.get("method") == "textDocument/didOpen"]  # fmt: skip
     names = sorted(uri.rsplit("/", 1)[1] for uri in opened)
     assert names == ["a.fake", "b.fake", "c.fake", "clean.fake"]
+
+
+async def test_a_server_failing_during_a_batch_leaves_the_others_answer(root: Path) -> None:
+    """`failing-pull` fails every file's pull: its batch ends with its error, the folder's
+    answer keeps the other server's diagnostics (before: the batch's several failures
+    failed the whole call)."""
+    config = fake_config({"ok": fake_server("ok"), "failing": fake_server("failing-pull")})
+    async with running(root, config) as (manager, _):
+        with trio.fail_after(20):
+            answer = await manager.workspace_diagnostics()
+        assert lines(answer.diagnostics) == {("a.fake", 1), ("sub/b.fake", 2)}
+        assert [e.details.get("server") for e in answer.errors] == ["failing"]
+        assert "analysis crashed" in answer.errors[0].message and answer.partial
+        shown = {s.name: (s.files_checked, s.files_total, s.complete, s.stopped)
+                 for s in answer.servers}  # fmt: skip
+        assert shown == {"ok": (3, 3, True, None), "failing": (0, 3, False, "failed")}
+        assert manager.pool.servers["failing"].open_documents() == ()

@@ -516,7 +516,10 @@ def _count(value: Any) -> int | None:
     return _int(value)
 
 
-_STOPPED = {"memory": " (near its memory cap)", "time": ""}  # why a server's batches stopped
+_STOPPED = {  # why a server's batches stopped
+    "memory": " (near its memory cap)",
+    "busy": " (still analysing its workspace)",
+}
 
 
 def _checked(servers: Any) -> str | None:

@@ -30,6 +30,7 @@ from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.supervisor import NEAR_CAP
 from codeward.daemon.lsp.texts import Texts
 from codeward.daemon.lsp.uris import path_to_uri
+from codeward.protocol.errors import ToolError
 
 FOLDER_CONCURRENCY = 8  # files asked about at once, per server, for a folder's diagnostics
 TITLE = "project diagnostics"  # the progress reports' title
@@ -43,7 +44,10 @@ class Batched:
     """What the batches of one call checked, and why they stopped before the end."""
 
     answers: Answers = field(default_factory=dict)
-    stopped: str | None = None  # "time" or "memory" when files were left for the next call
+    # why files were left for the next call: "time", "memory" (near its cap), "busy" (a
+    # server still analysing its workspace), "failed" (the server failed: `error`)
+    stopped: str | None = None
+    error: ToolError | None = None
 
 
 def near_cap(server: LanguageServer, lsp: LspConfig) -> bool:
@@ -101,8 +105,11 @@ class FolderBatches:
                     report.send("begin", done)
                 batch = files[start : start + size]
                 with trio.move_on_at(deadline) if start else contextlib.nullcontext():
-                    await self._batch(server, batch, batched.answers)
+                    batched.error = await self._batch(server, batch, batched.answers)
                 report.send("report", done + len(batched.answers))
+                if batched.error is not None:
+                    batched.stopped = "failed"
+                    break
                 if start + size < len(files) and trio.current_time() >= deadline:
                     batched.stopped = "time"
                     break
@@ -112,10 +119,11 @@ class FolderBatches:
 
     async def _batch(
         self, server: LanguageServer, files: Sequence[tuple[str, Path]], answers: Answers
-    ) -> None:
+    ) -> ToolError | None:
         """One batch: each file opened as needed and asked about (for its content on disk),
         `FOLDER_CONCURRENCY` at once; the documents opened here are closed again after,
-        whether the batch ended or was cut short."""
+        whether the batch ended or was cut short. A failure of the server (stopped,
+        restarted) ends the batch: its error comes back, the answers it had stand."""
         settle = self.lsp.settle_timeout
         limiter = trio.CapacityLimiter(FOLDER_CONCURRENCY)
         opened: list[str] = []  # closed again after: the servers' memory stays bounded
@@ -131,8 +139,13 @@ class FolderBatches:
                 if server.document(path_to_uri(path)) is None:
                     opened.append(path_to_uri(path))
                 doc = server.sync(path, language_id, data, stat, fresh_diagnostics=True, own=True)
-                answers[doc.uri] = await server.document_diagnostics(doc, settle)
+                try:
+                    answers[doc.uri] = await server.document_diagnostics(doc, settle)
+                except ToolError as exc:
+                    failed.append(exc)
+                    nursery.cancel_scope.cancel()
 
+        failed: list[ToolError] = []
         try:
             async with trio.open_nursery() as nursery:
                 for language, path in files:
@@ -140,6 +153,7 @@ class FolderBatches:
         finally:
             for uri in opened:
                 server.close_document(uri)
+        return failed[0] if failed else None
 
 
 class _Reporter:
