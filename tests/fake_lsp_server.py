@@ -9,9 +9,11 @@ pull takes two rounds: it creates a progress token, reports the first file and e
 one as clean (not checked yet), and once the token is acknowledged begins the progress,
 reports the rest and ends it. Later pulls report every file in one round, without progress.
 Files named `skip*` are never reported; `workspace-stale-token` also creates a progress
-token at start that it never begins; `workspace-hold` (`... workspace-hold LOG FIFO`) writes
-the start of its first pull in one piece, then reads nothing more until a byte comes
-through FIFO. `env` behaves as `ok` once it has logged how it was started:
+token at start that it never begins; `workspace-busy` begins the first pull's progress and
+then neither reports the rest nor ends it, nor answers a file's pull (still analysing);
+`workspace-hold` (`... workspace-hold LOG FIFO`) writes the start of its first pull in one
+piece, then reads nothing more until a byte comes through FIFO. `env` behaves as `ok` once
+it has logged how it was started:
 `{"started": {"env": ..., "argv": ..., "cwd": ...}}`.
 
 Readiness modes load for a moment after the first didOpen (a timer thread), answering
@@ -206,6 +208,8 @@ class Workspace:
         """The progress token of the first pull was acknowledged: its second round."""
         progress = "$/progress"
         send({"method": progress, "params": {"token": "pass", "value": {"kind": "begin"}}})
+        if MODE == "workspace-busy":  # an analysis that goes on: no more reports, no end
+            return
         self.report(self.token, self.rest, True)
         send({"method": progress, "params": {"token": "pass", "value": {"kind": "end"}}})
 
@@ -437,6 +441,8 @@ def main() -> None:
             uri = params["textDocument"]["uri"]
             items = [{"message": "no range"}, *diagnostics_of(texts[uri])]  # the first is odd
             send({"id": msg_id, "result": {"kind": "full", "items": items}})
+        elif method == "textDocument/diagnostic" and MODE == "workspace-busy":
+            pass  # queued behind its analysis, which never ends: never answered
         elif method == "textDocument/diagnostic" and MODE == "failing-pull":
             failure = {"code": -32603, "message": "analysis crashed"}
             send({"id": msg_id, "error": failure})

@@ -284,3 +284,29 @@ async def test_a_server_failing_during_a_batch_leaves_the_others_answer(root: Pa
                  for s in answer.servers}  # fmt: skip
         assert shown == {"ok": (3, 3, True, None), "failing": (0, 3, False, "failed")}
         assert manager.pool.servers["failing"].open_documents() == ()
+
+
+async def test_a_server_reporting_progress_is_not_restarted_for_cancelled_pulls(
+    root: Path, tmp_path: Path
+) -> None:
+    """`workspace-busy` is still analysing (its progress begun, never ended) and answers no
+    file's pull: the folder's batch gives up on them (cancelled, unanswered), and the server
+    is left to its work past `lsp.cancel_grace` (basedpyright on sympy was restarted for it,
+    losing its analysis); the answer says those files were not checked."""
+    log = tmp_path / "log"
+    config = fake_config(
+        {"fake": fake_server("workspace-busy", log)},
+        settle_timeout=0.5, cancel_grace=0.2, check_interval=0.05,
+    )  # fmt: skip
+    async with running(root, config) as (manager, _):
+        with trio.fail_after(20):
+            answer = await manager.workspace_diagnostics()
+        [fake] = answer.servers
+        assert (fake.files_checked, fake.files_total, fake.complete) == (1, 3, False)
+        assert answer.partial and lines(answer.diagnostics) == {("a.fake", 1)}
+        server = manager.pool.servers["fake"]
+        await trio.sleep(1.0)  # a window five times `cancel_grace`, not a wait for an event
+        assert server.restarts == 0 and server.pid is not None and answer.errors == []
+        assert server.open_documents() == ()
+    cancelled = [m for m in logged(log) if m.get("method") == "$/cancelRequest"]
+    assert cancelled  # its pulls were given up on, and left unanswered

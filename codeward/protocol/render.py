@@ -516,10 +516,7 @@ def _count(value: Any) -> int | None:
     return _int(value)
 
 
-_STOPPED = {  # why a server's batches stopped
-    "memory": " (near its memory cap)",
-    "busy": " (still analysing its workspace)",
-}
+_STOPPED = {"memory": " (near its memory cap)"}  # why a server's batches stopped
 
 
 def _checked(servers: Any) -> str | None:

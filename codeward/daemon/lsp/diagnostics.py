@@ -26,7 +26,7 @@ from codeward.daemon.files import UNTRUSTED, content_hash, read_file
 from codeward.daemon.lsp.coverage import Coverage, ServerCoverage, content_state
 from codeward.daemon.lsp.documents import decode_text
 from codeward.daemon.lsp.file_events import FileEvents
-from codeward.daemon.lsp.folder_batches import Batched, FolderBatches
+from codeward.daemon.lsp.folder_batches import FolderBatches
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Gate
@@ -304,19 +304,12 @@ class Diagnostics:
                 for uri, published in server.published.items():
                     by_uri[(name, uri)] = published.diagnostics
                 left = [f for f, uri in zip(mine, uris, strict=True) if uri not in covered.checked]
-                busy = False
                 if left and await server.offers("workspace/diagnostic"):
                     pulled = await self._pull(server, mine, uris, whole)
                     covered.checked.update(pulled)
                     left = [f for f, u in zip(mine, uris, strict=True) if u not in covered.checked]
-                    # still analysing the workspace: files opened now would only wait for
-                    # that (their pulls cancelled unanswered); the next call pulls again
-                    busy = bool(left) and not server.ready
                 done = len(mine) - len(left)
-                if busy:
-                    batched = Batched(stopped="busy")
-                else:
-                    batched = await self.batches.check(server, left, deadline, done, len(mine))
+                batched = await self.batches.check(server, left, deadline, done, len(mine))
             except ToolError as exc:
                 errors.append(exc)
                 return

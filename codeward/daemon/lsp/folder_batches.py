@@ -44,8 +44,8 @@ class Batched:
     """What the batches of one call checked, and why they stopped before the end."""
 
     answers: Answers = field(default_factory=dict)
-    # why files were left for the next call: "time", "memory" (near its cap), "busy" (a
-    # server still analysing its workspace), "failed" (the server failed: `error`)
+    # why files were left for the next call: "time", "memory" (near its cap), "failed"
+    # (the server failed: `error`)
     stopped: str | None = None
     error: ToolError | None = None
 

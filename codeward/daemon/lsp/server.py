@@ -144,6 +144,7 @@ class LanguageServer:
             on_running=self._running,
             configured=configured,
             shed=self._shed,
+            working=lambda: bool(self._freshness.progress),
         )
         # Turns (FIFO): the commands (one at a time, so an edit belongs to the one running),
         # each method the server runs one at a time, and the workspace pulls.

@@ -5,7 +5,8 @@ A crash restarts the server after a backoff (0.5 s doubling to 30 s); after
 `lsp.crash_limit` crashes in 5 minutes it stays `failed` until a request after a cool-down,
 or `retry()`. Requests in flight fail at once when the process goes. A watch task restarts
 a running server whose process group grows past its memory cap (between requests), or that
-leaves a request it was told to cancel unanswered for `lsp.cancel_grace` seconds; `halt`
+leaves a request it was told to cancel unanswered for `lsp.cancel_grace` seconds while no
+work-done progress of its own is active; `halt`
 restarts (or parks) it on demand.
 """
 
@@ -92,6 +93,7 @@ class Supervisor:
         on_running: OnRunning,
         configured: bool = False,
         shed: Callable[[], int] = lambda: 0,
+        working: Callable[[], bool] = lambda: False,
     ) -> None:
         self.name = name
         self.config = config
@@ -106,6 +108,7 @@ class Supervisor:
         self._on_spawn = on_spawn
         self._on_running = on_running
         self._shed = shed  # near its cap: close what it can; how many documents
+        self._working = working  # its work-done progress is active: it is not hung
         self.state = ServerState.IDLE
         self.pid: int | None = None
         self.restarts = 0
@@ -337,8 +340,11 @@ class Supervisor:
         it for `lsp.idle_stop` seconds (parked: it starts again on its next need); restart it
         when its process group uses more memory than its cap (once no request is in flight,
         or after one request timeout), or when a request it was told to cancel stays
-        unanswered for `lsp.cancel_grace` seconds. Past `NEAR_CAP` of its cap it is first
-        told to drop what it can (the documents opened for the daemon's own purposes)."""
+        unanswered for `lsp.cancel_grace` seconds while it reports no work in progress
+        (basedpyright answers a cancelled diagnostics pull only once the analysis it is
+        reporting progress on gets to that file: minutes on a large project). Past
+        `NEAR_CAP` of its cap it is first told to drop what it can (the documents opened
+        for the daemon's own purposes)."""
         cap = self.config.max_rss_mb or self.lsp.max_rss_mb
         over_since: float | None = None
         shed = False  # told to drop what it can since it last was below NEAR_CAP
@@ -354,7 +360,7 @@ class Supervisor:
                 )
                 return
             overdue = conn.oldest_abandoned()
-            if overdue is not None and overdue[1] >= self.lsp.cancel_grace:
+            if overdue is not None and overdue[1] >= self.lsp.cancel_grace and not self._working():
                 self.halt(
                     f"it left a cancelled {overdue[0]} unanswered for {overdue[1]:.0f} s",
                     graceful=False,
