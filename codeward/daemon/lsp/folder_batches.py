@@ -49,6 +49,11 @@ class Batched:
     stopped: str | None = None
     error: ToolError | None = None
 
+    @property
+    def checked(self) -> int:
+        """The files answered for (not those whose server gave no answer in time)."""
+        return sum(1 for items in self.answers.values() if items is not None)
+
 
 def near_cap(server: LanguageServer, lsp: LspConfig) -> bool:
     """Whether the server's process group is past `NEAR_CAP` of its memory cap (blocking:
@@ -106,7 +111,7 @@ class FolderBatches:
                 batch = files[start : start + size]
                 with trio.move_on_at(deadline) if start else contextlib.nullcontext():
                     batched.error = await self._batch(server, batch, batched.answers)
-                report.send("report", done + len(batched.answers))
+                report.send("report", done + batched.checked)
                 if batched.error is not None:
                     batched.stopped = "failed"
                     break
@@ -114,7 +119,7 @@ class FolderBatches:
                     batched.stopped = "time"
                     break
         finally:
-            report.send("end", done + len(batched.answers))
+            report.send("end", done + batched.checked)
         return batched
 
     async def _batch(
