@@ -153,7 +153,10 @@ class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):
 
 class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     request_timeout: Seconds = 30.0
-    method_timeouts: dict[str, Seconds] = field(default_factory=dict)
+    # workspace symbols: a server loading a large project answers its first once loaded
+    # (basedpyright on sympy under load: over a minute); given up on at 30 s, it was
+    # restarted for leaving the cancelled request unanswered, and began loading again
+    method_timeouts: dict[str, Seconds] = field(default_factory=lambda: {"workspace/symbol": 120.0})
     initialize_timeout: Seconds = 60.0
     settle_timeout: GraceSeconds = 10.0
     ready_timeout: GraceSeconds = 20.0
