@@ -214,15 +214,31 @@ def rss_mb(pid: int) -> float:
 
 def servers(client: DaemonClient) -> dict[str, int]:
     """The session's running servers: name -> pid."""
+    return {s["name"]: s["pid"] for s in listed(client) if s.get("pid")}
+
+
+def listed(client: DaemonClient) -> list[dict[str, Any]]:
     [session] = client.call("session/list", {})["sessions"]
-    return {s["name"]: s["pid"] for s in session["servers"] if s.get("pid")}
+    return session["servers"]
 
 
-def cpu_after(pids: dict[str, int], direct: Direct) -> dict[str, float]:
-    """Each server's CPU seconds over the next `IDLE_WINDOW` seconds."""
-    before = {name: group_cpu(pid) for name, pid in pids.items()}
+def cpu_of(pid: int) -> float | None:
+    """The CPU seconds of the process group of `pid`; None once it is gone."""
+    try:
+        return group_cpu(pid)
+    except ProcessLookupError:
+        return None
+
+
+def cpu_after(pids: dict[str, int], direct: Direct) -> dict[str, str]:
+    """Each server's CPU seconds over the next `IDLE_WINDOW` seconds (or that it went)."""
+    before = {name: cpu_of(pid) for name, pid in pids.items()}
     direct.drain(IDLE_WINDOW)  # a measurement window
-    return {name: group_cpu(pid) - before[name] for name, pid in pids.items()}
+    shown: dict[str, str] = {}
+    for name, pid in pids.items():
+        start, end = before[name], cpu_of(pid)
+        shown[name] = "gone" if start is None or end is None else f"{end - start:.2f} s"
+    return shown
 
 
 def ms(values: list[float]) -> float:
@@ -375,9 +391,11 @@ def run(target: Target, tmp: Path, rounds: int) -> None:
                 for s in answer.get("servers", [])
             )
             after = cpu_after(servers(client), direct)
-            cpu = ", ".join(f"{name} {sec:.2f} s" for name, sec in after.items())
-            print(f"  call {call}: {took:.1f} s; {checked}; counts {counts}; "
-                  f"servers' CPU over {IDLE_WINDOW:g} s after: {cpu}")  # fmt: skip
+            cpu = ", ".join(f"{name} {sec}" for name, sec in after.items())
+            restarts = {s["name"]: s.get("restarts", 0) for s in listed(client)}
+            print(f"  call {call}: {took:.1f} s; {checked}; counts {counts}; errors "
+                  f"{[e.get('server') for e in answer.get('errors', [])]}; servers' CPU over "
+                  f"{IDLE_WINDOW:g} s after: {cpu}; restarts {restarts}")  # fmt: skip
             if not answer.get("partial"):
                 break
         expected = python_files(root)
