@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codeward.daemon.config import Config, LanguageConfig, ServerConfig
+from codeward.daemon.intel.symbols import find_word
 from codeward.daemon.lsp import texts
 from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.defaults import (
@@ -361,3 +363,12 @@ def test_texts_keep_the_recently_used_within_their_bytes(
         assert index is not None and len(index.lines) == 11  # the last one empty
     # a used again before c came in: b was the least recently used, dropped for c
     assert reads == ["a.py", "b.py", "c.py", "b.py"]
+
+
+@given(
+    st.text(alphabet="ab_1é. (", max_size=30),
+    st.text(alphabet="ab_1é", min_size=1, max_size=4),
+)
+def test_find_word_finds_what_a_whole_word_pattern_finds(text: str, word: str) -> None:
+    found = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text)
+    assert find_word(text, word) == (found.start() if found else -1)

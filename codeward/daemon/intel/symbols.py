@@ -223,26 +223,46 @@ def at_name(locator: Locator, uri: str, symbol: dict[str, Any]) -> bool:
     index = locator.index(uri)
     if index is None:
         return False
-    name = re.compile(rf"(?<!\w){re.escape(words[-1])}(?!\w)")
+    name = words[-1]
     first = symbol["line"] - 1
     last = min(symbol.get("end_line", symbol["line"]) - 1, first + SCAN_LINES)
     in_comment: tuple[int, int, str] | None = None
     for number in range(first, last + 1):
         text = index.line(number)
-        found = name.search(text)
-        if found is None:
+        found = find_word(text, name)
+        if found < 0:
             continue
         if _COMMENT.match(text) is None:
             if number != first:
-                _move(symbol, number, found.start(), text)
+                _move(symbol, number, found, text)
             return True
-        in_comment = in_comment or (number, found.start(), text)
+        in_comment = in_comment or (number, found, text)
     if in_comment is None:
         return False
     number, character, text = in_comment  # `/** doc */ function name()` on one line
     if number != first:
         _move(symbol, number, character, text)
     return True
+
+
+def find_word(text: str, word: str) -> int:
+    """Where `word` first stands in `text` as a whole word (no word character, as regular
+    expressions' `\\w` counts them, on either side), or -1: what a pattern per name would
+    find, without compiling one per symbol (hundreds of names a call overflow `re`'s
+    cache, and compiling them cost most of a workspace-symbols call)."""
+    start = text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        if (start == 0 or not _is_word(text[start - 1])) and (
+            end == len(text) or not _is_word(text[end])
+        ):
+            return start
+        start = text.find(word, start + 1)
+    return -1
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _move(symbol: dict[str, Any], number: int, character: int, text: str) -> None:
