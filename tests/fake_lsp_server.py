@@ -41,7 +41,8 @@ reads the next message, and publishes a file again only when its diagnostics cha
 Every mode runs the commands of `command` (edits asked for around the answer, a crash, a
 command never answered). Fault modes for supervision: `grow` takes 64 MiB more memory at
 each hover before it answers (`grow-silent` never answers); `silent-hover` never answers
-hovers and ignores `$/cancelRequest`; `unready-silent` does that and never publishes
+hovers and ignores `$/cancelRequest`; `spin-hover` spends 2 s of CPU on each and never
+answers; `unready-silent` does that and never publishes
 diagnostics either. `silent-definition` offers definitions and never answers them; its
 hover on the first line names a module (`(module) pkg.sub`). In every mode that publishes,
 a text that begins with "mute" is never published (its analysis never ends).
@@ -552,6 +553,11 @@ def main() -> None:
                 os.close(1)
                 time.sleep(600)
             if MODE == "silent-hover":
+                continue
+            if MODE == "spin-hover":  # works on it for 2 s of CPU, never answers
+                spun = time.process_time()
+                while time.process_time() - spun < 2.0:
+                    pass
                 continue
             if MODE == "off-spec":  # a range without its end, a position without character
                 odd = {"contents": "odd", "range": {"start": {"line": 0}}}

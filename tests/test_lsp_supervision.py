@@ -164,6 +164,31 @@ async def test_a_server_that_ignores_cancel_is_restarted(tmp_path: Path, doc: Pa
         assert manager.status()[0]["state"] == "running"
 
 
+async def test_a_server_working_on_a_cancelled_request_is_not_restarted(
+    tmp_path: Path, doc: Path
+) -> None:
+    """`spin-hover` spends 2 s of CPU on a hover it never answers: told to cancel, it owes
+    an answer past `lsp.cancel_grace`, but it is working (basedpyright on a large project),
+    so it is left to it; once idle and still silent, it is restarted."""
+    config = fast(
+        {"fake": fake_server("spin-hover")},
+        method_timeouts={"textDocument/hover": 0.1},
+        cancel_grace=0.2,
+    )
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(5), pytest.raises(ToolError):
+            await hover(manager, doc)
+        spinning = trio.current_time()
+        server = manager.pool.servers["fake"]
+        await trio.sleep(0.8)  # a window four times `cancel_grace`, within its 2 s of CPU
+        assert server.restarts == 0 and manager.status()[0]["state"] == "unresponsive"
+        await restarted(server)  # idle after its 2 s, still silent: hung, so restarted
+        assert trio.current_time() - spinning >= 1.0
+        assert server.status()["restart_reason"].startswith(
+            "it left a cancelled textDocument/hover unanswered for"
+        )
+
+
 async def test_a_hung_server_does_not_slow_other_sessions(tmp_path: Path) -> None:
     hung_root, other_root = roots(tmp_path, 2)
     config = fast(

@@ -121,6 +121,19 @@ def is_stopped(pid: int) -> bool:
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def group_cpu(pgid: int) -> float:
+    """CPU seconds used so far by the live members of group `pgid` (0 without /proc)."""
+    ticks = 0
+    for pid in group_members(pgid):
+        fields = stat_fields(pid)
+        if len(fields) > 12:  # state first; utime and stime are the 12th and 13th after it
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / _TICKS
+
+
 def group_rss(pgid: int) -> int:
     """The resident memory, in bytes, of every live member of group `pgid` (0 without /proc)."""
     total = 0

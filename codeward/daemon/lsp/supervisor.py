@@ -5,8 +5,9 @@ A crash restarts the server after a backoff (0.5 s doubling to 30 s); after
 `lsp.crash_limit` crashes in 5 minutes it stays `failed` until a request after a cool-down,
 or `retry()`. Requests in flight fail at once when the process goes. A watch task restarts
 a running server whose process group grows past its memory cap (between requests), or that
-leaves a request it was told to cancel unanswered for `lsp.cancel_grace` seconds while no
-work-done progress of its own is active; `halt`
+leaves a request it was told to cancel unanswered for `lsp.cancel_grace` seconds while it
+shows no work (no work-done progress active, almost no CPU used), or ten times as long;
+`halt`
 restarts (or parks) it on demand.
 """
 
@@ -36,7 +37,7 @@ from codeward.daemon.lsp.connection import (
 )
 from codeward.daemon.lsp.defaults import command_available
 from codeward.daemon.lsp.initialize import initialize_params, server_capabilities
-from codeward.daemon.lsp.process import ServerProcess, group_rss, is_stopped
+from codeward.daemon.lsp.process import ServerProcess, group_cpu, group_rss, is_stopped
 from codeward.daemon.lsp.shapes import OffSpec
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -48,6 +49,8 @@ BACKOFF_MAX = 30.0
 CRASH_WINDOW = 300.0
 FAILED_COOLDOWN = 30.0
 NEAR_CAP = 0.8  # of max_rss_mb: the server is told to drop what it can
+WORKING_SHARE = 0.1  # of a core over a check: a server using this much is working, not hung
+HUNG_AFTER = 10  # times lsp.cancel_grace: a request this long unanswered restarts it anyway
 
 
 class ServerState(StrEnum):
@@ -340,14 +343,16 @@ class Supervisor:
         it for `lsp.idle_stop` seconds (parked: it starts again on its next need); restart it
         when its process group uses more memory than its cap (once no request is in flight,
         or after one request timeout), or when a request it was told to cancel stays
-        unanswered for `lsp.cancel_grace` seconds while it reports no work in progress
-        (basedpyright answers a cancelled diagnostics pull only once the analysis it is
-        reporting progress on gets to that file: minutes on a large project). Past
+        unanswered for `lsp.cancel_grace` seconds while it shows no work (no work-done
+        progress active, and under `WORKING_SHARE` of a core since the last check:
+        basedpyright busy with a large project answers a cancelled request only once its
+        analysis gets there, minutes on sympy), or `HUNG_AFTER` times as long. Past
         `NEAR_CAP` of its cap it is first told to drop what it can (the documents opened
         for the daemon's own purposes)."""
         cap = self.config.max_rss_mb or self.lsp.max_rss_mb
         over_since: float | None = None
         shed = False  # told to drop what it can since it last was below NEAR_CAP
+        cpu: tuple[float, float] | None = None  # (its CPU seconds, when) while it owes one
         while not conn.closed.is_set():
             await trio.sleep(self.lsp.check_interval)
             if self.state is not ServerState.RUNNING:
@@ -360,7 +365,19 @@ class Supervisor:
                 )
                 return
             overdue = conn.oldest_abandoned()
-            if overdue is not None and overdue[1] >= self.lsp.cancel_grace and not self._working():
+            working = False
+            if overdue is None:
+                cpu = None
+            else:  # it owes an answer to a cancelled request: is it working or hung?
+                now = (await trio.to_thread.run_sync(group_cpu, process.pid), trio.current_time())
+                if cpu is not None and now[1] > cpu[1]:
+                    working = (now[0] - cpu[0]) >= WORKING_SHARE * (now[1] - cpu[1])
+                working = working or self._working()
+                cpu = now
+            grace = self.lsp.cancel_grace
+            if overdue is not None and (
+                (overdue[1] >= grace and not working) or overdue[1] >= grace * HUNG_AFTER
+            ):
                 self.halt(
                     f"it left a cancelled {overdue[0]} unanswered for {overdue[1]:.0f} s",
                     graceful=False,
