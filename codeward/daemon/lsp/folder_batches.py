@@ -3,16 +3,17 @@ batches: each batch's documents opened at once (`FOLDER_CONCURRENCY` asked toget
 answers taken, then closed again, so the server's open documents stay bounded.
 
 Batches of `lsp.folder_diagnostics_files` go on while the call is within
-`lsp.folder_diagnostics_seconds` (the first batch always runs; a later one is cut at that
-deadline, what it answered kept): a fast server that reports only open files (ruff) checks a
-whole project in one call, a slow one what the time allows. No batch starts once the
-server's process group is past `NEAR_CAP` of its memory cap (`stopped: "memory"`), and each
-batch is reported to the session's progress sink as it ends.
+`lsp.folder_diagnostics_seconds` (the first batch always runs, for one `lsp.settle_timeout`
+at least; a batch is cut at that deadline, what it answered kept: basedpyright busy with
+sympy took 141 s for one uncut batch of 100 files, 8 at a time, 10 s each): a fast server
+that reports only open files (ruff) checks a whole project in one call, a slow one what
+the time allows. No batch starts once the server's process group is past `NEAR_CAP` of its
+memory cap (`stopped: "memory"`), and each batch is reported to the session's progress sink
+as it ends.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -109,7 +110,9 @@ class FolderBatches:
                 if not start:
                     report.send("begin", done)
                 batch = files[start : start + size]
-                with trio.move_on_at(deadline) if start else contextlib.nullcontext():
+                # the first batch has one settle timeout at least, whatever the deadline
+                first = trio.current_time() + self.lsp.settle_timeout
+                with trio.move_on_at(deadline if start else max(deadline, first)):
                     batched.error = await self._batch(server, batch, batched.answers)
                 report.send("report", done + batched.checked)
                 if batched.error is not None:
