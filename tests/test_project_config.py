@@ -98,3 +98,14 @@ def test_zero_is_a_valid_grace(tmp_path: Path) -> None:
     path.write_text("[lsp]\nsettle_timeout = 0\nshutdown_timeout = 0\n[lua]\nhost_calls = 0\n")
     config = load_config(path)
     assert config.lsp.settle_timeout == 0 and config.lua.host_calls == 0
+
+
+def test_the_users_method_timeouts_add_to_the_built_in_ones(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[lsp]\nrequest_timeout = 7\n[lsp.method_timeouts]\n"textDocument/hover" = 5\n')
+    lsp = load_config(path).lsp
+    assert lsp.timeout_for("textDocument/hover") == 5
+    assert lsp.timeout_for("workspace/symbol") == 120  # the built-in one stays
+    assert lsp.timeout_for("textDocument/definition") == 7
+    path.write_text('[lsp.method_timeouts]\n"workspace/symbol" = 10\n')
+    assert load_config(path).lsp.timeout_for("workspace/symbol") == 10

@@ -153,10 +153,8 @@ class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):
 
 class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     request_timeout: Seconds = 30.0
-    # workspace symbols: a server loading a large project answers its first once loaded
-    # (basedpyright on sympy under load: over a minute); given up on at 30 s, it was
-    # restarted for leaving the cancelled request unanswered, and began loading again
-    method_timeouts: dict[str, Seconds] = field(default_factory=lambda: {"workspace/symbol": 120.0})
+    # by method, over DEFAULT_METHOD_TIMEOUTS, else request_timeout (`timeout_for`)
+    method_timeouts: dict[str, Seconds] = field(default_factory=dict)
     initialize_timeout: Seconds = 60.0
     settle_timeout: GraceSeconds = 10.0
     ready_timeout: GraceSeconds = 20.0
@@ -173,6 +171,20 @@ class LspConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     idle_stop: GraceSeconds = 600.0
     crash_limit: Count = 5  # crashes within 5 minutes before a server is marked failed
     max_file_bytes: Count = 8 * 1024 * 1024  # larger files are refused, never sent to servers
+
+    def timeout_for(self, method: str) -> float:
+        """A request's timeout: the user's for its method, else the built-in one, else
+        `request_timeout` (a user's table adds to the built-in ones, never drops them)."""
+        given = self.method_timeouts.get(method)
+        if given is not None:
+            return given
+        return DEFAULT_METHOD_TIMEOUTS.get(method, self.request_timeout)
+
+
+# Workspace symbols: a server loading a large project answers its first once loaded
+# (basedpyright on sympy under load: over a minute); given up on at 30 s, it was restarted
+# for leaving the cancelled request unanswered, and began loading again.
+DEFAULT_METHOD_TIMEOUTS: dict[str, float] = {"workspace/symbol": 120.0}
 
 
 class Config(Struct, forbid_unknown_fields=True, kw_only=True):

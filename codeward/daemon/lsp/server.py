@@ -345,7 +345,7 @@ class LanguageServer:
     # -- requests ---------------------------------------------------------------------
 
     def timeout_for(self, method: str) -> float:
-        return self.lsp.method_timeouts.get(method, self.lsp.request_timeout)
+        return self.lsp.timeout_for(method)
 
     def notify(self, method: str, params: Any) -> None:
         conn = self._life.conn

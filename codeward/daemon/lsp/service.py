@@ -23,7 +23,7 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   JSON (msgspec Structs from `codeward.daemon.lsp.types` for hot results such as
   `list[Location]`). With `wait_ready`, the server must first have analysed the document
   and ended its work-done progress, within `lsp.ready_timeout`; else the `Answer` is
-  `partial`. The timeout is `lsp.method_timeouts[method]`, else `lsp.request_timeout`; a
+  `partial`. The timeout is `lsp.timeout_for(method)` (by method, else `request_timeout`); a
   timeout or cancellation sends `$/cancelRequest`. A `ContentModified` answer is retried
   once. With `snapshot`, `Answer.versions` holds the server's open documents (version,
   content hash) as it computed the answer: the basis an edit in it is checked against.
