@@ -4,7 +4,7 @@ straight line through at most 6 modules, none called back into once left.
 Each request frame written to a server is caught where it is written (`Outbox.put`, the
 one write point of frames; hover writes its definition request in the same write), and the
 call stack there is read: the writing task's own frames, preceded by the frames of the task
-that started it, waiting in its nursery, up to the task daemon/connection.py (or
+that started it, waiting in its nursery, up to the task daemon/requests.py (or
 daemon/mcp.py) started for the client's request.
 Helpers that were called and returned (validation, shaping) are not on it, which is the
 point: they are not in the line.
@@ -35,15 +35,16 @@ from tests.test_mcp import raw_mcp
 pytestmark = needs("basedpyright", "ruff")
 
 MAX_MODULES = 6
-# a client's request runs in a task of its own: a `tools/call` one daemon/connection.py
-# starts, or the one daemon/mcp.py starts for an MCP call on the same socket
-REQUEST_TASKS = frozenset({"codeward.daemon.connection", "codeward.daemon.mcp"})
+# a client's request runs in a task of its own: a `tools/call` one the connection's
+# request runner (daemon/requests.py) starts, or the one daemon/mcp.py starts for an MCP
+# call on the same socket
+REQUEST_TASKS = frozenset({"codeward.daemon.requests", "codeward.daemon.mcp"})
 
 
 def line(tool: str) -> list[str]:
     """The expected straight line of `tool`'s modules."""
     return [
-        "codeward.daemon.connection",
+        "codeward.daemon.requests",
         "codeward.daemon.handlers",
         tool,
         "codeward.daemon.lsp.service",
@@ -56,7 +57,7 @@ INTEL = line("codeward.daemon.tools.intel")
 EDITS = line("codeward.daemon.tools.edits")
 # the service hands a diagnostics call to its part that gathers them from every server
 DIAGNOSTICS = [
-    "codeward.daemon.connection",
+    "codeward.daemon.requests",
     "codeward.daemon.handlers",
     "codeward.daemon.tools.diagnostics",
     "codeward.daemon.lsp.diagnostics",

@@ -21,7 +21,7 @@ import trio
 import trio.testing
 
 from codeward.client.connection import Connection, connect_socket
-from codeward.daemon import connection, server
+from codeward.daemon import dialects, server
 from codeward.daemon.config import Config
 from codeward.daemon.lsp import early, early_process
 from codeward.daemon.lsp.defaults import effective_languages
@@ -96,7 +96,7 @@ async def test_an_editor_waits_for_the_sessions_modules_while_the_daemon_answers
     real_import = importlib.import_module
 
     def import_module(name: str, package: str | None = None) -> ModuleType:
-        if name == connection.EDITOR_DIALECT:
+        if name == dialects.EDITOR_DIALECT:
             importers.append(threading.current_thread())
         return real_import(name, package)
 

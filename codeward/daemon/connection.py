@@ -2,9 +2,11 @@
 
 The reader task feeds the bytes it reads to the connection's sans-IO JSON-RPC `Peer` (framing
 chosen from the first byte; ids in flight, cancellation, batches) and starts each request
-in the connection's own nursery; it stops reading while too many of the client's requests
-run or too many of its reply bytes wait (backpressure). Replies go through the connection's
-outbox and its one writer task.
+in the connection's own nursery (`requests.RequestRunner`, its base, runs them in their
+`turns.Turn`); it stops reading while too many of the client's requests run or too many
+of its reply bytes wait (backpressure). Replies go through the connection's outbox and its
+one writer task. The first frame may open a dialect (`dialects`) and pass stdio
+(`handoff`).
 
 When the client stops sending: if it only half-closed (`shutdown(SHUT_WR)`), every request
 runs and is answered, then the connection closes; if it is gone, its queued replies are
@@ -15,26 +17,27 @@ writes, edits) run to completion, unanswered.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import math
-import os
-import stat
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
-from codeward.daemon.config import Config, PolicyConfig
+from codeward.daemon.config import PolicyConfig
+from codeward.daemon.dialects import open_dialect
+from codeward.daemon.dispatch import Dispatch, Host
+from codeward.daemon.handoff import PASSED_MAX, close_all, end_lifeline, take_stdio, watch_pump
 from codeward.daemon.hangup import hung_up, wait_hung_up
 from codeward.daemon.mcp import McpDialect
 from codeward.daemon.outbox import Outbox
 from codeward.daemon.reads import receive_some, receive_with_fds
-from codeward.protocol import lsp, mcp
-from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
+from codeward.daemon.requests import RequestRunner
+from codeward.daemon.turns import Turns
+from codeward.protocol.errors import ErrorCode
 from codeward.protocol.framing import FrameError, Framing
-from codeward.protocol.messages import CODEC, ErrorObject, Id, Incoming, Response
+from codeward.protocol.messages import CODEC, ErrorObject, Incoming, Response
 from codeward.protocol.methods import ClientCapabilities, ConfirmParams, ConfirmResult
 from codeward.protocol.peer import (
     BatchReceived,
@@ -48,90 +51,21 @@ from codeward.protocol.peer import (
 
 if TYPE_CHECKING:
     from codeward.daemon.editor.dialect import EditorDialect
-    from codeward.daemon.session import Session, SessionManager
+    from codeward.daemon.session import Session
 
 log = logging.getLogger(__name__)
 
-_PASSED_MAX = 2  # the descriptors a handoff passes: stdin and stdout
 FAREWELL_SECONDS = 1.0  # how long a last error frame may take to reach a closing client
-Handler = Callable[["Connection", Incoming], Awaitable[Any]]
 
 
-class Dispatch(NamedTuple):
-    """What a connection runs (given by the daemon, so this module imports no handler)."""
+class Connection(RequestRunner):
+    """One client's connection (its requests run by `RequestRunner`, its base)."""
 
-    handlers: Mapping[str, Handler]
-    # Requests that change the connection's state: they take effect before any later one.
-    stateful: frozenset[str]
-    # Whether a request runs to completion when its client disconnects.
-    outlives_client: Callable[[Incoming], bool]
-    # Requests answered while the daemon still loads its sessions and tools (the others
-    # wait for `Host.loaded`).
-    early: frozenset[str] = frozenset()
-
-
-class Host(Protocol):
-    """The daemon, as its connections and their handlers see it."""
-
-    config: Config
-    sessions: SessionManager
-    dispatch: Dispatch
-    sessions_loaded: trio.Event  # set once `sessions` is there
-    loaded: trio.Event  # set once `sessions` and the tools are there
-
-    def status(self) -> dict[str, Any]: ...
-
-    def start_early(self, root: str) -> None:
-        """Start `root`'s main servers' processes while the sessions still load."""
-        ...
-
-    def request_stop(self) -> None: ...
-
-
-async def _editor_dialect(conn: Connection) -> EditorDialect:
-    """The LSP dialect for an editor's connection. Its modules need lsprotocol and the
-    language-server layer: imported in a worker thread once the sessions' modules are
-    there, never on the event loop (a daemon still starting keeps answering meanwhile)."""
-    await conn.daemon.sessions_loaded.wait()
-    module = await trio.to_thread.run_sync(importlib.import_module, EDITOR_DIALECT)
-    return module.EditorDialect(conn)
-
-
-EDITOR_DIALECT = "codeward.daemon.editor.dialect"
-
-
-class Turn:
-    """A request's place in its connection's order (taken in arrival order, at dispatch).
-
-    A stateful request starts once every earlier request has started (each took the
-    connection's state it needs at its start, before its first checkpoint) and the
-    previous stateful request is done; any other request starts once that one is done."""
-
-    __slots__ = ("after", "done", "started")
-
-    def __init__(self, after: list[trio.Event], stateful: bool) -> None:
-        self.after = after
-        self.started = None if stateful else trio.Event()
-        self.done = trio.Event() if stateful else None
-
-    async def wait(self) -> None:
-        for event in self.after:
-            if not event.is_set():  # (a set event's wait is still a trip through the scheduler)
-                await event.wait()
-
-    def release(self) -> None:
-        """Let later requests go (when started; a stateful one when done or failed)."""
-        for event in (self.started, self.done):
-            if event is not None:
-                event.set()
-
-
-class Connection:
     def __init__(self, daemon: Host, stream: trio.abc.Stream, conn_id: int) -> None:
         self.daemon = daemon
         self.stream = stream
         self.id = conn_id
-        self._dispatch = daemon.dispatch
+        self._dispatch: Dispatch[Connection] = daemon.dispatch
         self._limits = daemon.config.daemon  # this connection's (a reload: the next ones')
         self.peer = Peer(
             CODEC,
@@ -149,8 +83,7 @@ class Connection:
         # The peer's requests in flight carry (cancel scope, message) handles: a disconnect
         # spares the ones that change files.
         self._running = 0  # requests whose handler runs (or waits for its turn)
-        self._barrier: list[trio.Event] = []  # the last stateful request's end, if any
-        self._since_barrier: list[trio.Event] = []  # starts of the requests after it
+        self._turns = Turns()
         self.outbox = Outbox(stream, self._progressed)
         self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
         self._incoming: trio.abc.ReceiveStream = stream  # what the reader reads
@@ -216,15 +149,17 @@ class Connection:
             self.unbind()
             for channel in self.peer.fail_all().values():
                 channel.close()
-            self._passed = _close_all(self._passed)
+            self._passed = close_all(self._passed)
             # A stopping daemon cancels this task: unshielded, the first close would raise
             # Cancelled and leave the pump's socket open (the pump would wait on it forever).
             with trio.CancelScope(shield=True):
                 if self.editor is not None:
                     await self.editor.release()
                 await trio.aclose_forcefully(self.stream)
-                if self._lifeline is not None:
-                    await self._end_lifeline(self._lifeline)
+                if self._lifeline is not None and self._socket is not None:
+                    ended = self._end == "eof" and not self.stopping
+                    fd = self._socket.fileno()
+                    await end_lifeline(self._lifeline, fd, self._ended if ended else None)
             self.done.set()
 
     async def _read(self, requests: trio.Nursery, nursery: trio.Nursery) -> None:
@@ -281,7 +216,7 @@ class Connection:
     async def _receive_first(self, sock: trio.socket.SocketType) -> bytes:
         """Bytes before the first message is whole, with the descriptors they carry (the
         stdin and stdout of `codeward mcp`'s handoff)."""
-        data, fds, truncated = await receive_with_fds(sock, _PASSED_MAX)
+        data, fds, truncated = await receive_with_fds(sock, PASSED_MAX)
         self._passed += fds
         self._passed_too_many |= truncated
         return data
@@ -293,41 +228,19 @@ class Connection:
         (`ended` when the host ended it) and to show, when it hangs up, that the pump is
         gone. False, and nothing changes, unless two such descriptors came."""
         fds, self._passed = self._passed, []
-        if (
-            self._socket is None
-            or self._passed_too_many
-            or len(fds) != 2
-            or not all(_pipe_or_socket(fd) for fd in fds)
-        ):
-            _close_all(fds)
+        if self._socket is None or self._passed_too_many:
+            close_all(fds)
             return False
-        frame = self.peer.frame(ack)
-        try:
-            written = os.write(self._socket.fileno(), frame)
-        except OSError:
-            written = -1
-        if written != len(frame):  # a fresh socket takes a line: this is a broken one
-            _close_all(fds)
+        stdio = take_stdio(self._socket, fds, self.peer.frame(ack))
+        if stdio is None:
             return False
-        stdin, stdout = trio.lowlevel.FdStream(fds[0]), trio.lowlevel.FdStream(fds[1])
+        stdin, stdout = stdio
         self._lifeline, self._ended = self.stream, self.peer.frame(ended)
         self.stream, self._incoming = trio.StapledStream(stdout, stdin), stdin
         self.outbox.retarget(stdout)
         if self._nursery is not None:
-            self._nursery.start_soon(self._watch_pump, self._socket.fileno(), stdin)
+            self._nursery.start_soon(watch_pump, self._socket.fileno(), stdin)
         return True
-
-    async def _watch_pump(self, fd: int, stdin: trio.lowlevel.FdStream) -> None:
-        """The pump went away: stop reading its host's stdin, as a closed socket would."""
-        await wait_hung_up(fd)
-        await stdin.aclose()
-
-    async def _end_lifeline(self, lifeline: trio.abc.Stream) -> None:
-        """Tell the pump that the host ended the session (it exits 0; else 3), and close."""
-        if self._end == "eof" and not self.stopping and self._socket is not None:
-            with contextlib.suppress(OSError):
-                os.write(self._socket.fileno(), self._ended)
-        await trio.aclose_forcefully(lifeline)
 
     def finish_reading(self, ended: bytes) -> None:
         """The editor sent `exit`: read no more, answer what runs, then close (`ended`: the
@@ -491,20 +404,17 @@ class Connection:
     async def _dispatch_frame(self, frame: bytes, requests: trio.Nursery) -> None:
         if self._first_frame:
             self._first_frame = False
-            if self.peer.framing is Framing.NDJSON and mcp.is_opening(frame):
-                self.mcp = McpDialect(self)
-            elif self.peer.framing is Framing.CONTENT_LENGTH and lsp.is_opening(frame):
-                self.editor = await _editor_dialect(self)
+            self.mcp, self.editor = await open_dialect(self, self.peer.framing, frame)
         dialect = self.mcp or self.editor
         if dialect is not None:
             if self._full():
                 await self._wait_for_room()
             dialect.receive(frame, requests)
             if self._passed:  # what the first line carried and no handoff took
-                self._passed = _close_all(self._passed)
+                self._passed = close_all(self._passed)
             return
         if self._passed:
-            self._passed = _close_all(self._passed)
+            self._passed = close_all(self._passed)
         event = self.peer.receive_frame(frame)
         if isinstance(event, RequestReceived):
             await self._request(event.message, requests)
@@ -512,41 +422,17 @@ class Connection:
             work = [self._attach(e) for e in event.events]
             if self._full():
                 await self._wait_for_room()
+            stateful = self._dispatch.stateful
             turns = [  # each request takes its turn now, in arrival order
-                self._turn(e.message) if isinstance(e, RequestReceived) else None
+                self._turns.take(e.message.method in stateful)
+                if isinstance(e, RequestReceived)
+                else None
                 for e in event.events
             ]
             self._tasks += 1
             requests.start_soon(self._run_batch, work, turns)
         else:
             self._other(event)
-
-    def _attach(self, event: Event) -> tuple[Event, trio.CancelScope | None]:
-        """A request's cancel scope, made at once: a `$/cancelRequest` may come before it runs."""
-        if not isinstance(event, RequestReceived):
-            return event, None
-        item: Incoming = event.message
-        scope = trio.CancelScope()
-        self.peer.attach(item.id, (scope, item))  # type: ignore[arg-type]
-        return event, scope
-
-    async def _request(self, item: Incoming, requests: trio.Nursery) -> None:
-        msg_id = item.id
-        assert msg_id is not None
-        scope = trio.CancelScope()
-        self.peer.attach(msg_id, (scope, item))
-        if self._full():
-            await self._wait_for_room()
-        if self.gone and not self._dispatch.outlives_client(item):
-            self.peer.finish(msg_id)  # read after its client left: nobody wants its answer
-            return
-        if self.stopping:
-            self.peer.finish(msg_id)
-            self._queue(_stopping(msg_id))
-            return
-        self._tasks += 1
-        self._running += 1
-        requests.start_soon(self._reply_one, item, scope, self._turn(item))
 
     def _other(self, event: Event) -> None:
         """Anything but a request: errors answered, cancellations and replies applied."""
@@ -560,130 +446,6 @@ class Connection:
         elif isinstance(event, ResponseReceived):
             self._response(event)
         # notifications ("initialized", "exit"), late or unmatched replies need nothing
-
-    def _turn(self, item: Incoming) -> Turn:
-        """The next place in this connection's order (see `Turn`)."""
-        if item.method not in self._dispatch.stateful:
-            turn = Turn(self._barrier, stateful=False)
-            assert turn.started is not None
-            if len(self._since_barrier) >= 64:  # a long run of plain requests: forget started ones
-                self._since_barrier = [e for e in self._since_barrier if not e.is_set()]
-            self._since_barrier.append(turn.started)
-            return turn
-        turn = Turn(self._barrier + self._since_barrier, stateful=True)
-        assert turn.done is not None
-        self._barrier, self._since_barrier = [turn.done], []
-        return turn
-
-    async def _reply_one(self, item: Incoming, scope: trio.CancelScope, turn: Turn) -> None:
-        try:
-            self._queue(await self._handle_request(item, scope, turn))
-        finally:
-            self._task_done()
-
-    async def _run_batch(
-        self, work: list[tuple[Event, trio.CancelScope | None]], turns: list[Turn | None]
-    ) -> None:
-        """Run a batch's requests concurrently; answer them in one array, within its bound."""
-        limit = self._limits.max_batch_reply_bytes
-        bodies: list[bytes | None] = [None] * len(work)
-        held = 0
-        dropped = False  # a reply was over the bound: later requests are not run
-
-        def keep(index: int, msg_id: Id | None, body: bytes, ran: bool = True) -> None:
-            nonlocal held, dropped
-            if held + len(body) > limit and msg_id is not None:
-                body = _too_large(msg_id, limit, ran)
-                dropped = True
-            held += len(body)
-            self._batch_bytes += len(body)
-            bodies[index] = body
-
-        async def run(index: int, item: Incoming, scope: trio.CancelScope, turn: Turn) -> None:
-            self._batch_items += 1
-            try:
-                keep(index, item.id, await self._handle_request(item, scope, turn))
-            finally:
-                self._batch_items -= 1
-
-        try:
-            async with trio.open_nursery() as nursery:
-                for index, (event, scope) in enumerate(work):
-                    if isinstance(event, InvalidMessage):
-                        error = event.error
-                        keep(index, None, CODEC.error(event.id, error.code, error.message))
-                        continue
-                    if not isinstance(event, RequestReceived):
-                        self._other(event)
-                        continue
-                    item: Incoming = event.message
-                    msg_id = item.id
-                    assert msg_id is not None
-                    turn = turns[index]
-                    assert turn is not None and scope is not None
-                    if not dropped:
-                        await self._wait_for_slot()
-                    if dropped:
-                        keep(index, msg_id, _too_large(msg_id, limit, ran=False))
-                    elif self.stopping:
-                        keep(index, msg_id, _stopping(msg_id))
-                    elif self.gone and not self._dispatch.outlives_client(item):
-                        keep(index, msg_id, _cancelled(msg_id, "Request cancelled."))
-                    else:
-                        self._running += 1
-                        nursery.start_soon(run, index, item, scope, turn)
-                        continue
-                    self.peer.finish(msg_id)
-                    turn.release()
-            replies = [body for body in bodies if body is not None]
-            if replies:
-                self._queue_frame(self.peer.batch(replies))
-        finally:
-            self._batch_bytes -= held
-            self._task_done()
-
-    async def _handle_request(self, item: Incoming, scope: trio.CancelScope, turn: Turn) -> bytes:
-        """Run one request's handler; the body of its reply."""
-        msg_id = item.id
-        assert msg_id is not None
-        try:
-            handler = self._dispatch.handlers.get(item.method)
-            if handler is None:
-                return CODEC.error(
-                    msg_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {item.method}."
-                )
-            with scope:
-                if turn.after:  # (nothing to wait for: no coroutine)
-                    await turn.wait()
-                if item.method not in self._dispatch.early and not self.daemon.loaded.is_set():
-                    await self.daemon.loaded.wait()
-                if not scope.cancel_called:  # ($/cancelRequest before it started)
-                    if turn.started is not None:  # the handler reads its state before it yields
-                        turn.started.set()
-                    return CODEC.result(msg_id, await handler(self, item))
-            return _cancelled(msg_id, _STOPPING if self.stopping else "Request cancelled.")
-        except ToolError as exc:
-            return CODEC.error(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
-        except ExceptionGroup as group:  # a nursery's failure: its tool error, if it has one
-            exc = find_tool_error(group)
-            if exc is None:
-                log.exception("internal error in %s", item.method)
-                return CODEC.error(
-                    msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
-                )
-            return CODEC.error(msg_id, ErrorCode.TOOL_ERROR, exc.message, exc.to_data())
-        except RpcError as exc:
-            return CODEC.error(msg_id, exc.code, exc.message, exc.data or None)
-        except Exception:
-            log.exception("internal error in %s", item.method)
-            return CODEC.error(
-                msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
-            )
-        finally:
-            self._running -= 1
-            self.peer.finish(msg_id)
-            turn.release()
-            self._progressed()
 
     def _response(self, event: ResponseReceived[Incoming]) -> None:
         channel: trio.MemorySendChannel[Response] = event.context
@@ -751,46 +513,3 @@ class Connection:
 
     def _forward_progress(self, params: dict[str, Any]) -> None:
         self.notify_client("$/progress", params)
-
-
-_STOPPING = "The daemon is stopping; send the request again once it is back."
-
-
-def _cancelled(msg_id: Id, message: str) -> bytes:
-    return CODEC.error(msg_id, ErrorCode.REQUEST_CANCELLED, message, {"kind": "cancelled"})
-
-
-def _stopping(msg_id: Id) -> bytes:
-    return _cancelled(msg_id, _STOPPING)
-
-
-def _too_large(msg_id: Id, limit: int, ran: bool) -> bytes:
-    if ran:
-        message = (
-            f"This request ran, but its reply would take the batch's replies over {limit} "
-            "bytes and was dropped; send it on its own."
-        )
-    else:
-        message = (
-            f"Not run: this batch's replies already reached {limit} bytes; send this request "
-            "on its own or in a smaller batch."
-        )
-    return CODEC.error(
-        msg_id, ErrorCode.TOOL_ERROR, message, {"kind": ErrorKind.OUTPUT_TOO_LARGE.value}
-    )
-
-
-def _pipe_or_socket(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-def _close_all(fds: list[int]) -> list[int]:
-    """Close `fds`; the empty list that is left."""
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    return []

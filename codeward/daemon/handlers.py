@@ -13,7 +13,8 @@ import msgspec
 
 from codeward import __version__
 from codeward.daemon.config import PolicyConfig
-from codeward.daemon.connection import Connection, Dispatch
+from codeward.daemon.connection import Connection
+from codeward.daemon.dispatch import Dispatch
 from codeward.daemon.tools.registry import REGISTRY, ToolContext
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError
 from codeward.protocol.messages import Incoming
