@@ -33,6 +33,21 @@ TIMEOUT = 60.0  # seconds a driver waits for a condition (a server's start inclu
 GRACE = 15.0  # more for the harness, so that the driver's own error arrives first
 INSTALL = "sudo apt-get install neovim emacs-nox elpa-eglot (or `make test`)"
 
+# The editor tests' Python project: a definition across files, a type error, a file to format.
+LIB = '''\
+def compute(value: int) -> int:
+    """Double the value."""
+    return value * 2
+'''
+MAIN = """\
+from lib import compute
+
+label: str = compute(1)
+print(compute(2))
+"""
+UGLY = "def f( a,b ):\n  return a+b\n"
+PRETTY = "def f(a, b):\n    return a + b\n"
+
 
 class EditorFailed(Exception):
     """The editor's driver answered a command with an error."""

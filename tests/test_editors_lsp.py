@@ -15,24 +15,11 @@ import trio
 
 from codeward.daemon.server import Daemon
 from tests.conftest import OpenClient
-from tests.editors import KINDS, Editor, Kind, descendants, editor
+from tests.editors import KINDS, LIB, MAIN, PRETTY, UGLY, Editor, Kind, descendants, editor
 from tests.lsp_support import needs
 from tests.real_servers import TIMEOUT, ask, refused, write
 
 LAUNCH = "import sys; from codeward.client.entry import main; sys.exit(main())"
-LIB = '''\
-def compute(value: int) -> int:
-    """Double the value."""
-    return value * 2
-'''
-MAIN = """\
-from lib import compute
-
-label: str = compute(1)
-print(compute(2))
-"""
-UGLY = "def f( a,b ):\n  return a+b\n"
-PRETTY = "def f(a, b):\n    return a + b\n"
 SERVERS = ("basedpyright", "ruff")
 
 

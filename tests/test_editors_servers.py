@@ -9,23 +9,9 @@ from pathlib import Path
 import pytest
 
 from codeward.daemon.lsp.defaults import default_servers
-from tests.editors import KINDS, EditorFailed, Kind, editor
+from tests.editors import KINDS, LIB, MAIN, PRETTY, UGLY, EditorFailed, Kind, editor
 from tests.lsp_support import needs
 from tests.real_servers import write
-
-LIB = '''\
-def compute(value: int) -> int:
-    """Double the value."""
-    return value * 2
-'''
-MAIN = """\
-from lib import compute
-
-label: str = compute(1)
-print(compute(2))
-"""
-UGLY = "def f( a,b ):\n  return a+b\n"
-PRETTY = "def f(a, b):\n    return a + b\n"
 
 
 @pytest.fixture
