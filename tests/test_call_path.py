@@ -64,6 +64,8 @@ DIAGNOSTICS = [
     "codeward.daemon.lsp.server",
     "codeward.daemon.lsp.connection",
 ]
+# a folder's (the project's): the service hands it to its part for folders
+FOLDER_DIAGNOSTICS = [*DIAGNOSTICS[:3], "codeward.daemon.lsp.folder_diagnostics", *DIAGNOSTICS[4:]]
 
 LIB = """class Box:
     def __init__(self, size: int) -> None:
@@ -194,7 +196,7 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
         # a file's diagnostics, pulled from basedpyright and ruff
         ("get_diagnostics", {"path": "lib.py"}, {"textDocument/diagnostic": DIAGNOSTICS}),
         # the folder's: basedpyright's workspace pull
-        ("get_diagnostics", {}, {"workspace/diagnostic": DIAGNOSTICS}),
+        ("get_diagnostics", {}, {"workspace/diagnostic": FOLDER_DIAGNOSTICS}),
         # a preview's diagnostics before and after, asked by the tool
         (
             "edit_file",

@@ -1,20 +1,16 @@
-"""Fresh diagnostics, gathered from every diagnostic server of a file's (or a folder's)
-languages and shown in client terms.
+"""Fresh diagnostics of a file, gathered from every diagnostic server of its language and
+shown in client terms, and the shapes of diagnostics answers (a folder's are asked by
+`folder_diagnostics`).
 
 A file asks each of its servers about its content now: pulled, or the push for the
-version sent. A folder (or the project) asks every diagnostic server of each of its
-languages: a server that pulls workspace diagnostics is pulled; one that reports only open
-files, or whose pull did not finish in time, has the folder's files not checked yet opened
-(and closed again) in batches (`folder_batches`: while the call is within
-`lsp.folder_diagnostics_seconds` and the server below its memory cap; the rest make the
-answer `partial`, `coverage` keeps what was checked for the next request).
+version sent.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,18 +19,14 @@ from lsprotocol.types import Diagnostic
 
 from codeward.daemon.config import LspConfig
 from codeward.daemon.files import UNTRUSTED, content_hash, read_file
-from codeward.daemon.lsp.coverage import Coverage, ServerCoverage, content_state
+from codeward.daemon.lsp.coverage import ServerCoverage
 from codeward.daemon.lsp.documents import decode_text
 from codeward.daemon.lsp.file_events import FileEvents
-from codeward.daemon.lsp.folder_batches import FolderBatches
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Gate
-from codeward.daemon.lsp.project import project_files
 from codeward.daemon.lsp.routing import Languages, in_routing_order
-from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.texts import Texts
-from codeward.daemon.lsp.uris import path_to_uri, uri_to_path
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -136,8 +128,6 @@ class Diagnostics:
         self.languages = languages
         self.texts = texts
         self.events = events
-        self.coverage = Coverage()  # what folders' diagnostics checked, per server
-        self.batches = FolderBatches(lsp, languages, texts, pool.on_progress)
 
     async def file(self, path: Path, servers: Sequence[str] | None = None) -> FileDiagnostics:
         """Diagnostics of every diagnostic server (or those of `servers`) for the file's
@@ -253,121 +243,3 @@ class Diagnostics:
             for name in self.languages.servers(language):
                 nursery.start_soon(one, name)
         return answers
-
-    async def folder(
-        self, languages: Sequence[str] | None = None, folder: Path | None = None
-    ) -> FolderDiagnostics:
-        """Diagnostics of every file under `folder` (default: the root) from every
-        diagnostic server of its languages (default: those with files there).
-
-        Each server's work-done progress is awaited within `lsp.ready_timeout`. The files
-        a server checked since the root's files last changed are answered from
-        `self.coverage`. A server that pulls workspace diagnostics is pulled, waiting for a
-        report on every file of its languages in the folder; what it published is
-        included. The files still not checked (all of them for a server that reports only
-        open files) are asked about in batches (opened, and closed after) while the call is
-        within `lsp.folder_diagnostics_seconds` (`folder_batches`); the rest leave it
-        `partial`.
-        """
-        async with self.gate.shared():
-            return await self._folder(languages, folder)
-
-    async def _folder(
-        self, languages: Sequence[str] | None, folder: Path | None
-    ) -> FolderDiagnostics:
-        await self.events.flush()
-        files, whole = await trio.to_thread.run_sync(
-            project_files, self.root, self.languages.configs, folder or self.root
-        )
-        if languages is None:
-            languages = sorted(files)
-        names = self.languages.servers_of(languages)
-        errors: list[ToolError] = []
-        by_uri: dict[tuple[str, str], Sequence[Diagnostic]] = {}
-        encodings: dict[str, Encoding] = {}
-        partial = not whole
-        unchecked = 0
-        deadline = trio.current_time() + self.lsp.folder_diagnostics_seconds
-        state = await trio.to_thread.run_sync(self._state, files, folder)
-        report: dict[str, ServerCoverage] = {}
-
-        async def one(name: str) -> None:
-            nonlocal partial, unchecked
-            served = [lang for lang in languages if name in self.languages.servers(lang)]
-            mine = [(lang, path) for lang in served for path in files.get(lang, ())]
-            uris = [path_to_uri(path) for _, path in mine]
-            covered = self.coverage.of(name, state)
-            try:
-                server = await self.pool.started(name)
-                await server.wait_idle(self.lsp.ready_timeout)
-                encodings[name] = server.encoding
-                for uri, published in server.published.items():
-                    by_uri[(name, uri)] = published.diagnostics
-                left = [f for f, uri in zip(mine, uris, strict=True) if uri not in covered.checked]
-                if left and await server.offers("workspace/diagnostic"):
-                    pulled = await self._pull(server, mine, uris, whole)
-                    covered.checked.update(pulled)
-                    left = [f for f, u in zip(mine, uris, strict=True) if u not in covered.checked]
-                done = len(mine) - len(left)
-                batched = await self.batches.check(server, left, deadline, done, len(mine))
-            except ToolError as exc:
-                errors.append(exc)
-                return
-            if batched.error is not None:  # stopped during a batch: what it checked stands
-                errors.append(batched.error)
-            answers = batched.answers
-            covered.checked.update((u, items) for u, items in answers.items() if items is not None)
-            for uri in uris:
-                items = covered.checked.get(uri)
-                if items is not None:
-                    by_uri[(name, uri)] = items
-            checked = sum(1 for uri in uris if uri in covered.checked)
-            unchecked += len(uris) - checked
-            complete = whole and checked == len(uris)
-            stopped = None if complete else batched.stopped
-            report[name] = ServerCoverage(name, checked, len(uris), complete, stopped)
-            partial = partial or not report[name].complete
-
-        async with trio.open_nursery() as nursery:
-            for name in names:
-                nursery.start_soon(one, name)
-        shown: list[Found] = []
-        for (name, uri), items in by_uri.items():
-            path = uri_to_path(uri)
-            index = self.texts.line_index(path) if path is not None else None
-            file = self.texts.relative(uri)
-            if index is None or file is None:
-                continue
-            shown.extend(found(file, d, index, encodings[name], self.root, name) for d in items)
-        if names and len(errors) == len(names):
-            raise self.pool.missing(errors, names)
-        errors = in_routing_order(errors, names)
-        servers = [report[name] for name in names if name in report]
-        return FolderDiagnostics(shown, errors, partial or bool(errors), unchecked, servers)
-
-    def _state(self, files: Mapping[str, Sequence[Path]], folder: Path | None) -> int:
-        """The content state of the root's files (a folder's answer stands for the
-        project's while nothing changed). Blocking: run in a thread."""
-        if folder is not None and folder != self.root:
-            files = project_files(self.root, self.languages.configs)[0]
-        return content_state([path for paths in files.values() for path in paths])
-
-    async def _pull(
-        self, server: LanguageServer, mine: Sequence[tuple[str, Path]], uris: list[str], whole: bool
-    ) -> dict[str, Sequence[Diagnostic]]:
-        """A workspace pull, within the settle timeout: the files it checked (uri -> their
-        diagnostics). Complete, every file of `mine` (one it did not report has none);
-        else the files it reported problems in, and those it reported while no progress
-        was under way: basedpyright first reports every file clean, checked or not, in a
-        round under progress. The rest are opened in batches instead."""
-        expected = {path for _, path in mine} if whole else None
-        final: set[str] = set()
-        pulled, complete = await server.workspace_diagnostics(
-            self.lsp.settle_timeout, expected, final
-        )
-        if complete:
-            return {uri: pulled.get(uri, ()) for uri in uris}
-        wanted = set(uris)
-        return {
-            uri: items for uri, items in pulled.items() if (items or uri in final) and uri in wanted
-        }

@@ -121,6 +121,7 @@ from codeward.daemon.lsp.documents import Document
 from codeward.daemon.lsp.editors import Editors, canonical
 from codeward.daemon.lsp.file_events import FileEvents
 from codeward.daemon.lsp.file_operations import rename_params, takes
+from codeward.daemon.lsp.folder_diagnostics import Folders
 from codeward.daemon.lsp.overlay import Buffer, EditorHolder
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.positions import Encoding, LineIndex
@@ -299,6 +300,9 @@ class LanguageService:
             self.texts,
             self.events,
             self.gate,
+        )
+        self.folders = Folders(
+            root, config.lsp, self.pool, self.languages, self.texts, self.events, self.gate
         )
         self.editors = Editors(root, self.overlay, self.pool, self.languages, self.texts, self.gate)
         self.last_used = 0.0  # trio time of its last request's end
@@ -486,7 +490,7 @@ class LanguageService:
         self, languages: Sequence[str] | None = None, folder: Path | None = None
     ) -> Awaitable[FolderDiagnostics]:
         """Diagnostics of every file under `folder` (default: the root), fresh."""
-        return self.diagnostics_of.folder(languages, folder)
+        return self.folders.folder(languages, folder)
 
     def server_diagnostics(self, path: Path) -> Awaitable[ServerDiagnostics]:
         """Each diagnostic server's own diagnostics of the file now, for code actions."""

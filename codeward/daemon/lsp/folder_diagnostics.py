@@ -1,0 +1,345 @@
+"""A folder's (or the project's) diagnostics, from every diagnostic server of its
+languages (`Folders`): a server that pulls workspace diagnostics is pulled; the files a
+server has not checked yet are asked in batches (`FolderBatches`): each batch's documents
+opened at once (`FOLDER_CONCURRENCY` asked together), its answers taken, then closed again,
+so the server's open documents stay bounded. What each server checked is kept (`coverage`)
+while the root's files stay as they are, so the next call goes on from there.
+
+Batches of `lsp.folder_diagnostics_files` go on while the call is within
+`lsp.folder_diagnostics_seconds` (the first batch always runs, for one `lsp.settle_timeout`
+at least; a batch is cut at that deadline, what it answered kept: basedpyright busy with
+sympy took 141 s for one uncut batch of 100 files, 8 at a time, 10 s each): a fast server
+that reports only open files (ruff) checks a whole project in one call, a slow one what
+the time allows. No batch starts once the server's process group is past `NEAR_CAP` of its
+memory cap (`stopped: "memory"`), and each batch is reported to the session's progress sink
+as it ends. (One module with `Folders`: a call's line to the server stays straight.)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+from lsprotocol.types import Diagnostic
+
+from codeward.daemon.config import LspConfig
+from codeward.daemon.files import UNTRUSTED
+from codeward.daemon.lsp.coverage import Coverage, ServerCoverage, content_state
+from codeward.daemon.lsp.diagnostics import FolderDiagnostics, Found, found
+from codeward.daemon.lsp.file_events import FileEvents
+from codeward.daemon.lsp.pool import ServerPool
+from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.lsp.preview import Gate
+from codeward.daemon.lsp.process import group_rss
+from codeward.daemon.lsp.project import project_files
+from codeward.daemon.lsp.routing import Languages, in_routing_order
+from codeward.daemon.lsp.server import LanguageServer
+from codeward.daemon.lsp.supervisor import NEAR_CAP
+from codeward.daemon.lsp.texts import Texts
+from codeward.daemon.lsp.uris import path_to_uri, uri_to_path
+from codeward.protocol.errors import ToolError
+
+FOLDER_CONCURRENCY = 8  # files asked about at once, per server, for a folder's diagnostics
+TITLE = "project diagnostics"  # the progress reports' title
+
+Answers = dict[str, Sequence[Diagnostic] | None]  # uri -> diagnostics; None: no answer in time
+_tokens = itertools.count(1)
+
+
+@dataclass
+class Batched:
+    """What the batches of one call checked, and why they stopped before the end."""
+
+    answers: Answers = field(default_factory=dict)
+    # why files were left for the next call: "time", "memory" (near its cap), "failed"
+    # (the server failed: `error`)
+    stopped: str | None = None
+    error: ToolError | None = None
+
+    @property
+    def checked(self) -> int:
+        """The files answered for (not those whose server gave no answer in time)."""
+        return sum(1 for items in self.answers.values() if items is not None)
+
+
+def near_cap(server: LanguageServer, lsp: LspConfig) -> bool:
+    """Whether the server's process group is past `NEAR_CAP` of its memory cap (blocking:
+    reads /proc; run in a thread)."""
+    pid = server.pid
+    if pid is None:
+        return False
+    cap = server.config.max_rss_mb or lsp.max_rss_mb
+    return group_rss(pid) > cap * NEAR_CAP * 1024 * 1024
+
+
+class FolderBatches:
+    """Asks one server about files in batches, within a deadline and its memory cap."""
+
+    def __init__(
+        self,
+        lsp: LspConfig,
+        languages: Languages,
+        texts: Texts,
+        on_progress: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.lsp = lsp
+        self.languages = languages
+        self.texts = texts
+        self.on_progress = on_progress
+
+    async def check(
+        self,
+        server: LanguageServer,
+        files: Sequence[tuple[str, Path]],
+        deadline: float,
+        done: int = 0,
+        total: int | None = None,
+    ) -> Batched:
+        """`server`'s diagnostics of `files` (`(language, path)`), batch after batch while
+        the trio clock is before `deadline` and the server below its memory cap; `done` of
+        `total` files were checked before (for the progress reports)."""
+        size = self.lsp.folder_diagnostics_files
+        total = len(files) + done if total is None else total
+        batched = Batched()
+        if size <= 0 or not files:
+            return batched
+        token = f"codeward/diagnostics/{next(_tokens)}"
+        report = _Reporter(self.on_progress, server.name, token, total)
+        try:
+            for start in range(0, len(files), size):
+                if start and trio.current_time() >= deadline:
+                    batched.stopped = "time"
+                    break
+                if await trio.to_thread.run_sync(near_cap, server, self.lsp):
+                    batched.stopped = "memory"
+                    break
+                if not start:
+                    report.send("begin", done)
+                batch = files[start : start + size]
+                # the first batch has one settle timeout at least, whatever the deadline
+                first = trio.current_time() + self.lsp.settle_timeout
+                with trio.move_on_at(deadline if start else max(deadline, first)):
+                    batched.error = await self._batch(server, batch, batched.answers)
+                report.send("report", done + batched.checked)
+                if batched.error is not None:
+                    batched.stopped = "failed"
+                    break
+                if start + size < len(files) and trio.current_time() >= deadline:
+                    batched.stopped = "time"
+                    break
+        finally:
+            report.send("end", done + batched.checked)
+        return batched
+
+    async def _batch(
+        self, server: LanguageServer, files: Sequence[tuple[str, Path]], answers: Answers
+    ) -> ToolError | None:
+        """One batch: each file opened as needed and asked about (for its content on disk),
+        `FOLDER_CONCURRENCY` at once; the documents opened here are closed again after,
+        whether the batch ended or was cut short. A failure of the server (stopped,
+        restarted) ends the batch: its error comes back, the answers it had stand."""
+        settle = self.lsp.settle_timeout
+        limiter = trio.CapacityLimiter(FOLDER_CONCURRENCY)
+        opened: list[str] = []  # closed again after: the servers' memory stays bounded
+
+        async def ask(language: str, path: Path) -> None:
+            async with limiter:
+                data, stat = self.texts.override(path), UNTRUSTED
+                if data is None:
+                    data, stat = self.texts.read(path)
+                if data is None:  # gone since the walk
+                    return
+                language_id = self.languages.language_id(language)
+                if server.document(path_to_uri(path)) is None:
+                    opened.append(path_to_uri(path))
+                doc = server.sync(path, language_id, data, stat, fresh_diagnostics=True, own=True)
+                try:
+                    answers[doc.uri] = await server.document_diagnostics(doc, settle)
+                except ToolError as exc:
+                    failed.append(exc)
+                    nursery.cancel_scope.cancel()
+
+        failed: list[ToolError] = []
+        try:
+            async with trio.open_nursery() as nursery:
+                for language, path in files:
+                    nursery.start_soon(ask, language, path)
+        finally:
+            for uri in opened:
+                server.close_document(uri)
+        return failed[0] if failed else None
+
+
+class _Reporter:
+    """Work-done progress of one server's batches, in the shape the servers' own takes."""
+
+    def __init__(
+        self, sink: Callable[[dict[str, Any]], None], server: str, token: str, total: int
+    ) -> None:
+        self.sink = sink
+        self.server = server
+        self.token = token
+        self.total = total
+        self.begun = False
+
+    def send(self, kind: str, checked: int) -> None:
+        if kind != "begin" and not self.begun:
+            return
+        self.begun = True
+        self.sink(
+            {
+                "server": self.server,
+                "token": self.token,
+                "kind": kind,
+                "title": TITLE,
+                "message": f"{checked:,} of {self.total:,} files",
+                "percentage": checked * 100 // max(self.total, 1),
+            }
+        )
+
+
+class Folders:
+    """The diagnostics of a root's folders (or the whole project), from every diagnostic
+    server of their languages; what each server checked kept in `coverage`."""
+
+    def __init__(
+        self,
+        root: Path,
+        lsp: LspConfig,
+        pool: ServerPool,
+        languages: Languages,
+        texts: Texts,
+        events: FileEvents,
+        gate: Gate,
+    ) -> None:
+        self.gate = gate  # each call runs inside `gate.shared()`, as every request does
+        self.root = root
+        self.lsp = lsp
+        self.pool = pool
+        self.languages = languages
+        self.texts = texts
+        self.events = events
+        self.coverage = Coverage()  # what folders' diagnostics checked, per server
+        self.batches = FolderBatches(lsp, languages, texts, pool.on_progress)
+
+    async def folder(
+        self, languages: Sequence[str] | None = None, folder: Path | None = None
+    ) -> FolderDiagnostics:
+        """Diagnostics of every file under `folder` (default: the root) from every
+        diagnostic server of its languages (default: those with files there).
+
+        Each server's work-done progress is awaited within `lsp.ready_timeout`. The files
+        a server checked since the root's files last changed are answered from
+        `self.coverage`. A server that pulls workspace diagnostics is pulled, waiting for a
+        report on every file of its languages in the folder; what it published is
+        included. The files still not checked (all of them for a server that reports only
+        open files) are asked about in batches (opened, and closed after) while the call is
+        within `lsp.folder_diagnostics_seconds` (`FolderBatches`); the rest leave it
+        `partial`.
+        """
+        async with self.gate.shared():
+            return await self._folder(languages, folder)
+
+    async def _folder(
+        self, languages: Sequence[str] | None, folder: Path | None
+    ) -> FolderDiagnostics:
+        await self.events.flush()
+        files, whole = await trio.to_thread.run_sync(
+            project_files, self.root, self.languages.configs, folder or self.root
+        )
+        if languages is None:
+            languages = sorted(files)
+        names = self.languages.servers_of(languages)
+        errors: list[ToolError] = []
+        by_uri: dict[tuple[str, str], Sequence[Diagnostic]] = {}
+        encodings: dict[str, Encoding] = {}
+        partial = not whole
+        unchecked = 0
+        deadline = trio.current_time() + self.lsp.folder_diagnostics_seconds
+        state = await trio.to_thread.run_sync(self._state, files, folder)
+        report: dict[str, ServerCoverage] = {}
+
+        async def one(name: str) -> None:
+            nonlocal partial, unchecked
+            served = [lang for lang in languages if name in self.languages.servers(lang)]
+            mine = [(lang, path) for lang in served for path in files.get(lang, ())]
+            uris = [path_to_uri(path) for _, path in mine]
+            covered = self.coverage.of(name, state)
+            try:
+                server = await self.pool.started(name)
+                await server.wait_idle(self.lsp.ready_timeout)
+                encodings[name] = server.encoding
+                for uri, published in server.published.items():
+                    by_uri[(name, uri)] = published.diagnostics
+                left = [f for f, uri in zip(mine, uris, strict=True) if uri not in covered.checked]
+                if left and await server.offers("workspace/diagnostic"):
+                    pulled = await self._pull(server, mine, uris, whole)
+                    covered.checked.update(pulled)
+                    left = [f for f, u in zip(mine, uris, strict=True) if u not in covered.checked]
+                done = len(mine) - len(left)
+                batched = await self.batches.check(server, left, deadline, done, len(mine))
+            except ToolError as exc:
+                errors.append(exc)
+                return
+            if batched.error is not None:  # stopped during a batch: what it checked stands
+                errors.append(batched.error)
+            answers = batched.answers
+            covered.checked.update((u, items) for u, items in answers.items() if items is not None)
+            for uri in uris:
+                items = covered.checked.get(uri)
+                if items is not None:
+                    by_uri[(name, uri)] = items
+            checked = sum(1 for uri in uris if uri in covered.checked)
+            unchecked += len(uris) - checked
+            complete = whole and checked == len(uris)
+            stopped = None if complete else batched.stopped
+            report[name] = ServerCoverage(name, checked, len(uris), complete, stopped)
+            partial = partial or not report[name].complete
+
+        async with trio.open_nursery() as nursery:
+            for name in names:
+                nursery.start_soon(one, name)
+        shown: list[Found] = []
+        for (name, uri), items in by_uri.items():
+            path = uri_to_path(uri)
+            index = self.texts.line_index(path) if path is not None else None
+            file = self.texts.relative(uri)
+            if index is None or file is None:
+                continue
+            shown.extend(found(file, d, index, encodings[name], self.root, name) for d in items)
+        if names and len(errors) == len(names):
+            raise self.pool.missing(errors, names)
+        errors = in_routing_order(errors, names)
+        servers = [report[name] for name in names if name in report]
+        return FolderDiagnostics(shown, errors, partial or bool(errors), unchecked, servers)
+
+    def _state(self, files: Mapping[str, Sequence[Path]], folder: Path | None) -> int:
+        """The content state of the root's files (a folder's answer stands for the
+        project's while nothing changed). Blocking: run in a thread."""
+        if folder is not None and folder != self.root:
+            files = project_files(self.root, self.languages.configs)[0]
+        return content_state([path for paths in files.values() for path in paths])
+
+    async def _pull(
+        self, server: LanguageServer, mine: Sequence[tuple[str, Path]], uris: list[str], whole: bool
+    ) -> dict[str, Sequence[Diagnostic]]:
+        """A workspace pull, within the settle timeout: the files it checked (uri -> their
+        diagnostics). Complete, every file of `mine` (one it did not report has none);
+        else the files it reported problems in, and those it reported while no progress
+        was under way: basedpyright first reports every file clean, checked or not, in a
+        round under progress. The rest are opened in batches instead."""
+        expected = {path for _, path in mine} if whole else None
+        final: set[str] = set()
+        pulled, complete = await server.workspace_diagnostics(
+            self.lsp.settle_timeout, expected, final
+        )
+        if complete:
+            return {uri: pulled.get(uri, ()) for uri in uris}
+        wanted = set(uris)
+        return {
+            uri: items for uri, items in pulled.items() if (items or uri in final) and uri in wanted
+        }
