@@ -181,11 +181,16 @@ async def test_server_requests_are_answered(
     assert answers[1007]["result"] == [{"uri": tmp_path.as_uri(), "name": tmp_path.name}]
     assert answers[1008]["result"] == {"success": False}
     assert answers[1009]["error"]["code"] == -32602  # invalid params
-    assert [(p["kind"], p["title"]) for p in progress] == [
+    notices = [p for p in progress if "notice" in p]  # messages for the people, routed apart
+    assert [(p["kind"], p["title"]) for p in progress if "notice" not in p] == [
         ("begin", "Indexing"),
         ("end", "Indexing"),
     ]
-    assert "fake: hello" in caplog.messages  # a message request: logged, nothing chosen
+    # a message request: logged, nothing chosen, and shown to the people as a message
+    assert "fake: hello" in caplog.messages
+    assert notices == [
+        {"server": "fake", "notice": "window/showMessage", "type": 1, "message": "hello"}
+    ]
 
 
 async def test_stop_kills_the_whole_process_group(tmp_path: Path, doc: Path) -> None:
