@@ -29,11 +29,8 @@ from lsprotocol.types import Diagnostic
 from codeward.daemon.config import LspConfig
 from codeward.daemon.files import UNTRUSTED
 from codeward.daemon.lsp.coverage import Coverage, ServerCoverage, content_state
-from codeward.daemon.lsp.diagnostics import FolderDiagnostics, Found, found
-from codeward.daemon.lsp.file_events import FileEvents
-from codeward.daemon.lsp.pool import ServerPool
+from codeward.daemon.lsp.diagnostics import Diagnostics, FolderDiagnostics, Found, found
 from codeward.daemon.lsp.positions import Encoding
-from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.process import group_rss
 from codeward.daemon.lsp.project import project_files
 from codeward.daemon.lsp.routing import Languages, in_routing_order
@@ -206,25 +203,11 @@ class Folders:
     """The diagnostics of a root's folders (or the whole project), from every diagnostic
     server of their languages; what each server checked kept in `coverage`."""
 
-    def __init__(
-        self,
-        root: Path,
-        lsp: LspConfig,
-        pool: ServerPool,
-        languages: Languages,
-        texts: Texts,
-        events: FileEvents,
-        gate: Gate,
-    ) -> None:
-        self.gate = gate  # each call runs inside `gate.shared()`, as every request does
-        self.root = root
-        self.lsp = lsp
-        self.pool = pool
-        self.languages = languages
-        self.texts = texts
-        self.events = events
+    def __init__(self, files: Diagnostics) -> None:
+        self.parts = files  # a file's diagnostics: the root, its servers, texts and gate
         self.coverage = Coverage()  # what folders' diagnostics checked, per server
-        self.batches = FolderBatches(lsp, languages, texts, pool.on_progress)
+        on_progress = files.pool.on_progress
+        self.batches = FolderBatches(files.lsp, files.languages, files.texts, on_progress)
 
     async def folder(
         self, languages: Sequence[str] | None = None, folder: Path | None = None
@@ -241,37 +224,37 @@ class Folders:
         within `lsp.folder_diagnostics_seconds` (`FolderBatches`); the rest leave it
         `partial`.
         """
-        async with self.gate.shared():
+        async with self.parts.gate.shared():
             return await self._folder(languages, folder)
 
     async def _folder(
         self, languages: Sequence[str] | None, folder: Path | None
     ) -> FolderDiagnostics:
-        await self.events.flush()
+        await self.parts.events.flush()
         files, whole = await trio.to_thread.run_sync(
-            project_files, self.root, self.languages.configs, folder or self.root
+            project_files, self.parts.root, self.parts.languages.configs, folder or self.parts.root
         )
         if languages is None:
             languages = sorted(files)
-        names = self.languages.servers_of(languages)
+        names = self.parts.languages.servers_of(languages)
         errors: list[ToolError] = []
         by_uri: dict[tuple[str, str], Sequence[Diagnostic]] = {}
         encodings: dict[str, Encoding] = {}
         partial = not whole
         unchecked = 0
-        deadline = trio.current_time() + self.lsp.folder_diagnostics_seconds
+        deadline = trio.current_time() + self.parts.lsp.folder_diagnostics_seconds
         state = await trio.to_thread.run_sync(self._state, files, folder)
         report: dict[str, ServerCoverage] = {}
 
         async def one(name: str) -> None:
             nonlocal partial, unchecked
-            served = [lang for lang in languages if name in self.languages.servers(lang)]
+            served = [lang for lang in languages if name in self.parts.languages.servers(lang)]
             mine = [(lang, path) for lang in served for path in files.get(lang, ())]
             uris = [path_to_uri(path) for _, path in mine]
             covered = self.coverage.of(name, state)
             try:
-                server = await self.pool.started(name)
-                await server.wait_idle(self.lsp.ready_timeout)
+                server = await self.parts.pool.started(name)
+                await server.wait_idle(self.parts.lsp.ready_timeout)
                 encodings[name] = server.encoding
                 for uri, published in server.published.items():
                     by_uri[(name, uri)] = published.diagnostics
@@ -306,13 +289,14 @@ class Folders:
         shown: list[Found] = []
         for (name, uri), items in by_uri.items():
             path = uri_to_path(uri)
-            index = self.texts.line_index(path) if path is not None else None
-            file = self.texts.relative(uri)
+            index = self.parts.texts.line_index(path) if path is not None else None
+            file = self.parts.texts.relative(uri)
             if index is None or file is None:
                 continue
-            shown.extend(found(file, d, index, encodings[name], self.root, name) for d in items)
+            root = self.parts.root
+            shown.extend(found(file, d, index, encodings[name], root, name) for d in items)
         if names and len(errors) == len(names):
-            raise self.pool.missing(errors, names)
+            raise self.parts.pool.missing(errors, names)
         errors = in_routing_order(errors, names)
         servers = [report[name] for name in names if name in report]
         return FolderDiagnostics(shown, errors, partial or bool(errors), unchecked, servers)
@@ -320,8 +304,8 @@ class Folders:
     def _state(self, files: Mapping[str, Sequence[Path]], folder: Path | None) -> int:
         """The content state of the root's files (a folder's answer stands for the
         project's while nothing changed). Blocking: run in a thread."""
-        if folder is not None and folder != self.root:
-            files = project_files(self.root, self.languages.configs)[0]
+        if folder is not None and folder != self.parts.root:
+            files = project_files(self.parts.root, self.parts.languages.configs)[0]
         return content_state([path for paths in files.values() for path in paths])
 
     async def _pull(
@@ -335,7 +319,7 @@ class Folders:
         expected = {path for _, path in mine} if whole else None
         final: set[str] = set()
         pulled, complete = await server.workspace_diagnostics(
-            self.lsp.settle_timeout, expected, final
+            self.parts.lsp.settle_timeout, expected, final
         )
         if complete:
             return {uri: pulled.get(uri, ()) for uri in uris}

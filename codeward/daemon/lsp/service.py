@@ -301,9 +301,7 @@ class LanguageService:
             self.events,
             self.gate,
         )
-        self.folders = Folders(
-            root, config.lsp, self.pool, self.languages, self.texts, self.events, self.gate
-        )
+        self.folders = Folders(self.diagnostics_of)
         self.editors = Editors(root, self.overlay, self.pool, self.languages, self.texts, self.gate)
         self.last_used = 0.0  # trio time of its last request's end
         self._in_flight = 0  # requests through `_ask`
