@@ -475,6 +475,21 @@ class TestConnectionLimit:
             await wire.send(request(9, "daemon/status"))
             assert (await wire.next())["result"]["connections"] == 3
 
+    async def test_an_mcp_host_is_kept_before_a_plain_idle_connection(
+        self, daemon: Daemon, repo: Path
+    ) -> None:
+        host = await mcp_wire(daemon, repo)  # idle longest, but a session a person is using
+        plain = await self.idle(daemon)
+        newer = await self.idle(daemon)
+        newcomer = await self.idle(daemon)
+        closing = await plain.next()
+        assert "connection limit" in closing["error"]["message"]
+        await host.send(request(9, "ping"))
+        assert (await host.next())["id"] == 9
+        for wire in (newer, newcomer):
+            await wire.send(request(9, "daemon/status"))
+            assert (await wire.next())["result"]["connections"] == 3
+
     async def test_when_all_are_busy_a_newcomer_gets_an_error(
         self, daemon: Daemon, repo: Path
     ) -> None:

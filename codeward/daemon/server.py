@@ -237,7 +237,8 @@ class Daemon:
 
     def _make_room(self) -> bool:
         """Whether a new connection fits, closing the longest-idle one with nothing in
-        flight when the daemon is at its limit."""
+        flight when the daemon is at its limit. A plain connection goes before an MCP host's
+        or an editor's: those hold a session a person is using and do not reconnect alone."""
         limit = self.config.daemon.max_connections
         live = [c for c in self.connections.values() if not c.closing]
         if len(live) < limit:
@@ -245,7 +246,7 @@ class Daemon:
         idle = [c for c in live if not c.busy]
         if not idle:
             return False
-        victim = min(idle, key=lambda c: c.last_active)
+        victim = min(idle, key=lambda c: (c.mcp is not None or c.editor is not None, c.last_active))
         victim.close_with(
             "The daemon is at its connection limit (daemon.max_connections) and this "
             "connection was the longest idle; closing it. Connect again when needed."
