@@ -38,7 +38,7 @@ from common import Daemon, DaemonClient, RpcFailed  # bench/
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = [
-    "codeward/protocol/render.py",
+    "codeward/protocol/render/intel.py",
     "codeward/protocol/tools.py",
     "codeward/daemon/tools/registry.py",
     "codeward/daemon/edits/aftermath.py",

@@ -33,7 +33,7 @@ from typing import Any
 
 from common import Daemon, DaemonClient  # bench/
 
-from codeward.protocol.render import tool_text
+from codeward.protocol.render.tool_text import tool_text
 
 HERE = Path(__file__).resolve().parent
 SCRATCH = "codeward/scratch.py"
@@ -42,7 +42,7 @@ CHECKOUT = HERE.parent
 CHANGE = [
     ("codeward/daemon/edits/hunks.py", "return found\n", "return len(found)\n"),
     ("codeward/daemon/git/messages.py", "def failure_message(", "def git_failure_message("),
-    ("codeward/protocol/render.py", 'return "?"', 'return "unknown"'),
+    ("codeward/protocol/render/daemon.py", 'return "?"', 'return "unknown"'),
 ]
 
 

@@ -24,7 +24,7 @@ from codeward.daemon.lsp.shapes import structure
 from codeward.daemon.server import Daemon
 from codeward.daemon.tools.edits import _apply_action
 from codeward.daemon.tools.registry import NoCaller, ToolContext
-from codeward.protocol.render import tool_text
+from codeward.protocol.render.tool_text import tool_text
 from tests.intel_support import write
 from tests.lsp_support import needs, real_config, running
 from tests.rpc import RpcClient, RpcFailure

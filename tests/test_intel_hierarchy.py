@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.protocol import render
+from codeward.protocol.render.tool_text import tool_text
 from tests.conftest import OpenClient
 from tests.intel_support import pos, write
 from tests.lsp_support import needs
@@ -43,7 +43,7 @@ async def test_python_signature_help_and_no_type_hierarchy(
     assert [p["label"] for p in signature["parameters"]] == ["value: int", "factor: float = 2"]
     assert helped["active_parameter"] == 1  # after the comma: the second parameter
     assert "Scale value by factor." in signature["docs"]
-    text = render.tool_text("signature_help", helped)
+    text = tool_text("signature_help", helped)
     assert text.splitlines()[:2] == [
         "(value: int, factor: float = 2) -> float",
         "  at parameter 2: factor: float = 2",
@@ -104,7 +104,7 @@ def test_type_hierarchy_text() -> None:
         "count": 1,
         "partial": False,
     }  # fmt: skip
-    assert render.tool_text("type_hierarchy", result).splitlines() == [
+    assert tool_text("type_hierarchy", result).splitlines() == [
         "1 subtype of Shape",
         "b.java:3:14: class Square: public class Square implements Shape {",
     ]

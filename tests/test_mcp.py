@@ -25,7 +25,7 @@ from codeward.daemon.config import Config, DaemonConfig, LanguageConfig, LspConf
 from codeward.daemon.server import Daemon
 from codeward.daemon.tools.registry import REGISTRY, Tool, ToolContext
 from codeward.protocol import mcp as mcp_protocol
-from codeward.protocol import render
+from codeward.protocol.render.notes import RESTRICTED
 from tests.lsp_support import FAKE, logged, needs
 from tests.rpc import connect
 
@@ -194,10 +194,10 @@ async def test_every_tool_through_the_sdk(daemon: Daemon, repo: Path) -> None:
     assert "On branch main" in texts["git_command"]
     assert "app.py:23:14: error:" in texts["get_diagnostics"]
     # The first answer of the root's restricted servers says so; later ones do not repeat it.
-    assert texts["get_diagnostics"].endswith(f"({render.RESTRICTED})\n(2 diagnostics)")
+    assert texts["get_diagnostics"].endswith(f"({RESTRICTED})\n(2 diagnostics)")
     assert "def compute(value: int) -> int" in texts["get_hover_info"]
     assert texts["go_to_definition"] == "app.py:14:5: def compute(value: int) -> int:"
-    assert not any(render.RESTRICTED in texts[name] for name in calls if name != "get_diagnostics")
+    assert not any(RESTRICTED in texts[name] for name in calls if name != "get_diagnostics")
     assert texts["signature_help"].splitlines()[0] == "(value: int) -> int"
     assert texts["find_references"].splitlines()[:4] == [
         "3 references",

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from codeward.protocol import mcp as mcp_protocol
-from codeward.protocol import render
+from codeward.protocol.render.notes import RESTRICTED
 from tests.editloop_support import SharedDaemon, no_leaked_processes, shared_daemon
 from tests.intel_support import write
 from tests.lsp_support import needs
@@ -98,7 +98,7 @@ async def test_the_outline_as_a_model_reads_it(
         # once, at its last definition (as basedpyright answers)
         "fn größe:18:5 fetch:22:11 plain:30:5",
         "const LABEL:34:1 AFTER:34:19",  # characters are code points: 😀 counts one
-        f"({render.RESTRICTED})",  # said once per connection
+        f"({RESTRICTED})",  # said once per connection
     ]
     listed = await agent.request("tools/list", {})
     (schema,) = [t["outputSchema"] for t in listed["result"]["tools"] if t["name"] == "get_symbols"]
@@ -125,4 +125,4 @@ async def test_an_empty_outline_says_so(agent: RpcClient, shared_daemon: SharedD
     write(shared_daemon.root, {"empty.py": "# nothing here\n"})
     result = await call(agent, "get_symbols", path="empty.py")
     assert result["structuredContent"]["status"] == "not_found"
-    assert result["content"][0]["text"] == f"(no symbols found)\n({render.RESTRICTED})"
+    assert result["content"][0]["text"] == f"(no symbols found)\n({RESTRICTED})"

@@ -12,7 +12,7 @@ import trio
 
 from codeward.daemon.server import Daemon
 from codeward.daemon.tools.suggest import nearest
-from codeward.protocol.render import plain
+from codeward.protocol.render.intel import plain
 from tests.intel_support import write
 from tests.lsp_support import needs
 from tests.test_mcp import agent, git, text_of

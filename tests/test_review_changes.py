@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from codeward.protocol.render import tool_text
+from codeward.protocol.render.tool_text import tool_text
 from tests.editloop_support import SharedDaemon, no_leaked_processes, shared_client, shared_daemon
 from tests.lsp_support import needs
 from tests.rpc import RpcClient, RpcFailure

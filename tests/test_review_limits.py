@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from codeward.daemon.config import Config, DaemonConfig, LspConfig
-from codeward.protocol.render import tool_text
+from codeward.protocol.render.tool_text import tool_text
 from tests.conftest import OpenClient
 from tests.lsp_support import needs
 

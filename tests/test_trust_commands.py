@@ -299,8 +299,8 @@ async def test_cli_sessions_show_trust(
 
 
 def test_the_cli_notes_a_restricted_result() -> None:
-    from codeward.protocol import render
+    from codeward.protocol.render.notes import notes
 
-    (note,) = [n for n in render.notes("hover", {"restricted": True}) if "restricted" in n]
+    (note,) = [n for n in notes("hover", {"restricted": True}) if "restricted" in n]
     assert "codeward trust" in note
-    assert not [n for n in render.notes("hover", {}) if "restricted" in n]
+    assert not [n for n in notes("hover", {}) if "restricted" in n]

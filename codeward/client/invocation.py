@@ -17,7 +17,8 @@ from codeward.client.connection import (
     ProgressHandler,
 )
 from codeward.client.root import project_root
-from codeward.protocol import render
+from codeward.protocol.render.notes import RESTRICTED, notes, restricted_remark
+from codeward.protocol.render.values import to_json
 from codeward.protocol.socket_path import socket_path
 
 EXIT_OK = 0
@@ -149,14 +150,14 @@ class Invocation:
     def show(self, command: str, result: Any, lines: Callable[[dict[str, Any]], list[str]]) -> None:
         """The whole result as JSON with `--json`, else its human lines and remarks."""
         if self.json:
-            self.stdout.write(render.to_json(result) + "\n")
+            self.stdout.write(to_json(result) + "\n")
             return
         result = result if isinstance(result, dict) else {"result": result}
         for line in lines(result):
             self.stdout.write(line + "\n")
         self.stdout.flush()
-        for remark in render.notes(command, result):
-            if remark == render.RESTRICTED:
+        for remark in notes(command, result):
+            if remark == RESTRICTED:
                 remark = self._restricted(result)
             if remark:
                 self.note(remark)
@@ -168,7 +169,7 @@ class Invocation:
         if self._told_restricted or not (effects or self.args.verbose):
             return ""
         self._told_restricted = True
-        return render.restricted_remark(effects if isinstance(effects, dict) else {})
+        return restricted_remark(effects if isinstance(effects, dict) else {})
 
 
 def describe_confirmation(params: dict[str, Any]) -> str:
@@ -200,5 +201,5 @@ def read_input(inv: Invocation, name: str, what: str) -> str:
 def report_error(inv: Invocation | None, stderr: TextIO, message: str, error: Any = None) -> None:
     """`error: MESSAGE` on stderr; with `--json`, the error object on stdout too."""
     if inv is not None and inv.json and error is not None:
-        inv.stdout.write(render.to_json({"error": error}) + "\n")
+        inv.stdout.write(to_json({"error": error}) + "\n")
     stderr.write(f"error: {message}\n")

@@ -290,19 +290,19 @@ class McpDialect:
         told, restricted = self._told_restricted, bool(result.get("restricted"))
         if tool.servers:
             self._told_restricted = restricted
-        # (the text is rendered from plain data: a bulk result's rows are Structs)
-        from codeward.protocol import render  # loaded with the services (server.SERVICES)
+        from codeward.protocol.render.tool_text import tool_text  # loaded with the services
 
-        text = render.tool_text(event.name, msgspec.to_builtins(result), told_restricted=told)
+        # (the text is rendered from plain data: a bulk result's rows are Structs)
+        text = tool_text(event.name, msgspec.to_builtins(result), told_restricted=told)
         # a write the tool refused (a `safe` edit that would break something) is an error
         # to the model, with what it found
         return self.machine.result_message(event.id, text, result,
                                            is_error=result.get("refused") is True)  # fmt: skip
 
     def _error_result(self, msg_id: Id, exc: ToolError) -> bytes:
-        from codeward.protocol import render
+        from codeward.protocol.render.tool_text import error_text
 
-        text = render.error_text(exc.message, exc.kind.value, exc.details)
+        text = error_text(exc.message, exc.kind.value, exc.details)
         return self.machine.result_message(msg_id, text, None, is_error=True)
 
     # -- approvals: the client's elicitation ------------------------------------------------

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 # What the daemon loads once it listens (the sessions' module imports the language servers').
 SESSIONS = ("codeward.daemon.session",)
-TOOLS = ("codeward.daemon.tools.all", "codeward.protocol.render")
+TOOLS = ("codeward.daemon.tools.all", "codeward.protocol.render.tool_text")
 EARLY_KEEP = 30.0  # seconds a server process started early for a root waits to be taken
 
 

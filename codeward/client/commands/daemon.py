@@ -16,7 +16,8 @@ from codeward.client.invocation import (
     UsageError,
     report_error,
 )
-from codeward.protocol import render
+from codeward.protocol.render.daemon import sessions, status, tools, trust_list, trust_set
+from codeward.protocol.render.values import to_json
 
 STOP_TIMEOUT = 30.0
 
@@ -36,7 +37,7 @@ def cmd_daemon(inv: Invocation) -> int:
 
 
 def cmd_status(inv: Invocation) -> int:
-    inv.show("status", inv.request("daemon/status"), render.status)
+    inv.show("status", inv.request("daemon/status"), status)
     return EXIT_OK
 
 
@@ -52,7 +53,7 @@ def cmd_stop(inv: Invocation) -> int:
         except ConnectionLost:  # it hung up before its reply reached us: it is stopping
             stopped = True
     if inv.json:
-        inv.stdout.write(render.to_json({"stopped": stopped}) + "\n")
+        inv.stdout.write(to_json({"stopped": stopped}) + "\n")
     elif not stopped:
         inv.note(f"the daemon is still stopping after {STOP_TIMEOUT:g} s")
     else:
@@ -65,7 +66,7 @@ def cmd_sessions(inv: Invocation) -> int:
     if inv.args.action is None:
         if inv.args.target or inv.args.all:
             raise UsageError("give `close` before ROOT or --all")
-        inv.show("sessions", inv.request("session/list"), render.sessions)
+        inv.show("sessions", inv.request("session/list"), sessions)
         return EXIT_OK
     if bool(inv.args.target) == bool(inv.args.all):
         raise UsageError("give either ROOT or --all to `sessions close`")
@@ -85,7 +86,7 @@ def cmd_sessions(inv: Invocation) -> int:
             conn.request("session/close", {"terminate": True}, timeout=inv.timeout)
             closed.append(str(session["root"]))
     if inv.json:
-        inv.stdout.write(render.to_json({"closed": closed}) + "\n")
+        inv.stdout.write(to_json({"closed": closed}) + "\n")
     for root in [] if inv.json else closed:
         inv.stdout.write(f"closed {root}\n")
     if wanted is not None and not closed:
@@ -106,9 +107,9 @@ def cmd_tools(inv: Invocation) -> int:
         params["strict"] = True
     result = inv.request("tools/list", params)
     if inv.args.format != "native" and not inv.json:
-        inv.stdout.write(render.to_json(result) + "\n")
+        inv.stdout.write(to_json(result) + "\n")
         return EXIT_OK
-    inv.show("tools", result, render.tools)
+    inv.show("tools", result, tools)
     return EXIT_OK
 
 
@@ -116,14 +117,14 @@ def cmd_trust(inv: Invocation) -> int:
     if inv.args.list:
         if inv.args.target:
             raise UsageError("--list takes no ROOT")
-        inv.show("trust", inv.request("trust/list"), render.trust_list)
+        inv.show("trust", inv.request("trust/list"), trust_list)
         return EXIT_OK
     if inv.args.target:
         root = os.path.abspath(inv.cwd / Path(inv.args.target).expanduser())
     else:
         root = str(inv.root)
     result = inv.request("trust/set", {"root": root, "trusted": not inv.args.revoke})
-    inv.show("trust", result, render.trust_set)
+    inv.show("trust", result, trust_set)
     return EXIT_OK
 
 

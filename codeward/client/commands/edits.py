@@ -7,7 +7,7 @@ from typing import Any
 
 from codeward.client.commands.positions import parse_position, position_arguments
 from codeward.client.invocation import EXIT_OK, EXIT_TOOL_ERROR, Invocation, UsageError
-from codeward.protocol import render
+from codeward.protocol.render.edits import actions, edit
 
 
 def cmd_format(inv: Invocation) -> int:
@@ -20,7 +20,7 @@ def cmd_format(inv: Invocation) -> int:
         if not (start.isdigit() and end.isdigit() and sep) or not 1 <= int(start) <= int(end):
             raise UsageError(f"--lines wants START-END, such as 3-10, got {inv.args.lines!r}")
         arguments |= {"start_line": int(start), "end_line": int(end)}
-    inv.show("format", inv.tool("format_code", arguments, confirm=True), render.edit)
+    inv.show("format", inv.tool("format_code", arguments, confirm=True), edit)
     return EXIT_OK
 
 
@@ -40,7 +40,7 @@ def cmd_actions(inv: Invocation) -> int:
     if inv.args.apply is not None:
         choice = inv.args.apply
         arguments["apply"] = int(choice) if choice.isdigit() else choice
-    inv.show("actions", inv.tool("get_code_actions", arguments, confirm=True), render.actions)
+    inv.show("actions", inv.tool("get_code_actions", arguments, confirm=True), actions)
     return EXIT_OK
 
 
@@ -51,7 +51,7 @@ def cmd_rename(inv: Invocation) -> int:
         "new_name": inv.args.new_name,
         "apply": not inv.args.dry_run,
     }
-    inv.show("rename", inv.tool("rename_symbol", arguments, confirm=True), render.edit)
+    inv.show("rename", inv.tool("rename_symbol", arguments, confirm=True), edit)
     return EXIT_OK
 
 
@@ -67,7 +67,7 @@ def cmd_edit(inv: Invocation) -> int:
     if inv.args.severity:
         arguments["severity"] = inv.args.severity
     result = inv.tool("edit_file", arguments, confirm=True)
-    inv.show("edit", result, render.edit)
+    inv.show("edit", result, edit)
     return EXIT_TOOL_ERROR if result.get("refused") else EXIT_OK
 
 
@@ -83,7 +83,7 @@ def cmd_edit_symbol(inv: Invocation) -> int:
     if inv.args.expected_hash:
         arguments["expected_hash"] = inv.args.expected_hash
     result = inv.tool("edit_symbol", arguments)
-    inv.show("edit-symbol", result, render.edit)
+    inv.show("edit-symbol", result, edit)
     return EXIT_TOOL_ERROR if result.get("refused") else EXIT_OK
 
 
@@ -94,5 +94,5 @@ def cmd_move(inv: Invocation) -> int:
         "mode": "preview" if inv.args.dry_run else "apply",
         "force": inv.args.force,
     }
-    inv.show("move", inv.tool("move_file", arguments), render.edit)
+    inv.show("move", inv.tool("move_file", arguments), edit)
     return EXIT_OK

@@ -14,7 +14,8 @@ from codeward.client.invocation import (
     UsageError,
     read_input,
 )
-from codeward.protocol import render
+from codeward.protocol.render.passthrough import lua
+from codeward.protocol.render.values import to_json
 
 
 def _json_arguments(text: str) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def cmd_call(inv: Invocation) -> int:
     text = read_input(inv, "-", "arguments") if inv.args.arguments == "-" else inv.args.arguments
     arguments = _json_arguments(text)
     result = inv.tool(inv.args.name, arguments, confirm=True)
-    inv.stdout.write(render.to_json(result) + "\n")
+    inv.stdout.write(to_json(result) + "\n")
     return EXIT_OK
 
 
@@ -52,7 +53,7 @@ def cmd_git(inv: Invocation) -> int:
             exc.message = exc.message.replace("allow_destructive: true", "--allow-destructive")
         raise
     if inv.json:
-        inv.stdout.write(render.to_json(result) + "\n")
+        inv.stdout.write(to_json(result) + "\n")
     else:
         output, errors = str(result.get("output") or ""), str(result.get("stderr") or "")
         inv.stdout.write(output if not output or output.endswith("\n") else output + "\n")
@@ -76,7 +77,7 @@ def cmd_lua(inv: Invocation) -> int:
             raise
     if isinstance(result, dict):
         _print_logs(inv, result.get("logs"))
-    inv.show("lua", result, render.lua)
+    inv.show("lua", result, lua)
     return EXIT_OK
 
 

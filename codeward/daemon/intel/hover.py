@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from lsprotocol import types as lsp
 
-from codeward.protocol.render import plain
+from codeward.protocol.render.intel import plain
 
 _FENCE = re.compile(r"```[ \t]*([\w+#-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 _PYRIGHT_KIND = re.compile(r"^\(([a-z][a-z ]*)\)\s+")
