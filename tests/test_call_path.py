@@ -53,7 +53,11 @@ def line(tool: str) -> list[str]:
     ]
 
 
-INTEL = line("codeward.daemon.tools.intel")
+HOVER = line("codeward.daemon.tools.hover")
+DEFINITIONS = line("codeward.daemon.tools.definitions")
+REFERENCES = line("codeward.daemon.tools.references")
+SYMBOLS = line("codeward.daemon.tools.symbols")
+CALLS = line("codeward.daemon.tools.call_hierarchy")
 EDITS = line("codeward.daemon.tools.edits")
 # the service hands a diagnostics call to its part that gathers them from every server
 DIAGNOSTICS = [
@@ -164,27 +168,31 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
     declared = {"line": line_, "character": character}
     calls: list[tuple[str, dict[str, Any], dict[str, list[str]]]] = [
         # hover sends its definition request with the hover, in one write
-        ("get_hover_info", at, {"textDocument/hover": INTEL, "textDocument/definition": INTEL}),
-        ("go_to_definition", at, {"textDocument/definition": INTEL}),
-        ("get_type_definition", at, {"textDocument/typeDefinition": INTEL}),
+        ("get_hover_info", at, {"textDocument/hover": HOVER, "textDocument/definition": HOVER}),
+        ("go_to_definition", at, {"textDocument/definition": DEFINITIONS}),
+        ("get_type_definition", at, {"textDocument/typeDefinition": DEFINITIONS}),
         # methods basedpyright runs one at a time: in their turn, in the caller's own task
-        ("find_references", {"path": "lib.py", **declared}, {"textDocument/references": INTEL}),
+        (
+            "find_references",
+            {"path": "lib.py", **declared},
+            {"textDocument/references": REFERENCES},
+        ),
         (
             "find_implementations",
             {"path": "lib.py", **declared},
-            {"textDocument/implementation": INTEL},
+            {"textDocument/implementation": DEFINITIONS},
         ),
-        ("get_symbols", {"path": "lib.py"}, {"textDocument/documentSymbol": INTEL}),
-        ("get_symbols", {"scope": "workspace", "query": "compute"}, {"workspace/symbol": INTEL}),
+        ("get_symbols", {"path": "lib.py"}, {"textDocument/documentSymbol": SYMBOLS}),
+        ("get_symbols", {"scope": "workspace", "query": "compute"}, {"workspace/symbol": SYMBOLS}),
         (
             "call_hierarchy",
             {"path": "lib.py", **declared},
-            {"textDocument/prepareCallHierarchy": INTEL, "callHierarchy/incomingCalls": INTEL},
+            {"textDocument/prepareCallHierarchy": CALLS, "callHierarchy/incomingCalls": CALLS},
         ),
         (
             "call_hierarchy",
             {"path": "lib.py", **declared, "direction": "outgoing"},
-            {"callHierarchy/outgoingCalls": INTEL},
+            {"callHierarchy/outgoingCalls": CALLS},
         ),
         ("format_code", {"path": "main.py", "apply": False}, {"textDocument/formatting": EDITS}),
         (
@@ -243,7 +251,7 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
         reply = await mcp.request("tools/call", {"name": "get_hover_info", "arguments": at})
     assert not reply["result"].get("isError"), reply
     (stack,) = written["textDocument/hover"]
-    assert runs(stack) == ["codeward.daemon.mcp", *INTEL[2:]], stack
+    assert runs(stack) == ["codeward.daemon.mcp", *HOVER[2:]], stack
 
     # a tool a Lua script calls (`codeward.call`): the eval runs in the request's own task,
     # and its host call goes down the tool's line (the eval's entry, shared with run_lua,
@@ -261,7 +269,7 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
         "codeward.daemon.tools.host",
     ]
     (stack,) = written["textDocument/hover"]
-    assert runs(stack) == [*INTEL[:2], *lua, *INTEL[2:]], stack
+    assert runs(stack) == [*HOVER[:2], *lua, *HOVER[2:]], stack
     for method, stacks in written.items():
         for modules in map(runs, stacks):
             assert len(modules) == len(set(modules)), (method, modules)  # no call back up

@@ -17,7 +17,8 @@ from codeward.daemon.intel.locations import Locator
 from codeward.daemon.intel.symbols import Outline
 from codeward.daemon.lsp.service import Answer
 from codeward.daemon.lsp.shapes import result_type, structure
-from codeward.daemon.tools.intel import DeclarationSites, module_of
+from codeward.daemon.tools.hover import module_of
+from codeward.daemon.tools.references import DeclarationSites
 from tests.conftest import OpenClient
 from tests.intel_support import pos, write
 from tests.lsp_support import needs

@@ -11,7 +11,7 @@ import trio
 from codeward.daemon import caches
 from codeward.daemon.intel.inputs import source_file
 from codeward.daemon.lsp import texts
-from codeward.daemon.tools.intel import _outline_of
+from codeward.daemon.tools.symbols import _outline_of
 from tests.lsp_support import needs, real_config, running
 
 TEXT = "def f(x: int) -> int:\n    y = x\n    return y\n\n\nclass C:\n    z = 1\n"

@@ -16,7 +16,8 @@ from codeward.daemon.lsp import texts as texts_module
 from codeward.daemon.lsp.documents import UNTRUSTED
 from codeward.daemon.lsp.positions import split_lines
 from codeward.daemon.lsp.service import DocumentContext, LanguageService
-from codeward.daemon.tools.intel import PositionArgs, go_to_definition
+from codeward.daemon.tools.definitions import go_to_definition
+from codeward.daemon.tools.positions import PositionArgs
 from codeward.daemon.tools.registry import NoCaller, ToolContext
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.lsp_support import needs, real_config, running

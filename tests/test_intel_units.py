@@ -28,7 +28,7 @@ from codeward.daemon.intel.symbols import Budget, document_symbols, information,
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.shapes import OffSpec, result_type, structure
 from codeward.daemon.lsp.types import Location, Position, Range
-from codeward.daemon.tools.intel import module_of
+from codeward.daemon.tools.hover import module_of
 from codeward.protocol.errors import ToolError
 from tests.intel_support import write
 

@@ -14,7 +14,7 @@ from lsprotocol import types as lsp
 
 from codeward.daemon.config import Config
 from codeward.daemon.lsp.shapes import OffSpec, answer, lenient, structure
-from codeward.daemon.tools.intel import CallsArgs, call_hierarchy
+from codeward.daemon.tools.call_hierarchy import CallsArgs, call_hierarchy
 from codeward.daemon.tools.registry import NoCaller, ToolContext
 from codeward.protocol.errors import ErrorKind
 from tests.conftest import OpenClient

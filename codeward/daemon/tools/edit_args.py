@@ -8,7 +8,7 @@ from typing import Annotated
 import msgspec
 
 from codeward.daemon.intel.inputs import SourceFile, check_position
-from codeward.daemon.tools.intel import Path_, PositionArgs
+from codeward.daemon.tools.positions import Path_, PositionArgs
 from codeward.protocol.errors import ErrorKind, ToolError
 
 Apply = Annotated[

@@ -41,7 +41,7 @@ from codeward.daemon.tools.code_action_choice import (
     replacements,
 )
 from codeward.daemon.tools.edit_args import CodeActionArgs, FormatArgs, RenameArgs, check_lines
-from codeward.daemon.tools.intel import PositionArgs, locate
+from codeward.daemon.tools.positions import PositionArgs, locate
 from codeward.daemon.tools.registry import ToolContext, approve_writes, tool
 from codeward.protocol.errors import ErrorKind, ToolError
 

@@ -16,15 +16,14 @@ from codeward.daemon.intel.locations import Locator, finish
 from codeward.daemon.intel.symbols import kind_name
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.service import DocumentContext
-from codeward.daemon.tools import intel
-from codeward.daemon.tools.intel import Character, Line, Path_, locate, with_at
+from codeward.daemon.tools.positions import Character, Line, Path_, PositionArgs, locate, with_at
 from codeward.daemon.tools.registry import ToolContext, tool
 
 PREPARE = "textDocument/prepareTypeHierarchy"
 SIGNATURE_HELP = "textDocument/signatureHelp"
 
 
-class TypeHierarchyArgs(intel.PositionArgs, forbid_unknown_fields=True, kw_only=True):
+class TypeHierarchyArgs(PositionArgs, forbid_unknown_fields=True, kw_only=True):
     direction: Annotated[
         Literal["supertypes", "subtypes"],
         msgspec.Meta(
