@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from codeward.daemon.backpressure import Backpressure
 from codeward.protocol.errors import ErrorCode, ErrorKind, RpcError, ToolError, find_tool_error
 from codeward.protocol.messages import CODEC, Id, Incoming
 from codeward.protocol.peer import Event, InvalidMessage, RequestReceived
 
 if TYPE_CHECKING:
-    from codeward.daemon.config import DaemonConfig
     from codeward.daemon.dispatch import Dispatch, Host
     from codeward.daemon.turns import Turn, Turns
     from codeward.protocol.peer import Peer
@@ -25,30 +25,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class RequestRunner:
-    """Starts and runs requests (a base of `Connection`, which gives the state below)."""
+class RequestRunner(Backpressure):
+    """Starts and runs requests (a base of `Connection`, which gives the state below; it
+    waits for room in its own base, `Backpressure`)."""
 
     if TYPE_CHECKING:
         daemon: Host
         peer: Peer[Incoming]
         gone: bool
-        stopping: bool
         _dispatch: Dispatch[Any]
-        _limits: DaemonConfig
         _turns: Turns
-        _tasks: int
-        _running: int
-        _batch_items: int
-        _batch_bytes: int
 
-        def _full(self) -> bool: ...
-        async def _wait_for_room(self) -> None: ...
-        async def _wait_for_slot(self) -> None: ...
         def _queue(self, body: bytes) -> None: ...
         def _queue_frame(self, frame: bytes) -> None: ...
         def _other(self, event: Event) -> None: ...
-        def _task_done(self) -> None: ...
-        def _progressed(self) -> None: ...
 
     def _attach(self, event: Event) -> tuple[Event, trio.CancelScope | None]:
         """A request's cancel scope, made at once: a `$/cancelRequest` may come before it runs."""
