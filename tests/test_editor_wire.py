@@ -7,17 +7,20 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
+import codeward
 from codeward.daemon.config import Config, DaemonConfig
 from codeward.daemon.server import Daemon
 from codeward.protocol.framing import Framing
+from codeward.protocol.lsp import LspMachine
 from tests.test_cli_imports import forbidden, imported_modules
-from tests.test_cli_mcp import READ_TIMEOUT, launch_argv
+from tests.test_cli_mcp import LAUNCH, READ_TIMEOUT, launch_argv
 from tests.test_daemon_limits import Wire, connection_of
 
 QUEUE_LIMIT = 64 * 1024
@@ -105,3 +108,52 @@ def test_the_pump_loads_nothing_heavy_and_opens_the_dialect_first(tmp_path: Path
     assert forbidden(names) == set()
     heavy = {"codeward.client.cli", "codeward.client.connection", "argparse", "json", "subprocess"}
     assert names & heavy == set()
+
+
+# What `codeward lsp` imports beyond the interpreter's own start when it hands stdin and
+# stdout over (as every editor starts it): each module here is paid by every editor's start,
+# before its `initialize` is answered.
+PUMP_MODULES = {
+    "__future__", "_socket", "codeward", "codeward.client", "codeward.client.entry",
+    "codeward.client.lsp_pump", "codeward.client.pump", "codeward.protocol",
+    "codeward.protocol.socket_path",
+}  # fmt: skip
+
+
+def test_the_pump_handing_over_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
+    """`codeward lsp` with pipes (it hands them to the daemon): beyond what any Python start
+    imports (`site` and its modules), only its own modules and `_socket` (no threading: it
+    copies nothing; no pathlib, collections or typing). Compared without running `site`
+    (`-S`): a venv's .pth files import modules that would hide one the pump added."""
+    source = str(Path(codeward.__file__).parents[1])
+    env = os.environ | {"PYTHONPATH": source, "PYTHONPROFILEIMPORTTIME": "1"}
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        listener.listen()
+        listener.settimeout(READ_TIMEOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", LAUNCH, "--socket", str(path), "lsp"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        )  # fmt: skip
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(READ_TIMEOUT)
+            first, fds, _, _ = socket.recv_fds(conn, 65536, 2)
+            for fd in fds:
+                os.close(fd)
+            machine = LspMachine()
+            conn.sendall(frame(machine.handoff_message(0)) + frame(machine.ended_message(0)))
+        _, stderr = proc.communicate(timeout=READ_TIMEOUT)
+    assert b'"method":"codeward/lsp-stdio"' in first and len(fds) == 2
+    assert proc.returncode == 0  # the ended frame's code
+    bare = subprocess.run(
+        [sys.executable, "-S", "-c", "import site"],  # (its modules; -S: not run)
+        capture_output=True, text=True, env=env, timeout=READ_TIMEOUT, check=True,
+    )  # fmt: skip
+    added = imported_modules(stderr.decode()) - imported_modules(bare.stderr)
+    assert added == PUMP_MODULES
+
+
+def frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body

@@ -5,7 +5,10 @@ every other command runs the full CLI."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # (typing and collections are not imported at run time)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _FLAGS = frozenset({"--json", "--no-autostart", "-y", "--yes"})
 _VALUED = frozenset({"--root", "--socket", "--timeout"})

@@ -21,7 +21,7 @@ from codeward.client.pump import (
     connect,
     copy,
 )
-from codeward.protocol.socket_path import socket_path
+from codeward.protocol.socket_path import socket_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def run(
     shutdown and exit, else 1); 3 when the daemon could not be reached or went away."""
     err = stderr or sys.stderr
     try:
-        sock = connect(socket_path(socket_arg), autostart=autostart)
+        sock = connect(socket_file(socket_arg), autostart=autostart)
     except Unreachable as exc:
         err.write(f"codeward: {exc.message}\n")
         return EXIT_UNREACHABLE
@@ -117,7 +117,7 @@ def run(
             code = hand_off(sock, in_fd, out_fd)
             if code is None:
                 sock.close()
-                sock = connect(socket_path(socket_arg), autostart=False)
+                sock = connect(socket_file(socket_arg), autostart=False)
         if code is None:
             sock.sendall(BINDING)
             copy(sock, in_fd, out_fd)

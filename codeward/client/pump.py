@@ -7,20 +7,19 @@ answers itself, with no hop through this process, which only waits for the daemo
 that the session ended. Otherwise (a terminal, a file, or a daemon that does not know the
 handoff) it sends the binding line that names the project root and copies stdin to the
 socket and the socket to stdout until either side closes. Lean on purpose: the standard
-library's os, socket and threading (no trio, no msgspec, no MCP SDK), so that an agent's
-server answers `initialize` in milliseconds and costs a few MiB.
+library's os and socket (no trio, no msgspec, no MCP SDK; threading only to copy, pathlib
+only to find the root), so that an agent's server answers `initialize` in milliseconds and
+costs a few MiB.
 """
 
 from __future__ import annotations
 
 import _socket  # the socket module's own imports (selectors...) cost more than it gives here
 import os
-import stat
+import stat  # (os imports it: free)
 import sys
-import threading
 
-from codeward.client.root import project_root
-from codeward.protocol.socket_path import socket_path
+from codeward.protocol.socket_path import socket_file
 
 TYPE_CHECKING = False  # typing itself is not imported at run time: it is not cheap
 if TYPE_CHECKING:
@@ -98,20 +97,22 @@ def hand_off(sock: _socket.socket, root: Path, in_fd: int, out_fd: int) -> bool 
     return ENDED_BY_HOST in rest
 
 
-def connect(path: Path, *, autostart: bool, root: Path | None = None) -> _socket.socket:
-    """A socket connected to the daemon; the autostart machinery only when none answers
-    (a daemon it starts is told `root`: its servers start first thing)."""
+def connect(path: str, *, autostart: bool, root: Path | None = None) -> _socket.socket:
+    """A socket connected to the daemon at `path`; the autostart machinery only when none
+    answers (a daemon it starts is told `root`: its servers start first thing)."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        sock.connect(str(path))
+        sock.connect(path)
         return sock
     except OSError:
         sock.close()
+    from pathlib import Path
+
     from codeward.client import autostart as starter
     from codeward.client.connection import DaemonUnreachable
 
     try:
-        sock = starter.connect(path, autostart=autostart, root=root)
+        sock = starter.connect(Path(path), autostart=autostart, root=root)
     except DaemonUnreachable as exc:
         raise Unreachable(exc.message) from None
     sock.settimeout(None)
@@ -132,6 +133,8 @@ def copy(sock: _socket.socket, in_fd: int, out_fd: int) -> bool:
     the connection. After stdin closes, the socket's write half is shut so the daemon sees
     the end; it closes in turn, or is cut off after `DRAIN_TIMEOUT`.
     """
+    import threading  # (here only: a handoff needs no thread)
+
     host_done = threading.Event()
     daemon_done = threading.Event()
 
@@ -173,7 +176,7 @@ def run(
     daemon could not be reached or went away."""
     err = stderr or sys.stderr
     try:
-        sock = connect(socket_path(socket_arg), autostart=autostart, root=root)
+        sock = connect(socket_file(socket_arg), autostart=autostart, root=root)
     except Unreachable as exc:
         err.write(f"codeward: {exc.message}\n")
         return EXIT_UNREACHABLE
@@ -184,7 +187,7 @@ def run(
             host_first = hand_off(sock, root, in_fd, out_fd)
             if host_first is None:  # not taken: copy, on a connection of its own
                 sock.close()
-                sock = connect(socket_path(socket_arg), autostart=False)
+                sock = connect(socket_file(socket_arg), autostart=False)
         if host_first is None:
             sock.sendall(binding_line(root))
             host_first = copy(sock, in_fd, out_fd)
@@ -203,6 +206,8 @@ def run(
 
 def main(options: dict[str, str]) -> int:
     """`codeward [--socket PATH] [--root DIR] [--no-autostart] mcp`, from the console script."""
+    from codeward.client.root import project_root  # (pathlib: `codeward lsp` needs none)
+
     try:
         root = project_root(options.get("root"))
         return run(options.get("socket"), root, autostart="no-autostart" not in options)

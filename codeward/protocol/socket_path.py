@@ -1,10 +1,17 @@
-"""Where the daemon's socket lives, shared by the daemon and the thin client."""
+"""Where the daemon's socket lives, shared by the daemon and the thin client.
+
+Lean on purpose: `codeward lsp` and `codeward mcp` import it at start-up, before they
+connect, so it imports neither pathlib nor collections (their cost is a user's first wait).
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing itself is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 # The descriptor an autostarting client passes the daemon it starts (a pipe's write end):
 # the daemon writes one byte there as soon as it listens, so the client connects at once
@@ -15,15 +22,22 @@ READY_FD_ENV = "CODEWARD_READY_FD"
 EARLY_ROOT_ENV = "CODEWARD_EARLY_ROOT"
 
 
-def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+def socket_file(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """`--socket PATH`, else `$CODEWARD_SOCKET`, else `$XDG_RUNTIME_DIR/codeward/codeward.sock`,
-    else `${TMPDIR:-/tmp}/codeward-$UID/codeward.sock`."""
+    else `${TMPDIR:-/tmp}/codeward-$UID/codeward.sock` (a string: see `socket_path`)."""
     env = os.environ if env is None else env
     if explicit:
-        return Path(explicit)
+        return explicit
     if env.get("CODEWARD_SOCKET"):
-        return Path(env["CODEWARD_SOCKET"])
+        return env["CODEWARD_SOCKET"]
     if env.get("XDG_RUNTIME_DIR"):
-        return Path(env["XDG_RUNTIME_DIR"]) / "codeward" / "codeward.sock"
+        return os.path.join(env["XDG_RUNTIME_DIR"], "codeward", "codeward.sock")
     tmp = env.get("TMPDIR") or "/tmp"
-    return Path(tmp) / f"codeward-{os.getuid()}" / "codeward.sock"
+    return os.path.join(tmp, f"codeward-{os.getuid()}", "codeward.sock")
+
+
+def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The socket's path (`socket_file`) as a Path."""
+    from pathlib import Path
+
+    return Path(socket_file(explicit, env))
