@@ -4,6 +4,7 @@ first bytes and its lean imports."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import subprocess
@@ -81,6 +82,26 @@ async def test_exit_ends_the_connection_and_its_session_lets_go(
     with trio.fail_after(10):
         await conn.done.wait()
     assert conn.id not in session.clients
+
+
+async def test_the_next_editors_open_the_dialect_with_no_thread(
+    daemon: Daemon, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dialect's modules are imported in a worker thread, once: the next editors'
+    connections open it with no hop to a thread (their `initialize` waits on it)."""
+    first = await editor(daemon, project)
+    hops: list[object] = []
+    in_thread = trio.to_thread.run_sync
+
+    async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(fn)
+        return await in_thread(fn, *args, **kwargs)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", counted)
+    second = await editor(daemon, project)
+    assert importlib.import_module not in hops
+    first.close()
+    second.close()
 
 
 def test_the_pump_loads_nothing_heavy_and_opens_the_dialect_first(tmp_path: Path) -> None:

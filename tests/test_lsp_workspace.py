@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -209,6 +210,33 @@ async def test_the_project_walk_serves_until_a_file_comes_or_goes(root: Path) ->
         assert root / "new.fake" not in manager.project_files()[0]["fake"]
     async with running(root, config) as (manager, _):  # no watcher: every ask walks
         assert manager.project_files() is not manager.project_files()
+
+
+async def test_a_listing_the_last_walk_serves_takes_no_thread(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`listing()` (an editor's `initialize` waits on it) walks in a worker thread; while
+    the last walk serves, it answers with no hop to a thread."""
+    config = fake_config({"fake": fake_server("ok")})
+    async with running(root, config, watch=True) as (manager, _):
+        walks: list[object] = []
+        in_thread = trio.to_thread.run_sync
+
+        async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            if fn == manager.project_files:
+                walks.append(fn)
+            return await in_thread(fn, *args, **kwargs)
+
+        monkeypatch.setattr(trio.to_thread, "run_sync", counted)
+        first = await manager.listing()
+        walks.clear()
+        assert await manager.listing() is first
+        assert walks == []
+        (root / "new.fake").write_text("good\n")
+        manager.files_changed([root / "new.fake"])
+        files, whole = await manager.listing()
+        assert whole and root / "new.fake" in files["fake"]
+        assert len(walks) == 1  # the walk, off the event loop
 
 
 async def test_codewards_own_config_is_no_toml_source(root: Path, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 EDITOR_DIALECT = "codeward.daemon.editor.dialect"
+_editor_class: type[EditorDialect] | None = None  # once its module is imported (whole)
 
 
 async def open_dialect(
@@ -42,7 +43,12 @@ async def open_dialect(
 async def _editor_dialect(conn: Link) -> EditorDialect:
     """The LSP dialect for an editor's connection. Its modules need lsprotocol and the
     language-server layer: imported in a worker thread once the sessions' modules are
-    there, never on the event loop (a daemon still starting keeps answering meanwhile)."""
-    await conn.daemon.sessions_loaded.wait()
-    module = await trio.to_thread.run_sync(importlib.import_module, EDITOR_DIALECT)
-    return module.EditorDialect(conn)
+    there, never on the event loop (a daemon still starting keeps answering meanwhile);
+    once they are, the next editors' connections open it with no hop to a thread."""
+    global _editor_class
+    dialect = _editor_class
+    if dialect is None or not conn.daemon.sessions_loaded.is_set():
+        await conn.daemon.sessions_loaded.wait()
+        module = await trio.to_thread.run_sync(importlib.import_module, EDITOR_DIALECT)
+        dialect = _editor_class = module.EditorDialect
+    return dialect(conn)

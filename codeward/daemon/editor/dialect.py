@@ -191,7 +191,7 @@ class EditorDialect:
         self.markup = Markup(params.capabilities)
         for root in workspace.roots:
             service = root.session.lsp
-            files, _ = await trio.to_thread.run_sync(service.project_files)
+            files, _ = await service.listing()
             languages = service.workspace_languages(files)
             self._languages.update(languages)
             found = await service.capabilities_of(languages)

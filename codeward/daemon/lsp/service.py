@@ -415,11 +415,22 @@ class LanguageService:
         all of them (see `project.project_files`; not to be changed by the caller). While
         the watcher runs, the last walk serves until a file is created or deleted."""
         key = (self.events.listing, folder, limit)
+        listing = self._walked(key)
+        if listing is None:
+            listing = project_files(self.root, self.languages.configs, folder, limit)
+            self._listing = (key, listing)
+        return listing
+
+    async def listing(self) -> Listing:
+        """`project_files()` off the event loop: the walk in a worker thread, unless the
+        last walk serves (then with no hop to a thread: an editor's `initialize` waits)."""
+        listing = self._walked((self.events.listing, None, WALK_LIMIT))
+        return listing or await trio.to_thread.run_sync(self.project_files)
+
+    def _walked(self, key: tuple[int, Path | None, int]) -> Listing | None:
         if self._watching and self._listing is not None and self._listing[0] == key:
             return self._listing[1]
-        listing = project_files(self.root, self.languages.configs, folder, limit)
-        self._listing = (key, listing)
-        return listing
+        return None
 
     def project_languages(self, limit: int = WALK_LIMIT) -> list[str]:
         """Languages with at least one file under the root (ignored folders skipped)."""
