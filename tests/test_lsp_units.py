@@ -180,6 +180,18 @@ def test_capabilities_remembered_answers_follow_registrations() -> None:
     assert not caps.supports("textDocument/hover")
 
 
+def test_the_static_capabilities_as_data_are_made_once() -> None:
+    """What every editor's `initialize` merges: the server's answer as JSON data, made once
+    (the same object for the next editor), made again for a new answer."""
+    caps = _capabilities({"hoverProvider": True, "renameProvider": {"prepareProvider": True}})
+    data = caps.static_data()
+    assert data["hoverProvider"] is True and data["renameProvider"] == {"prepareProvider": True}
+    assert caps.static_data() is data
+    caps.static = None
+    assert caps.static_data() == {}
+    assert Capabilities().static_data() == {}
+
+
 def test_capabilities_off_the_spec_are_left_out() -> None:
     caps = _capabilities(
         {

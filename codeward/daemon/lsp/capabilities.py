@@ -101,6 +101,7 @@ class Capabilities:
         self.position_encoding: Encoding = negotiated(encoding)
         self.unreadable = list(unreadable)  # capabilities off the spec, left out
         self._offered: dict[str, bool] = {}  # `supports`, remembered until a registration
+        self._data: dict[str, Any] | None = None  # `static` as JSON data, once asked
 
     @property
     def static(self) -> lsp.ServerCapabilities | None:
@@ -111,6 +112,15 @@ class Capabilities:
     def static(self, static: lsp.ServerCapabilities | None) -> None:
         self._static = static
         self._offered = {}
+        self._data = None
+
+    def static_data(self) -> dict[str, Any]:
+        """`static` as the JSON data the server sent (empty until it answered), unstructured
+        once for every editor's `initialize` (shared: not to be changed)."""
+        data = self._data
+        if data is None:
+            data = self._data = unstructure(self._static) if self._static is not None else {}
+        return data
 
     def register(self, reg_id: str, method: str, options: Any) -> str | None:
         """Record a registration. Options off the LSP spec are left out (the method is

@@ -130,7 +130,6 @@ from codeward.daemon.lsp.project import WALK_LIMIT, main_languages, project_file
 from codeward.daemon.lsp.restricted import FORMATTING_OFF
 from codeward.daemon.lsp.routing import Languages, unsupported
 from codeward.daemon.lsp.server import LanguageServer
-from codeward.daemon.lsp.shapes import unstructure
 from codeward.daemon.lsp.shared import Repository, SharedServers, repository_of
 from codeward.daemon.lsp.texts import Texts, stat_of
 from codeward.daemon.lsp.types import PositionLike, RangeLike
@@ -1051,8 +1050,7 @@ class LanguageService:
         async def one(i: int, name: str) -> None:
             with contextlib.suppress(ToolError):
                 server = await self.pool.started(name)
-                static = server.capabilities.static
-                data = unstructure(static) if static is not None else {}
+                data = server.capabilities.static_data()
                 offers[i] = Offer(name, data, server.encoding, server.capabilities.supports)
 
         async with self.gate.shared(), trio.open_nursery() as nursery:
