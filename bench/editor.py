@@ -13,7 +13,11 @@ Prints:
    `codeward lsp`, the milliseconds added per call (goals: <= 0.5 ms hover and
    definition, <= 1 ms completion), and the daemon's CPU per call (/proc schedstat);
 2. `codeward lsp` spawned to its `initialize` answered, with the daemon running (goal
-   <= 50 ms), beside the bare start of this Python interpreter (`python -c pass`);
+   <= 50 ms), beside the bare start of the same Python (`python -c pass`) and the pump's
+   CPU beyond that start: in this venv, whose editable install's .pth finder runs at every
+   Python start (pathlib, re...), and in a plain venv of the same Python, as a user's
+   `pip install codeward` makes (no finder). Both with bytecode, as an installed package
+   has it (pip compiles at install), whatever PYTHONDONTWRITEBYTECODE says here;
 3. an editor and two agents on one root: the language-server processes and their memory
    (RSS, each server with its descendants) when the editor joins the daemon's servers
    through `codeward lsp`, against two separate sets (the daemon's for the agents, and
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,7 +52,7 @@ GOALS = {"hover": 0.5, "definition": 0.5, "completion": 1.0}  # ms added, at mos
 SPAWN_GOAL = 50.0  # ms from spawn to initialize answered
 
 
-def codeward_lsp(socket: Path) -> tuple[list[str], dict[str, str]]:
+def codeward_lsp(socket: Path, python: str = sys.executable) -> tuple[list[str], dict[str, str]]:
     """The command and environment an editor would use: `codeward lsp`, on the daemon's
     socket, importing codeward from the tree this benchmark runs from."""
     spec = importlib.util.find_spec("codeward")
@@ -55,7 +60,29 @@ def codeward_lsp(socket: Path) -> tuple[list[str], dict[str, str]]:
     source = str(Path(spec.origin).parents[1])
     env = {**os.environ, "CODEWARD_SOCKET": str(socket)}
     env["PYTHONPATH"] = os.pathsep.join([source, env.get("PYTHONPATH", "")])
-    return [sys.executable, "-c", LAUNCH, "lsp"], env
+    return [python, "-c", LAUNCH, "lsp"], env
+
+
+def compiled(env: dict[str, str], cache: Path) -> dict[str, str]:
+    """`env` with Python's bytecode kept (in `cache`, the tree untouched), as an installed
+    package has it: the first start writes it, the next ones read it."""
+    env = {**env, "PYTHONPYCACHEPREFIX": str(cache)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def plain_venv(tmp: Path) -> str:
+    """The python of a new venv of this Python with nothing installed: no .pth file runs
+    at its start, as in a venv where pip installed codeward (from a wheel)."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(tmp / "venv")], check=True)
+    return str(tmp / "venv" / "bin" / "python")
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's reaped children (the one just reaped, as a difference)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def close(client: DirectClient) -> None:
@@ -126,28 +153,59 @@ def report(batch: list[Case], rounds: int) -> None:
         print(f"{case.label:12} {d:9.3f} {c:11.3f} {c - d:8.3f} {goal:>8} {cpu:13.3f}")
 
 
-def spawn_to_initialize(root: Path, socket: Path, runs: int) -> None:
-    command, env = codeward_lsp(socket)
-    spawned: list[float] = []
-    for _ in range(runs):
-        begin = time.perf_counter()
-        client = DirectClient(root, command, env)
-        client.request("initialize", {
-            "processId": os.getpid(), "rootUri": root.as_uri(),
-            "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}], "capabilities": {},
-        })  # fmt: skip
-        spawned.append(time.perf_counter() - begin)
-        client.notify("initialized", {})
-        close(client)
-    bare: list[float] = []
-    for _ in range(runs):
-        begin = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        bare.append(time.perf_counter() - begin)
+def spawned(root: Path, command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """`codeward lsp` started and its initialize answered: the seconds that took, and the
+    CPU seconds of the pump until it exited."""
+    cpu = children_cpu()
+    begin = time.perf_counter()
+    client = DirectClient(root, command, env)
+    client.request("initialize", {
+        "processId": os.getpid(), "rootUri": root.as_uri(),
+        "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}], "capabilities": {},
+    })  # fmt: skip
+    wall = time.perf_counter() - begin
+    client.notify("initialized", {})
+    close(client)
+    return wall, children_cpu() - cpu
+
+
+def bare(python: str, env: dict[str, str]) -> tuple[float, float]:
+    """`python -c pass`: its seconds and its CPU seconds."""
+    cpu = children_cpu()
+    begin = time.perf_counter()
+    subprocess.run([python, "-c", "pass"], check=True, env=env)
+    return time.perf_counter() - begin, children_cpu() - cpu
+
+
+def spawn_to_initialize(root: Path, socket: Path, runs: int, tmp: Path) -> None:
+    pythons = {"this venv": sys.executable, "a plain venv": plain_venv(tmp)}
+    starts: dict[str, tuple[list[str], dict[str, str]]] = {}
+    for label, python in pythons.items():
+        command, env = codeward_lsp(socket, python)
+        starts[label] = command, compiled(env, tmp / "bytecode")
+        spawned(root, *starts[label])  # (the bytecode written)
+        bare(python, starts[label][1])
+    times: dict[str, list[tuple[float, float]]] = {label: [] for label in starts}
+    bares: dict[str, list[tuple[float, float]]] = {label: [] for label in starts}
+    for _ in range(runs):  # alternating, so that machine load hits each alike
+        for label, (command, env) in starts.items():
+            times[label].append(spawned(root, command, env))
+            bares[label].append(bare(pythons[label], env))
     print(
-        f"\n2. `codeward lsp` spawned to initialize answered, daemon running (median of {runs}):"
-        f" {ms(spawned):.1f} ms (goal <= {SPAWN_GOAL:.0f} ms);"
-        f" `python -c pass` alone: {ms(bare):.1f} ms"
+        f"\n2. `codeward lsp` spawned to initialize answered, daemon running (median of {runs},"
+        " bytecode compiled):"
+    )
+    for label in starts:
+        wall, cpu = zip(*times[label], strict=True)
+        bare_wall, bare_cpu = zip(*bares[label], strict=True)
+        print(
+            f"   {label + ':':14} {ms(list(wall)):5.1f} ms (goal <= {SPAWN_GOAL:.0f} ms);"
+            f" `python -c pass` {ms(list(bare_wall)):5.1f} ms;"
+            f" the pump's CPU beyond it {ms(list(cpu)) - ms(list(bare_cpu)):4.1f} ms"
+        )
+    print(
+        "   (this venv's editable install runs its .pth finder at every Python start; a plain"
+        " venv, as `pip install codeward` makes one, has none)"
     )
 
 
@@ -224,7 +282,7 @@ def main() -> None:
                 answered(client, case)
         measure(sides, batch, args.rounds, daemon.proc.pid)
         report(batch, args.rounds)
-        spawn_to_initialize(root, daemon.socket, args.spawns)
+        spawn_to_initialize(root, daemon.socket, args.spawns, tmp)
         one_set(daemon, root, sides["direct"])
         print(f"\nload average: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
     finally:
