@@ -135,7 +135,7 @@ def test_the_pump_loads_nothing_heavy_and_opens_the_dialect_first(tmp_path: Path
 # stdout over (as every editor starts it): each module here is paid by every editor's start,
 # before its `initialize` is answered.
 PUMP_MODULES = {
-    "__future__", "_socket", "codeward", "codeward.client", "codeward.client.entry",
+    "_socket", "codeward", "codeward.client", "codeward.client.entry",
     "codeward.client.lsp_pump", "codeward.client.pump", "codeward.protocol",
     "codeward.protocol.socket_path",
 }  # fmt: skip
@@ -144,8 +144,9 @@ PUMP_MODULES = {
 def test_the_pump_handing_over_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
     """`codeward lsp` with pipes (it hands them to the daemon): beyond what any Python start
     imports (`site` and its modules), only its own modules and `_socket` (no threading: it
-    copies nothing; no pathlib, collections or typing). Compared without running `site`
-    (`-S`): a venv's .pth files import modules that would hide one the pump added."""
+    copies nothing; no pathlib, collections, typing or `__future__`). Compared without
+    running `site` (`-S`): a venv's .pth files import modules that would hide one the pump
+    added."""
     source = str(Path(codeward.__file__).parents[1])
     env = os.environ | {"PYTHONPATH": source, "PYTHONPROFILEIMPORTTIME": "1"}
     path = tmp_path / "s.sock"

@@ -2,7 +2,8 @@
 pumps, so that an agent's MCP server or an editor's language server starts in milliseconds;
 every other command runs the full CLI."""
 
-from __future__ import annotations
+# (no `from __future__ import annotations`: its module is one more import at every editor's
+# start; the annotations naming what only type checkers import are strings)
 
 import sys
 
@@ -14,7 +15,7 @@ _FLAGS = frozenset({"--json", "--no-autostart", "-y", "--yes"})
 _VALUED = frozenset({"--root", "--socket", "--timeout"})
 
 
-def pump_options(argv: Sequence[str]) -> tuple[str, dict[str, str]] | None:
+def pump_options(argv: "Sequence[str]") -> tuple[str, dict[str, str]] | None:
     """The command (`mcp` or `lsp`) and global options of a plain `codeward [OPTIONS] mcp
     [OPTIONS]` (or `lsp`), or None for any other command line (the full CLI parses it, and
     says what is wrong)."""

@@ -8,7 +8,8 @@ which carries the exit code (0 after `shutdown` then `exit`, else 1). Otherwise 
 binding frame and copies bytes both ways until either side closes. Standard library only.
 """
 
-from __future__ import annotations
+# (no `from __future__ import annotations`: its module is one more import at every editor's
+# start; the annotations naming what only type checkers import are strings)
 
 import _socket
 import sys
@@ -98,9 +99,9 @@ def run(
     socket_arg: str | None,
     *,
     autostart: bool = True,
-    stdin: TextIO | None = None,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
+    stdin: "TextIO | None" = None,
+    stdout: "TextIO | None" = None,
+    stderr: "TextIO | None" = None,
 ) -> int:
     """Pump one editor's LSP session into the daemon: the exit code LSP asks for (0 after
     shutdown and exit, else 1); 3 when the daemon could not be reached or went away."""

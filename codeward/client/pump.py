@@ -12,7 +12,8 @@ only to find the root), so that an agent's server answers `initialize` in millis
 costs a few MiB.
 """
 
-from __future__ import annotations
+# (no `from __future__ import annotations`: its module is one more import at every editor's
+# start; the annotations naming what only type checkers import are strings)
 
 import _socket  # the socket module's own imports (selectors...) cost more than it gives here
 import os
@@ -51,14 +52,14 @@ def json_string(text: str) -> str:
     return f'"{escaped}"'
 
 
-def binding_line(root: Path) -> bytes:
+def binding_line(root: "Path") -> bytes:
     """The first line: a JSON-RPC notification that binds the connection to `root`."""
     params = '{"root":' + json_string(str(root)) + "}"
     line = '{"jsonrpc":"2.0","method":"' + BIND_METHOD + '","params":' + params + "}\n"
     return line.encode("utf-8", "surrogateescape")
 
 
-def handoff_line(root: Path) -> bytes:
+def handoff_line(root: "Path") -> bytes:
     """The first line when stdin and stdout go to the daemon: a request (id 0) naming `root`."""
     params = '{"root":' + json_string(str(root)) + "}"
     line = '{"jsonrpc":"2.0","id":0,"method":"' + HANDOFF_METHOD + '","params":' + params + "}\n"
@@ -75,7 +76,7 @@ def can_hand_off(in_fd: int, out_fd: int) -> bool:
     return all(stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) for mode in modes)
 
 
-def hand_off(sock: _socket.socket, root: Path, in_fd: int, out_fd: int) -> bool | None:
+def hand_off(sock: _socket.socket, root: "Path", in_fd: int, out_fd: int) -> bool | None:
     """Give stdin and stdout to the daemon, then wait for the session to end: True when the
     host ended it (closed stdin), False when the daemon did; None when the daemon did not
     take them (an older daemon: the socket is then unusable; connect again and copy)."""
@@ -97,7 +98,7 @@ def hand_off(sock: _socket.socket, root: Path, in_fd: int, out_fd: int) -> bool 
     return ENDED_BY_HOST in rest
 
 
-def connect(path: str, *, autostart: bool, root: Path | None = None) -> _socket.socket:
+def connect(path: str, *, autostart: bool, root: "Path | None" = None) -> _socket.socket:
     """A socket connected to the daemon at `path`; the autostart machinery only when none
     answers (a daemon it starts is told `root`: its servers start first thing)."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -165,12 +166,12 @@ def copy(sock: _socket.socket, in_fd: int, out_fd: int) -> bool:
 
 def run(
     socket_arg: str | None,
-    root: Path,
+    root: "Path",
     *,
     autostart: bool = True,
-    stdin: TextIO | None = None,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
+    stdin: "TextIO | None" = None,
+    stdout: "TextIO | None" = None,
+    stderr: "TextIO | None" = None,
 ) -> int:
     """Pump one MCP stdio session into the daemon: 0 when the host ended it, 3 when the
     daemon could not be reached or went away."""

@@ -4,7 +4,8 @@ Lean on purpose: `codeward lsp` and `codeward mcp` import it at start-up, before
 connect, so it imports neither pathlib nor collections (their cost is a user's first wait).
 """
 
-from __future__ import annotations
+# (no `from __future__ import annotations`: its module is one more import at every editor's
+# start; the annotations naming what only type checkers import are strings)
 
 import os
 
@@ -22,7 +23,7 @@ READY_FD_ENV = "CODEWARD_READY_FD"
 EARLY_ROOT_ENV = "CODEWARD_EARLY_ROOT"
 
 
-def socket_file(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+def socket_file(explicit: str | None = None, env: "Mapping[str, str] | None" = None) -> str:
     """`--socket PATH`, else `$CODEWARD_SOCKET`, else `$XDG_RUNTIME_DIR/codeward/codeward.sock`,
     else `${TMPDIR:-/tmp}/codeward-$UID/codeward.sock` (a string: see `socket_path`)."""
     env = os.environ if env is None else env
@@ -36,7 +37,7 @@ def socket_file(explicit: str | None = None, env: Mapping[str, str] | None = Non
     return os.path.join(tmp, f"codeward-{os.getuid()}", "codeward.sock")
 
 
-def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+def socket_path(explicit: str | None = None, env: "Mapping[str, str] | None" = None) -> "Path":
     """The socket's path (`socket_file`) as a Path."""
     from pathlib import Path
 
