@@ -47,6 +47,10 @@ diagnostics either. `silent-definition` offers definitions and never answers the
 hover on the first line names a module (`(module) pkg.sub`). In every mode that publishes,
 a text that begins with "mute" is never published (its analysis never ends).
 
+`slow-pull` offers pull diagnostics and never pushes; it answers each pull `SLOW_PULL`
+seconds after reading it, one at a time, reading nothing meanwhile (a type checker with
+one analysis thread: a pull waits for those before it).
+
 `chatty` speaks to the people: a `window/showMessage` at each didOpen ("opened NAME"); at each
 hover a `window/showMessage`, a `window/logMessage` and a `window/showMessageRequest` ("hover
 in NAME"), then a markdown hover (a code block, a link, emphasis).
@@ -69,6 +73,7 @@ HOLD = sys.argv[3] if len(sys.argv) > 3 else ""
 stdin = sys.stdin.buffer
 stdout = sys.stdout.buffer
 _next_id = 1000
+SLOW_PULL = 1.5  # seconds `slow-pull` takes to answer each pull
 _batch: list[bytes] | None = None  # frames kept to be written in one piece
 
 
@@ -354,7 +359,7 @@ def main() -> None:
             if MODE in ("busy-symbols", "symbols-later"):
                 capabilities["workspaceSymbolProvider"] = True
                 workspace.root = params["rootPath"]
-            if MODE == "failing-pull":  # offers pull diagnostics, fails every pull, never pushes
+            if MODE in ("failing-pull", "slow-pull"):  # offers pull diagnostics, never pushes
                 capabilities["diagnosticProvider"] = {
                     "interFileDependencies": False,
                     "workspaceDiagnostics": False,
@@ -423,7 +428,7 @@ def main() -> None:
                 loading.opened(doc["uri"], doc["version"], doc["text"])
             elif MODE == "diagnosing":
                 diagnose(doc["uri"], doc["version"], doc["text"])
-            elif MODE not in ("unready-silent", "failing-pull"):
+            elif MODE not in ("unready-silent", "failing-pull", "slow-pull"):
                 publish(doc["uri"], doc["version"], doc["text"])
             if MODE == "chatty":
                 name = doc["uri"].rsplit("/", 1)[-1]
@@ -436,7 +441,7 @@ def main() -> None:
                 loading.changed(doc["uri"], doc["version"], texts[doc["uri"]])
             elif MODE == "diagnosing":
                 diagnose(doc["uri"], doc["version"], texts[doc["uri"]])
-            elif MODE not in ("unready-silent", "failing-pull"):
+            elif MODE not in ("unready-silent", "failing-pull", "slow-pull"):
                 publish(doc["uri"], doc["version"], texts[doc["uri"]])
         elif method == "textDocument/diagnostic" and MODE == "off-spec":
             uri = params["textDocument"]["uri"]
@@ -444,6 +449,10 @@ def main() -> None:
             send({"id": msg_id, "result": {"kind": "full", "items": items}})
         elif method == "textDocument/diagnostic" and MODE == "workspace-busy":
             pass  # queued behind its analysis, which never ends: never answered
+        elif method == "textDocument/diagnostic" and MODE == "slow-pull":
+            time.sleep(SLOW_PULL)  # checks one file at a time, reading nothing meanwhile
+            uri = params["textDocument"]["uri"]
+            send({"id": msg_id, "result": {"kind": "full", "items": diagnostics_of(texts[uri])}})
         elif method == "textDocument/diagnostic" and MODE == "failing-pull":
             failure = {"code": -32603, "message": "analysis crashed"}
             send({"id": msg_id, "error": failure})

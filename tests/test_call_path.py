@@ -203,8 +203,9 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
         ("get_code_actions", {"path": "main.py", "line": 1}, {"textDocument/codeAction": EDITS}),
         # a file's diagnostics, pulled from basedpyright and ruff
         ("get_diagnostics", {"path": "lib.py"}, {"textDocument/diagnostic": DIAGNOSTICS}),
-        # the folder's: basedpyright's workspace pull
-        ("get_diagnostics", {}, {"workspace/diagnostic": FOLDER_DIAGNOSTICS}),
+        # the folder's: each file pulled in the batches (basedpyright's entry says
+        # `workspace_pull = false`)
+        ("get_diagnostics", {}, {"textDocument/diagnostic": FOLDER_DIAGNOSTICS}),
         # a preview's diagnostics before and after, asked by the tool
         (
             "edit_file",

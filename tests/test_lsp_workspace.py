@@ -318,13 +318,15 @@ async def test_a_server_reporting_progress_is_not_restarted_for_cancelled_pulls(
     root: Path, tmp_path: Path
 ) -> None:
     """`workspace-busy` is still analysing (its progress begun, never ended) and answers no
-    file's pull: the folder's batch gives up on them (cancelled, unanswered), and the server
-    is left to its work past `lsp.cancel_grace` (basedpyright on sympy was restarted for it,
-    losing its analysis); the answer says those files were not checked."""
+    file's pull: the folder's batch gives up on them at the call's deadline (cancelled,
+    unanswered), and the server is left to its work past `lsp.cancel_grace` (basedpyright
+    on sympy was restarted for it, losing its analysis); the answer says those files were
+    not checked."""
     log = tmp_path / "log"
     config = fake_config(
         {"fake": fake_server("workspace-busy", log)},
         settle_timeout=0.5, cancel_grace=0.2, check_interval=0.05,
+        folder_diagnostics_seconds=0.5,
     )  # fmt: skip
     async with running(root, config) as (manager, _):
         with trio.fail_after(20):
@@ -338,3 +340,80 @@ async def test_a_server_reporting_progress_is_not_restarted_for_cancelled_pulls(
         assert server.open_documents() == ()
     cancelled = [m for m in logged(log) if m.get("method") == "$/cancelRequest"]
     assert cancelled  # its pulls were given up on, and left unanswered
+
+
+async def test_a_preview_goes_before_the_batch_under_way_which_goes_on_after(
+    root: Path, tmp_path: Path
+) -> None:
+    """A folder's batch waits for `mute.fake` (the `ok` fake never publishes a text that
+    begins with "mute") until the call's deadline, 30 s away; a preview (a safe edit's)
+    meanwhile stops the batch and has the servers at once (the file under way has
+    `settle_timeout` more, then is cancelled), and the batch takes up after it the file it
+    had no answer for, now answerable on disk: the call ends complete, with the disk's
+    diagnostics, not the preview's."""
+    (root / "mute.fake").write_text("mute\n")
+    log = tmp_path / "log"
+    config = fake_config(
+        {"fake": fake_server("ok", log)}, settle_timeout=1.0, folder_diagnostics_seconds=30.0
+    )
+    async with running(root, config) as (manager, _), trio.open_nursery() as nursery:
+        answers = []
+        ended = trio.Event()
+
+        async def whole() -> None:
+            answers.append(await manager.workspace_diagnostics())
+            ended.set()
+
+        nursery.start_soon(whole)
+        server = await manager.pool.started("fake")
+        answered = [(root / name).as_uri() for name in ("a.fake", "clean.fake", "sub/b.fake")]
+        mute = (root / "mute.fake").as_uri()
+
+        def under_way() -> bool:  # every file answered but the mute one, which is open
+            return all(u in server.published for u in answered) and bool(server.document(mute))
+
+        with trio.fail_after(10):
+            assert await server.wait_for(under_way, 10)
+            async with manager.previewing() as previewer:
+                async with previewer.show(root / "a.fake", b"bad\nbad\n"):
+                    shown = await manager.diagnostics(root / "a.fake")
+                (root / "mute.fake").write_text("bad\n")  # answerable when asked again
+        assert [d.line for d in shown.diagnostics] == [1, 2] and not shown.partial
+        assert not ended.is_set()  # the preview went before the call's end
+        with trio.fail_after(20):
+            await ended.wait()  # once the batch asked mute.fake again
+    [answer] = answers
+    assert not answer.partial and answer.errors == []
+    assert [(s.files_checked, s.files_total, s.complete) for s in answer.servers] == [(4, 4, True)]
+    assert lines(answer.diagnostics) == {("a.fake", 1), ("mute.fake", 1), ("sub/b.fake", 2)}
+    opened = [m["params"]["textDocument"]["uri"] for m in logged(log)
+              if m.get("method") == "textDocument/didOpen"]  # fmt: skip
+    assert opened.count(mute) == 2  # asked, left for the preview, asked again
+
+
+async def test_the_file_under_way_at_the_deadline_is_answered_the_others_cancelled(
+    root: Path, tmp_path: Path
+) -> None:
+    """`slow-pull` checks one file at a time, 1.5 s each. The call's first batch runs
+    until one settle timeout (2 s): the first file pulled is answered at 1.5 s, the second
+    is under way at the cut and has a settle timeout more (answered at 3 s: a type checker
+    cancelled in the middle of a file loses what it inferred), the third, waiting its
+    turn, is cancelled (it loses nothing) and left for the next call."""
+    log = tmp_path / "log"
+    config = fake_config(
+        {"fake": fake_server("slow-pull", log)},
+        settle_timeout=2.0, folder_diagnostics_seconds=0.1,
+    )  # fmt: skip
+    async with running(root, config) as (manager, _):
+        with trio.fail_after(20):
+            answer = await manager.workspace_diagnostics()
+    [fake] = answer.servers
+    assert (fake.files_checked, fake.files_total, fake.stopped) == (2, 3, "time")
+    pulls = {m["id"]: m["params"]["textDocument"]["uri"] for m in logged(log)
+             if m.get("method") == "textDocument/diagnostic"}  # fmt: skip
+    first, second, third = [uri.removeprefix(root.as_uri() + "/") for uri in pulls.values()]
+    errors = {"a.fake": {("a.fake", 1)}, "clean.fake": set(), "sub/b.fake": {("sub/b.fake", 2)}}
+    assert lines(answer.diagnostics) == errors[first] | errors[second] and answer.partial
+    cancelled = [pulls[m["params"]["id"]] for m in logged(log)
+                 if m.get("method") == "$/cancelRequest"]  # fmt: skip
+    assert cancelled == [(root / third).as_uri()]

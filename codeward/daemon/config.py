@@ -143,6 +143,11 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # 0.3): a question about the whole project (references, ...) waits for that after such
     # a change (lsp.new_files). 0: it takes them in at once.
     quiet_after_new_files: GraceSeconds = 0.0
+    # Whether a folder's diagnostics pull its workspace diagnostics when it offers them
+    # (else its files are asked in batches). None: as the built-in entry of the same name
+    # says (else True). basedpyright: False (each pull marks every file dirty, so its
+    # analysis starts over, and a cancelled one runs on to the end of the project).
+    workspace_pull: bool | None = None
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

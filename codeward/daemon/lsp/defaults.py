@@ -153,6 +153,11 @@ def default_servers() -> dict[str, ServerConfig]:
             broken_when=["_token.cancel is not a function"],
             # It takes in new and deleted files once it heard nothing for 250 ms.
             quiet_after_new_files=0.3,
+            # A workspace pull marks every file dirty (its parses and types thrown away)
+            # and starts an analysis of the whole project that a cancel does not stop: on
+            # sympy each call's pull began the analysis again, and no file was ever checked.
+            # Its files are asked in batches instead, each pull cancelled at the call's end.
+            workspace_pull=False,
             # Pull diagnostics are registered, never static, after its settings are read.
             registers=["textDocument/diagnostic"],
             folders=True,
@@ -363,6 +368,9 @@ def effective_servers(config: Config) -> dict[str, ServerConfig]:
                 ),
                 diagnosis_progress=entry.diagnosis_progress or default.diagnosis_progress,
                 folders=default.folders if entry.folders is None else entry.folders,
+                workspace_pull=(
+                    default.workspace_pull if entry.workspace_pull is None else entry.workspace_pull
+                ),
                 quiet_after_new_files=(
                     entry.quiet_after_new_files or default.quiet_after_new_files
                 ),

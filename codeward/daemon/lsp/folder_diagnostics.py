@@ -1,24 +1,31 @@
 """A folder's (or the project's) diagnostics, from every diagnostic server of its
-languages (`Folders`): a server that pulls workspace diagnostics is pulled; the files a
-server has not checked yet are asked in batches (`FolderBatches`): each batch's documents
-opened at once (`FOLDER_CONCURRENCY` asked together), its answers taken, then closed again,
-so the server's open documents stay bounded. What each server checked is kept (`coverage`)
+languages (`Folders`): a server that pulls workspace diagnostics is pulled (unless its
+entry says `workspace_pull = false`: basedpyright); the files a server has not checked yet
+are asked in batches (`FolderBatches`): each batch's documents opened at once
+(`FOLDER_CONCURRENCY` asked together), its answers taken, then closed again, so the
+server's open documents stay bounded. What each server checked is kept (`coverage`)
 while the root's files stay as they are, so the next call goes on from there.
 
 Batches of `lsp.folder_diagnostics_files` go on while the call is within
 `lsp.folder_diagnostics_seconds` (the first batch always runs, for one `lsp.settle_timeout`
-at least; a batch is cut at that deadline, what it answered kept: basedpyright busy with
-sympy took 141 s for one uncut batch of 100 files, 8 at a time, 10 s each): a fast server
-that reports only open files (ruff) checks a whole project in one call, a slow one what
-the time allows. No batch starts once the server's process group is past `NEAR_CAP` of its
-memory cap (`stopped: "memory"`), and each batch is reported to the session's progress sink
-as it ends. (One module with `Folders`: a call's line to the server stays straight.)
+at least); a file's answer is awaited until then. At that deadline a batch stops
+(`Pulls`): the pulls waiting their turn are cancelled, the file the server is checking
+has one settle timeout more (a type checker cancelled in the middle of a file throws away
+what it inferred), and what the batch answered is kept: a fast server that reports only
+open files (ruff) checks a whole project in one call, a slow one what the time allows.
+Each batch holds the session's gate on its own: a preview waiting for the servers (a safe
+edit's) stops it the same way and goes first, and the batch goes on after it. No batch
+starts once the server's process group is past `NEAR_CAP` of its memory cap (`stopped:
+"memory"`), and each batch is reported to the session's progress sink as it ends. (One
+module with `Folders`: a call's line to the server stays straight.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +38,7 @@ from codeward.daemon.files import UNTRUSTED
 from codeward.daemon.lsp.coverage import Coverage, ServerCoverage, content_state
 from codeward.daemon.lsp.diagnostics import Diagnostics, FolderDiagnostics, Found, found
 from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.process import group_rss
 from codeward.daemon.lsp.project import project_files
 from codeward.daemon.lsp.routing import Languages, in_routing_order
@@ -74,18 +82,21 @@ def near_cap(server: LanguageServer, lsp: LspConfig) -> bool:
 
 
 class FolderBatches:
-    """Asks one server about files in batches, within a deadline and its memory cap."""
+    """Asks one server about files in batches, within a deadline and its memory cap, each
+    batch in a hold of the session's gate of its own that a preview cuts short."""
 
     def __init__(
         self,
         lsp: LspConfig,
         languages: Languages,
         texts: Texts,
+        gate: Gate,
         on_progress: Callable[[dict[str, Any]], None],
     ) -> None:
         self.lsp = lsp
         self.languages = languages
         self.texts = texts
+        self.gate = gate
         self.on_progress = on_progress
 
     async def check(
@@ -98,7 +109,8 @@ class FolderBatches:
     ) -> Batched:
         """`server`'s diagnostics of `files` (`(language, path)`), batch after batch while
         the trio clock is before `deadline` and the server below its memory cap; `done` of
-        `total` files were checked before (for the progress reports)."""
+        `total` files were checked before (for the progress reports). A batch that a
+        preview cut short is asked again after it, but for the files answered."""
         size = self.lsp.folder_diagnostics_files
         total = len(files) + done if total is None else total
         batched = Batched()
@@ -106,45 +118,92 @@ class FolderBatches:
             return batched
         token = f"codeward/diagnostics/{next(_tokens)}"
         report = _Reporter(self.on_progress, server.name, token, total)
+        pending = list(files)
+        first = True
         try:
-            for start in range(0, len(files), size):
-                if start and trio.current_time() >= deadline:
+            while pending:
+                if not first and trio.current_time() >= deadline:
                     batched.stopped = "time"
                     break
                 if await trio.to_thread.run_sync(near_cap, server, self.lsp):
                     batched.stopped = "memory"
                     break
-                if not start:
+                if first:
                     report.send("begin", done)
-                batch = files[start : start + size]
+                batch, pending = pending[:size], pending[size:]
                 # the first batch has one settle timeout at least, whatever the deadline
-                first = trio.current_time() + self.lsp.settle_timeout
-                with trio.move_on_at(deadline if start else max(deadline, first)):
-                    batched.error = await self._batch(server, batch, batched.answers)
+                cut = (
+                    max(deadline, trio.current_time() + self.lsp.settle_timeout)
+                    if first
+                    else deadline
+                )
+                first = False
+                gave_way = await self._turn(server, batch, batched, cut)
                 report.send("report", done + batched.checked)
                 if batched.error is not None:
                     batched.stopped = "failed"
                     break
-                if start + size < len(files) and trio.current_time() >= deadline:
-                    batched.stopped = "time"
-                    break
+                if gave_way:  # a preview went first: what the batch did not answer goes on
+                    answers = batched.answers
+                    pending = [f for f in batch if answers.get(path_to_uri(f[1])) is None] + pending
+            if batched.stopped is None and batched.checked < len(files):
+                batched.stopped = "time"  # the last batch was cut at the deadline
         finally:
             report.send("end", done + batched.checked)
         return batched
 
+    async def _turn(
+        self,
+        server: LanguageServer,
+        batch: Sequence[tuple[str, Path]],
+        batched: Batched,
+        cut: float,
+    ) -> bool:
+        """One batch, in a shared hold of the gate of its own, until `cut` (trio clock):
+        whether it gave way to a preview (a safe edit's, say) that began to wait for the
+        servers meanwhile. Either stops it (`Pulls.stop`): the documents it opened are
+        closed, and the hold let go for the preview to go first."""
+        gave_way = False
+        pulls = Pulls(self.lsp.settle_timeout)
+
+        async def stop_at_cut() -> None:
+            await trio.sleep_until(cut)
+            pulls.stop()
+
+        async def give_way() -> None:
+            nonlocal gave_way
+            await self.gate.preview_waits()
+            gave_way = True
+            pulls.stop()
+
+        watch = not self.gate.held()  # a caller's own hold is not this batch's to give
+        async with self.gate.shared(), trio.open_nursery() as nursery:
+            nursery.start_soon(stop_at_cut)
+            if watch:
+                nursery.start_soon(give_way)
+            batched.error = await self._batch(server, batch, batched.answers, pulls)
+            nursery.cancel_scope.cancel()
+        return gave_way
+
     async def _batch(
-        self, server: LanguageServer, files: Sequence[tuple[str, Path]], answers: Answers
+        self,
+        server: LanguageServer,
+        files: Sequence[tuple[str, Path]],
+        answers: Answers,
+        pulls: Pulls,
     ) -> ToolError | None:
         """One batch: each file opened as needed and asked about (for its content on disk),
-        `FOLDER_CONCURRENCY` at once; the documents opened here are closed again after,
-        whether the batch ended or was cut short. A failure of the server (stopped,
-        restarted) ends the batch: its error comes back, the answers it had stand."""
-        settle = self.lsp.settle_timeout
+        `FOLDER_CONCURRENCY` at once, each answer awaited until `pulls` stop; the
+        documents opened here are closed again after, whether the batch ended or was
+        stopped. A failure of the server (stopped, restarted) ends the batch: its error
+        comes back, the answers it had stand."""
         limiter = trio.CapacityLimiter(FOLDER_CONCURRENCY)
         opened: list[str] = []  # closed again after: the servers' memory stays bounded
 
         async def ask(language: str, path: Path) -> None:
             async with limiter:
+                if pulls.stopped:
+                    return
                 data, stat = self.texts.override(path), UNTRUSTED
                 if data is None:
                     data, stat = self.texts.read(path)
@@ -155,7 +214,8 @@ class FolderBatches:
                     opened.append(path_to_uri(path))
                 doc = server.sync(path, language_id, data, stat, fresh_diagnostics=True, own=True)
                 try:
-                    answers[doc.uri] = await server.document_diagnostics(doc, settle)
+                    with pulls.sent():
+                        answers[doc.uri] = await server.document_diagnostics(doc, math.inf)
                 except ToolError as exc:
                     failed.append(exc)
                     nursery.cancel_scope.cancel()
@@ -169,6 +229,43 @@ class FolderBatches:
             for uri in opened:
                 server.close_document(uri)
         return failed[0] if failed else None
+
+
+class Pulls:
+    """The pulls of one batch, in the order they were sent (a server takes them in turn).
+    Stopped (at the call's deadline, or for a preview), those not sent yet are not, and
+    those waiting behind the first are cancelled; the first, the file the server is
+    checking now, has `grace` seconds more to answer: a type checker cancelled in the
+    middle of its evaluation may throw away what it inferred (basedpyright then drops its
+    whole type cache, and on sympy each call began again from nothing), while one cancelled
+    before its turn loses nothing."""
+
+    def __init__(self, grace: float) -> None:
+        self.grace = grace
+        self.stopped = False
+        self._sent: dict[int, trio.CancelScope] = {}  # by the order they were sent
+        self._order = itertools.count()
+
+    @contextlib.contextmanager
+    def sent(self) -> Iterator[None]:
+        """A pull sent within the block, until `stop`."""
+        key = next(self._order)
+        with trio.CancelScope() as scope:
+            self._sent[key] = scope
+            try:
+                yield
+            finally:
+                del self._sent[key]
+
+    def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        for key, scope in self._sent.items():
+            if key == min(self._sent):
+                scope.deadline = min(scope.deadline, trio.current_time() + self.grace)
+            else:
+                scope.cancel()
 
 
 class _Reporter:
@@ -207,7 +304,9 @@ class Folders:
         self.parts = files  # a file's diagnostics: the root, its servers, texts and gate
         self.coverage = Coverage()  # what folders' diagnostics checked, per server
         on_progress = files.pool.on_progress
-        self.batches = FolderBatches(files.lsp, files.languages, files.texts, on_progress)
+        self.batches = FolderBatches(
+            files.lsp, files.languages, files.texts, files.gate, on_progress
+        )
 
     async def folder(
         self, languages: Sequence[str] | None = None, folder: Path | None = None
@@ -223,17 +322,21 @@ class Folders:
         open files) are asked about in batches (opened, and closed after) while the call is
         within `lsp.folder_diagnostics_seconds` (`FolderBatches`); the rest leave it
         `partial`.
-        """
-        async with self.parts.gate.shared():
-            return await self._folder(languages, folder)
 
-    async def _folder(
-        self, languages: Sequence[str] | None, folder: Path | None
-    ) -> FolderDiagnostics:
-        await self.parts.events.flush()
-        files, whole = await trio.to_thread.run_sync(
-            project_files, self.parts.root, self.parts.languages.configs, folder or self.parts.root
-        )
+        Each part runs in a shared hold of the session's gate of its own, not the whole
+        call in one: a preview (a safe edit's) waiting for the servers cuts the batch under
+        way and goes first, the batches going on after it.
+        """
+        gate = self.parts.gate
+        async with gate.shared():
+            await self.parts.events.flush()
+            files, whole = await trio.to_thread.run_sync(
+                project_files,
+                self.parts.root,
+                self.parts.languages.configs,
+                folder or self.parts.root,
+            )
+            state = await trio.to_thread.run_sync(self._state, files, folder)
         if languages is None:
             languages = sorted(files)
         names = self.parts.languages.servers_of(languages)
@@ -243,7 +346,6 @@ class Folders:
         partial = not whole
         unchecked = 0
         deadline = trio.current_time() + self.parts.lsp.folder_diagnostics_seconds
-        state = await trio.to_thread.run_sync(self._state, files, folder)
         report: dict[str, ServerCoverage] = {}
 
         async def one(name: str) -> None:
@@ -253,16 +355,20 @@ class Folders:
             uris = [path_to_uri(path) for _, path in mine]
             covered = self.coverage.of(name, state)
             try:
-                server = await self.parts.pool.started(name)
-                await server.wait_idle(self.parts.lsp.ready_timeout)
-                encodings[name] = server.encoding
-                for uri, published in server.published.items():
-                    by_uri[(name, uri)] = published.diagnostics
-                left = [f for f, uri in zip(mine, uris, strict=True) if uri not in covered.checked]
-                if left and await server.offers("workspace/diagnostic"):
-                    pulled = await self._pull(server, mine, uris, whole)
-                    covered.checked.update(pulled)
+                async with gate.shared():
+                    server = await self.parts.pool.started(name)
+                    await server.wait_idle(self.parts.lsp.ready_timeout)
+                    encodings[name] = server.encoding
+                    for uri, published in server.published.items():
+                        by_uri[(name, uri)] = published.diagnostics
                     left = [f for f, u in zip(mine, uris, strict=True) if u not in covered.checked]
+                    pulls = server.config.workspace_pull is not False
+                    if left and pulls and await server.offers("workspace/diagnostic"):
+                        pulled = await self._pull(server, mine, uris, whole)
+                        covered.checked.update(pulled)
+                        left = [
+                            f for f, u in zip(mine, uris, strict=True) if u not in covered.checked
+                        ]
                 done = len(mine) - len(left)
                 batched = await self.batches.check(server, left, deadline, done, len(mine))
             except ToolError as exc:
@@ -287,14 +393,15 @@ class Folders:
             for name in names:
                 nursery.start_soon(one, name)
         shown: list[Found] = []
-        for (name, uri), items in by_uri.items():
-            path = uri_to_path(uri)
-            index = self.parts.texts.line_index(path) if path is not None else None
-            file = self.parts.texts.relative(uri)
-            if index is None or file is None:
-                continue
-            root = self.parts.root
-            shown.extend(found(file, d, index, encodings[name], root, name) for d in items)
+        async with gate.shared():  # the lines of the disk's texts, not a preview's
+            for (name, uri), items in by_uri.items():
+                path = uri_to_path(uri)
+                index = self.parts.texts.line_index(path) if path is not None else None
+                file = self.parts.texts.relative(uri)
+                if index is None or file is None:
+                    continue
+                root = self.parts.root
+                shown.extend(found(file, d, index, encodings[name], root, name) for d in items)
         if names and len(errors) == len(names):
             raise self.parts.pool.missing(errors, names)
         errors = in_routing_order(errors, names)

@@ -51,11 +51,19 @@ class Gate:
         servers; held already by the calling task, it passes through)."""
         return _Shared(self)
 
+    async def preview_waits(self) -> None:
+        """Return once a preview waits for the servers: a long request (a folder's
+        batches) that holds the gate only for a part of its work stops that part then,
+        and takes up the rest after the preview."""
+        while not self.writers_waiting:
+            await self._changed.wait()
+
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
         if self.held():
             raise RuntimeError("a preview cannot start inside a request of the same session")
         self.writers_waiting += 1
+        self._notify()  # a long request that gives way to previews (`preview_waits`) stops
         try:
             while self.writer or self.readers:
                 await self._changed.wait()
