@@ -398,17 +398,22 @@ async def test_the_file_under_way_at_the_deadline_is_answered_the_others_cancell
     until one settle timeout (2 s): the first file pulled is answered at 1.5 s, the second
     is under way at the cut and has a settle timeout more (answered at 3 s: a type checker
     cancelled in the middle of a file loses what it inferred), the third, waiting its
-    turn, is cancelled (it loses nothing) and left for the next call."""
+    turn, is cancelled (it loses nothing) and left for the next call. Each answer is
+    reported as progress (a second or more after the last report), not only the batch's
+    end."""
     log = tmp_path / "log"
     config = fake_config(
         {"fake": fake_server("slow-pull", log)},
         settle_timeout=2.0, folder_diagnostics_seconds=0.1,
     )  # fmt: skip
-    async with running(root, config) as (manager, _):
+    async with running(root, config) as (manager, progress):
         with trio.fail_after(20):
             answer = await manager.workspace_diagnostics()
     [fake] = answer.servers
     assert (fake.files_checked, fake.files_total, fake.stopped) == (2, 3, "time")
+    reports = [(p["kind"], p["message"]) for p in progress if p["title"] == "project diagnostics"]
+    assert reports[:2] == [("begin", "0 of 3 files"), ("report", "1 of 3 files")]
+    assert reports[-1] == ("end", "2 of 3 files")
     pulls = {m["id"]: m["params"]["textDocument"]["uri"] for m in logged(log)
              if m.get("method") == "textDocument/diagnostic"}  # fmt: skip
     first, second, third = [uri.removeprefix(root.as_uri() + "/") for uri in pulls.values()]

@@ -27,6 +27,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from codeward.protocol.errors import ToolError
 
 FOLDER_CONCURRENCY = 8  # files asked about at once, per server, for a folder's diagnostics
 TITLE = "project diagnostics"  # the progress reports' title
+REPORT_EVERY = 1.0  # seconds between the progress reports of the files answered in a batch
 
 Answers = dict[str, Sequence[Diagnostic] | None]  # uri -> diagnostics; None: no answer in time
 _tokens = itertools.count(1)
@@ -138,7 +140,8 @@ class FolderBatches:
                     else deadline
                 )
                 first = False
-                gave_way = await self._turn(server, batch, batched, cut)
+                answered = partial(report.answered, done, batched)
+                gave_way = await self._turn(server, batch, batched, cut, answered)
                 report.send("report", done + batched.checked)
                 if batched.error is not None:
                     batched.stopped = "failed"
@@ -158,6 +161,7 @@ class FolderBatches:
         batch: Sequence[tuple[str, Path]],
         batched: Batched,
         cut: float,
+        answered: Callable[[], None],
     ) -> bool:
         """One batch, in a shared hold of the gate of its own, until `cut` (trio clock):
         whether it gave way to a preview (a safe edit's, say) that began to wait for the
@@ -181,7 +185,7 @@ class FolderBatches:
             nursery.start_soon(stop_at_cut)
             if watch:
                 nursery.start_soon(give_way)
-            batched.error = await self._batch(server, batch, batched.answers, pulls)
+            batched.error = await self._batch(server, batch, batched.answers, pulls, answered)
             nursery.cancel_scope.cancel()
         return gave_way
 
@@ -191,6 +195,7 @@ class FolderBatches:
         files: Sequence[tuple[str, Path]],
         answers: Answers,
         pulls: Pulls,
+        answered: Callable[[], None],
     ) -> ToolError | None:
         """One batch: each file opened as needed and asked about (for its content on disk),
         `FOLDER_CONCURRENCY` at once, each answer awaited until `pulls` stop; the
@@ -216,6 +221,8 @@ class FolderBatches:
                 try:
                     with pulls.sent():
                         answers[doc.uri] = await server.document_diagnostics(doc, math.inf)
+                    if answers.get(doc.uri) is not None:
+                        answered()
                 except ToolError as exc:
                     failed.append(exc)
                     nursery.cancel_scope.cancel()
@@ -279,11 +286,19 @@ class _Reporter:
         self.token = token
         self.total = total
         self.begun = False
+        self.last = -math.inf  # when the last report was sent (trio clock)
+
+    def answered(self, done: int, batched: Batched) -> None:
+        """A file of a batch was answered: reported when `REPORT_EVERY` seconds passed
+        since the last report (a slow server's batch can last the whole call)."""
+        if trio.current_time() - self.last >= REPORT_EVERY:
+            self.send("report", done + batched.checked)
 
     def send(self, kind: str, checked: int) -> None:
         if kind != "begin" and not self.begun:
             return
         self.begun = True
+        self.last = trio.current_time()
         self.sink(
             {
                 "server": self.server,
