@@ -331,12 +331,12 @@ class Folders:
 
         Each server's work-done progress is awaited within `lsp.ready_timeout`. The files
         a server checked since the root's files last changed are answered from
-        `self.coverage`. A server that pulls workspace diagnostics is pulled, waiting for a
-        report on every file of its languages in the folder; what it published is
-        included. The files still not checked (all of them for a server that reports only
-        open files) are asked about in batches (opened, and closed after) while the call is
-        within `lsp.folder_diagnostics_seconds` (`FolderBatches`); the rest leave it
-        `partial`.
+        `self.coverage`. A server that pulls workspace diagnostics is pulled (unless its
+        entry says `workspace_pull = false`), waiting for a report on every file of its
+        languages in the folder; what it published is included. The files still not
+        checked (all of them for a server that reports only open files) are asked about in
+        batches (opened, and closed after) while the call is within
+        `lsp.folder_diagnostics_seconds` (`FolderBatches`); the rest leave it `partial`.
 
         Each part runs in a shared hold of the session's gate of its own, not the whole
         call in one: a preview (a safe edit's) waiting for the servers cuts the batch under
