@@ -1,6 +1,7 @@
 """Safe edits in a project where other queries left many documents open (real basedpyright
 and ruff on a generated project of a few hundred modules): a type error is refused, a
-harmless edit is written and blamed for nothing, and a server without an answer refuses."""
+harmless edit is written and blamed for nothing, and a server without an answer refuses;
+while the project's diagnostics run, the edits go first."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -106,3 +108,34 @@ async def test_safe_with_many_documents_open(client: RpcClient, large: SharedDae
     # figures, not assertions (timing flakes under load): the other files checked are
     # bounded (OTHER_FILES), and wait no longer than the edited file did
     print(f"\nsafe edits, 1 document open: {alone:.2f} s; {OPEN} open: {crowded:.2f} s")
+
+
+async def test_safe_edits_while_the_project_diagnostics_run(
+    client: RpcClient, large: SharedDaemon, nursery: trio.Nursery
+) -> None:
+    """Safe edits while another connection asks for the project's diagnostics: each
+    edit's preview stops the batch under way and goes first (the type error refused, the
+    comment written), and the project's answer goes on after them, with the type checker's
+    errors of the files on disk and never the preview's."""
+    other = await connect(nursery, large.env.socket)
+    await other.call("session/open", {"root": str(large.root)})
+    answers: list[dict[str, Any]] = []
+    ended = trio.Event()
+
+    async def whole() -> None:
+        answers.append(await other.tool("get_diagnostics", limit=100_000))
+        ended.set()
+
+    nursery.start_soon(whole)
+    took = await safe_edits(client, large.root, "pkg/m3.py")
+    with trio.fail_after(120):
+        await ended.wait()
+    [answer] = answers
+    typed = {(d["file"], d["message"].split("\n")[0]) for d in answer["diagnostics"]
+             if d["code"] == "reportAssignmentType"}  # fmt: skip
+    files, wrong = {file for file, _ in typed}, {f"pkg/m{i}.py" for i in range(0, MODULES, 5)}
+    [checker] = [s for s in answer["servers"] if s["name"] == "basedpyright"]
+    assert files == wrong if checker["complete"] else files and files <= wrong
+    assert not any("_cw_probe" in message or "not an int'" in message for _, message in typed)
+    await other.stream.aclose()
+    print(f"\nsafe edits during the project's diagnostics: {took:.2f} s")
