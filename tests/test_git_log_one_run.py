@@ -39,6 +39,10 @@ def repo(tmp_path: Path) -> Path:
     git(root, "tag", "-a", "v2", "-m", "annotated", "HEAD~1")
     write(root, ".mailmap", "Proper Name <proper@example.com> <test@example.com>\n")
     commit_all(root, "   spaces around the subject   ")
+    message = root.parent / "latin1.txt"
+    message.write_bytes("Latin-1: d\u00e9j\u00e0 vu\n".encode("latin-1"))
+    git(root, "-c", "i18n.commitEncoding=ISO-8859-1", "commit", "-q", "--allow-empty", "-F",
+        str(message))  # fmt: skip
     return root
 
 
@@ -83,6 +87,21 @@ async def test_one_run_prints_what_git_log_prints(
     assert result["parsed"] == {"commits": expected}
 
 
+async def test_a_log_of_no_commits_prints_nothing(repo: Path, log_runs: list[list[str]]) -> None:
+    result = await run(repo, "log", ["--grep=no such words"])
+    assert result["output"] == "" == git(repo, "log", "--grep=no such words")
+    assert result["parsed"] == {"commits": []} and len(log_runs) == 1
+
+
+def test_output_that_is_not_whole_records_is_not_rendered() -> None:
+    oid = b"a" * 40
+    whole = b"\x00".join([oid, b"", *[b"x"] * 13, b""])  # no notes
+    assert log_format.medium(whole) is not None
+    assert log_format.medium(whole + b"\x00extra") is None  # a NUL git let through
+    assert log_format.medium(b"not-an-oid" + whole[40:]) is None
+    assert log_format.parse_log(whole + b"\x00extra") is None
+
+
 def notes(repo: Path) -> None:
     git(repo, "notes", "add", "-m", "a note", "HEAD~1")
 
@@ -115,7 +134,8 @@ async def test_what_only_git_can_say_runs_git_log(
     if config:
         git(repo, "config", *config.split("="))
     result = await run(repo, "log", args)
-    assert result["output"] == git(repo, "log", *args)
+    # a reflog's messages are shown as written (the Latin-1 commit's too)
+    assert result["output"] == git_bytes(repo, "log", *args).decode("utf-8", "replace")
     assert len(log_runs) == 2
     assert result["parsed"]["commits"]
 

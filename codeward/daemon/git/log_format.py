@@ -33,6 +33,7 @@ _PLAIN_EXACT = frozenset(
 _PLAIN_VALUED = ("--max-count=", "--skip=", "--since=", "--after=", "--until=", "--before=",
                  "--author=", "--committer=", "--grep=")  # fmt: skip
 _COUNT = re.compile(r"-n?\d+")
+_OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 # Config that changes what the medium format shows (any value: git's own run says it).
 _LOOK_KEYS = frozenset(
     {"format.pretty", "log.date", "log.decorate", "log.abbrevcommit", "log.showsignature",
@@ -66,24 +67,33 @@ def configured(entries: Sequence[ConfigEntry]) -> bool:
     return False
 
 
-def _records(data: bytes) -> list[list[bytes]]:
-    """The NUL-separated records of `FORMAT`, one per commit."""
+def _records(data: bytes) -> list[list[bytes]] | None:
+    """The NUL-separated records of `FORMAT`, one per commit; None unless each is whole and
+    starts with an object id."""
     tokens = data.split(b"\x00")
     if len(tokens) % _WIDTH == 1 and tokens[-1] == b"":
         tokens.pop()
-    return [tokens[start : start + _WIDTH] for start in range(0, len(tokens) - _WIDTH + 1, _WIDTH)]
+    records = [tokens[start : start + _WIDTH] for start in range(0, len(tokens), _WIDTH)]
+    if any(len(r) != _WIDTH or not _OID.fullmatch(r[0]) for r in records):
+        return None
+    return records
 
 
-def parse_log(data: bytes) -> list[dict[str, Any]]:
+def parse_log(data: bytes) -> list[dict[str, Any]] | None:
     """The `parsed` commits of a run with `FORMAT` (as `parse.parse_log` makes of its own)."""
-    fields = b"\x00".join(b"\x00".join(record[:_FIELDS]) for record in _records(data))
-    return parse.parse_log(fields)
+    records = _records(data)
+    if records is None:
+        return None
+    return parse.parse_log(b"\x00".join(b"\x00".join(r[:_FIELDS]) for r in records))
 
 
 def medium(data: bytes) -> bytes | None:
     """What `git log` prints, from a run with `FORMAT`; None when only git can say it."""
+    records = _records(data)
+    if records is None:
+        return None
     blocks: list[bytes] = []
-    for record in _records(data):
+    for record in records:
         oid, parents, name, email, date, abbrev, message, notes = (
             record[0], record[1], *record[_FIELDS:]
         )  # fmt: skip
