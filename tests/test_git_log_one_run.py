@@ -93,6 +93,21 @@ async def test_a_log_of_no_commits_prints_nothing(repo: Path, log_runs: list[lis
     assert result["parsed"] == {"commits": []} and len(log_runs) == 1
 
 
+async def test_a_one_run_that_times_out_is_not_run_again(
+    repo: Path, log_runs: list[list[str]]
+) -> None:
+    """The timeout is reported after one run's time, not after git log ran again."""
+    from codeward.daemon.config import GitConfig
+    from codeward.protocol.errors import ErrorKind, ToolError
+
+    (repo / ".mailmap").unlink()
+    os.mkfifo(repo / ".mailmap")  # git log waits for a writer that never comes
+    with pytest.raises(ToolError) as info:
+        await run(repo, "log", [], limits=GitConfig(timeout=0.5))
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert len(log_runs) == 1
+
+
 def test_output_that_is_not_whole_records_is_not_rendered() -> None:
     oid = b"a" * 40
     whole = b"\x00".join([oid, b"", *[b"x"] * 13, b""])  # no notes

@@ -124,7 +124,9 @@ async def run_git(
         run = results[1]
         whole = run.exit_code == 0 and not run.timed_out and not run.truncated
         rendered = render(run.stdout) if whole else None
-        if rendered is None:  # something only git itself words: ask it
+        if run.timed_out:  # the command as given would take as long: not run after it
+            results[0] = run
+        elif rendered is None:  # something only git itself words: ask it
             await one(0, decision.args)
         else:
             results[0] = Completed(run.exit_code, rendered, run.stderr, False, False)
