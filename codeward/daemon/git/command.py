@@ -298,7 +298,7 @@ def _parse_plan(decision: Decision) -> list[ParseRun] | None:
     if sub == "diff":
         return [ParseRun(_DIFF_FORMAT + _filters(args), parse.parse_diff)]
     if sub == "log" and log_format.plain(args):  # one run can print the user's log too
-        return [ParseRun(["-z", f"--format={log_format.FORMAT}", *args], log_format.parse_log)]
+        return [ParseRun([*log_format.RUN_OPTIONS, *args], log_format.parse_log)]
     if sub == "log":
         return [ParseRun(["-z", f"--format={parse.LOG_FORMAT}", *_filters(args)],
                          parse.parse_log)]  # fmt: skip
