@@ -1,8 +1,8 @@
 """How many git processes a git_command costs: `status` on a repository already seen runs git
 once in all (its inspection is reused until its config changes); a subcommand whose result
 takes more than one run starts them together, never one after another: the user's output
-and the parse run of `log`, `branch`, `tag`, `remote` and `stash list`, and the three of
-`show` (its output, the commit's log, its diff)."""
+and the parse run of `log` (in a format other than the default), `branch`, `tag`, `remote`
+and `stash list`, and the three of `show` (its output, the commit's log, its diff)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 CASES = [
-    ("log", ["-1"], 2),
+    ("log", ["-1", "--oneline"], 2),  # a plain log runs once (test_git_log_one_run)
     ("show", [], 3),
     ("branch", [], 2),
     ("tag", [], 2),

@@ -12,7 +12,7 @@ import trio
 
 from codeward.daemon.approvals import CONFIRM_WAYS
 from codeward.daemon.config import GitConfig, PolicyConfig
-from codeward.daemon.git import changes, config_scan, parse, remotes, status
+from codeward.daemon.git import changes, config_scan, log_format, parse, remotes, status
 from codeward.daemon.git.config_scan import ConfigEntry
 from codeward.daemon.git.messages import failure_message
 from codeward.daemon.git.policy import Decision, Tier, classify
@@ -57,7 +57,10 @@ async def run_git(
     decision = classify(root, subcommand, list(args))
     env = git_env(read_only=decision.tier is Tier.READ)
     git = find_git(env)
-    repo = await inspect(git, root)
+    # a log printing no diff enters no repository nested in the work tree: their part of
+    # the inspection (the index's gitlinks) is not checked for it
+    plain_log = decision.subcommand == "log" and log_format.plain(decision.args)
+    repo = await inspect(git, root, nested=not plain_log)
     urls = remotes.check(root, decision.subcommand, decision.args, repo.entries, repo.git_dir,
                          repo.common_dir)  # fmt: skip
     tier, reason = _effective_tier(decision, repo)
@@ -69,7 +72,7 @@ async def run_git(
     ls_files = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     plan = _checked_plan(root, decision, _parse_plan(decision))
     reuse = plan is not None and len(plan) == 1 and sorted(plan[0].args) == sorted(decision.args)
-    # status and diff: git runs once, for the parser; the output is rendered from that run
+    # status, diff and log: git runs once, for the parser; the output is rendered from it
     render = None if plan is None or reuse else _renderer(decision, repo)
     one_run = render is not None
     results: dict[int, Completed] = {}
@@ -121,7 +124,9 @@ async def run_git(
         run = results[1]
         whole = run.exit_code == 0 and not run.timed_out and not run.truncated
         rendered = render(run.stdout) if whole else None
-        if rendered is None:  # something only git itself words: ask it
+        if run.timed_out:  # the command as given would take as long: not run after it
+            results[0] = run
+        elif rendered is None:  # something only git itself words: ask it
             await one(0, decision.args)
         else:
             results[0] = Completed(run.exit_code, rendered, run.stderr, False, False)
@@ -292,6 +297,8 @@ def _parse_plan(decision: Decision) -> list[ParseRun] | None:
         return [ParseRun(base + _status_filters(args), parse.parse_status, any_locale=True)]
     if sub == "diff":
         return [ParseRun(_DIFF_FORMAT + _filters(args), parse.parse_diff)]
+    if sub == "log" and log_format.plain(args):  # one run can print the user's log too
+        return [ParseRun([*log_format.RUN_OPTIONS, *args], log_format.parse_log)]
     if sub == "log":
         return [ParseRun(["-z", f"--format={parse.LOG_FORMAT}", *_filters(args)],
                          parse.parse_log)]  # fmt: skip
@@ -369,6 +376,10 @@ def _renderer(decision: Decision, repo: Repository) -> Render | None:
         if _filters(args) != list(args) or repo.fact(_patch_configured):
             return None
         return parse.diff_patch
+    if decision.subcommand == "log":  # the medium format, when nothing changes its look
+        if not log_format.plain(args) or repo.fact(log_format.configured):
+            return None
+        return log_format.medium
     if decision.subcommand != "status":
         return None
     porcelain = status.porcelain_format(args, repo.fact(status.quote_path_configured))

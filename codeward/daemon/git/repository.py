@@ -93,12 +93,16 @@ async def probe(git: str, root: Path, args: list[str], stdin: str | None = None)
     )  # fmt: skip
 
 
-async def inspect(git: str, root: Path) -> Repository:
-    """Locate the repository and read its own config, refusing one that would run programs."""
+async def inspect(git: str, root: Path, *, nested: bool = True) -> Repository:
+    """Locate the repository and read its own config, refusing one that would run programs.
+
+    `nested=False` is for a command that enters no repository nested in the work tree (a
+    log that prints no diff): a remembered nested part is taken as it stands, unchecked (the
+    index is not read for it); the next command that needs it checks it."""
     cached = _cache.pop(root, None)
     if cached is None or _signature(cached.config_paths, cached.repo) != cached.config_stats:
         found = await _inspect(git, root)
-    elif await _nested_stands(cached):
+    elif not nested or await _nested_stands(cached):
         found = cached
     else:
         found = await _with_nested(git, root, cached)
