@@ -137,6 +137,45 @@ async def test_the_servers_see_an_unsaved_buffer_until_it_is_released(tmp_path: 
             assert (await manager.diagnostics(a)).text == disk
 
 
+async def held_hover(manager: LanguageService, path: Path, line: int, character: int) -> str:
+    """A hover the editor dialect's way (`request_held`)."""
+    answer = await manager.request_held(
+        path,
+        "textDocument/hover",
+        lambda ctx: {"textDocument": ctx.text_document, "position": ctx.position(line, character)},
+    )
+    return str((answer.result or {}).get("contents", ""))
+
+
+async def test_an_editors_request_about_its_buffer_reads_no_disk(tmp_path: Path) -> None:
+    """An editor's request about a file it holds is answered on its buffer with nothing
+    read from the disk: neither the file, changed behind the editor's back, nor another
+    open document (the watcher tells the servers of those); a request about a file no
+    editor holds syncs it, and the other open documents, from the disk first."""
+    root = project(tmp_path)
+    a, b = root / "a.py", root / "b.py"
+    editor = FakeEditor("Neovim 0.7.2 (pid 1)")
+    async with running(root, real_config()) as (manager, _):  # no watcher: nothing told
+        with trio.fail_after(60):
+            assert "on_disk" in await hover(manager, b, 3, 8)  # b.py open, from the disk
+            await manager.editor_open(editor, a, BUFFER, 1)
+            assert "fresh" in await held_hover(manager, a, 4, 6)
+            a.write_text("def other() -> None:\n    pass\n")
+            b.write_text("print(2)\n")
+            seen_b = seen(manager, b)
+            assert "fresh" in await held_hover(manager, a, 4, 6)  # the buffer's text
+            assert seen(manager, a)["basedpyright"] == BUFFER
+            assert seen(manager, b) == seen_b  # not looked at
+            # a file no editor holds: synced from the disk first (the file asked about
+            # and the other open documents alike)
+            assert "print" in await held_hover(manager, b, 1, 2)
+            assert seen(manager, b)["basedpyright"] == "print(2)\n"
+            # a buffer the editor changed: the new text at once
+            changed = BUFFER.replace("fresh", "renamed")
+            await manager.editor_change(editor, a, changed, 2)
+            assert "renamed" in await held_hover(manager, a, 4, 6)
+
+
 async def test_two_editors_hand_a_file_to_each_other(tmp_path: Path) -> None:
     root = project(tmp_path)
     a = root / "a.py"

@@ -5,6 +5,7 @@ pump's lifeline."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import stat
 
@@ -13,6 +14,10 @@ import trio
 from codeward.daemon.hangup import wait_hung_up
 
 PASSED_MAX = 2  # the descriptors a handoff passes: stdin and stdout
+# A handed stdout pipe holds this much (Linux's default is 64 KiB): an answer of a few
+# hundred KiB (an editor's completion list) goes in one write, not one per time the host
+# is scheduled to read 64 KiB of it.
+STDOUT_PIPE_BYTES = 1024 * 1024
 
 
 def take_stdio(
@@ -30,6 +35,8 @@ def take_stdio(
     if written != len(ack):  # a fresh socket takes a line: this is a broken one
         close_all(fds)
         return None
+    with contextlib.suppress(OSError):  # a socket, or over the system's limit: as it is
+        fcntl.fcntl(fds[1], fcntl.F_SETPIPE_SZ, STDOUT_PIPE_BYTES)
     return trio.lowlevel.FdStream(fds[0]), trio.lowlevel.FdStream(fds[1])
 
 

@@ -134,7 +134,7 @@ class Forwarder:
             self.origins[method] = Origin(root, answers[0].server, answers[0].encoding)
             self.encodings.update((a.server, a.encoding) for a in answers)
             return self._merged(method, root, answers, uri)
-        answer = await service.request(path, method, build, result_type=Raw, wait_ready=False)
+        answer = await service.request_held(path, method, build, result_type=Raw)
         self.origins[method] = Origin(root, answer.server, answer.encoding)
         self.encodings[answer.server] = answer.encoding
         if method in TOKENS and answer.encoding != self.encoding:

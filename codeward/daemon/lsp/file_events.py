@@ -89,6 +89,11 @@ class FileEvents:
             self._wake = trio.Event()
             await self.flush()
 
+    @property
+    def pending(self) -> bool:
+        """Whether the watcher reported changes not told to the servers yet."""
+        return bool(self._changes)
+
     async def flush(self) -> bool:
         """Tell running servers everything that changed on disk up to now (a file under
         preview keeps its preview text: it is synced when the preview ends). True when

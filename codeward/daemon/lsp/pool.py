@@ -173,9 +173,7 @@ class ServerPool:
         try:
             server = self.server_for(name, language)
         finally:
-            what = self.effects.get(name) if self.restricted else None
-            if what:  # the call consulted a server its restriction changes here
-                restricted_effects.record(name, what)
+            self._consulted(name)
         if server.state is ServerState.UNAVAILABLE:
             self._look_again(server)
         try:
@@ -186,6 +184,28 @@ class ServerPool:
             raise
         self._missing.pop(name, None)
         return server
+
+    def routed_now(self, names: Sequence[str], method: str) -> LanguageServer | None:
+        """The server `started` and `offers` would route `method` to among `names` (in
+        routing order), when that needs no wait: the first one offering it, every one
+        before it running and known not to; None otherwise (route the slow way)."""
+        for name in names:
+            server = self.servers.get(name)
+            if server is None or not server.running:
+                return None
+            self._consulted(name)
+            offers = server.offers_now(method)
+            if offers is None:
+                return None
+            if offers:
+                return server
+        return None
+
+    def _consulted(self, name: str) -> None:
+        """The call consulted server `name`: what its restriction changes here, recorded."""
+        what = self.effects.get(name) if self.restricted else None
+        if what:
+            restricted_effects.record(name, what)
 
     def _look_again(self, server: LanguageServer) -> None:
         """Raise the last `lsp_unavailable` if it is recent, else refresh the command."""

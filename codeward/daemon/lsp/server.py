@@ -324,6 +324,15 @@ class LanguageServer:
             return self.capabilities.supports(method)
         return True
 
+    def offers_now(self, method: str) -> bool | None:
+        """Whether it offers `method` as `offers` would say without waiting; None while a
+        registration may still come (`offers` would wait for it)."""
+        if self.capabilities.supports(method):
+            return True
+        expected = self.capabilities.registered_as(method) in self.config.registers
+        wait = self.lsp.ready_timeout if expected else REGISTRATION_GRACE
+        return None if self._life.running_since + wait > trio.current_time() else False
+
     async def offers(self, method: str) -> bool:
         """Whether the running server offers `method`; a server that started moments ago
         gets `REGISTRATION_GRACE` seconds to register it dynamically, or `lsp.ready_timeout`

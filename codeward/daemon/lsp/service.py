@@ -27,6 +27,11 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   timeout or cancellation sends `$/cancelRequest`. A `ContentModified` answer is retried
   once. With `snapshot`, `Answer.versions` holds the server's open documents (version,
   content hash) as it computed the answer: the basis an edit in it is checked against.
+- `await service.request_held(path, method, params, *, result_type=Any) -> Answer`: the
+  editor dialect's `request` without a readiness wait; about a file an editor holds, whose
+  server runs, routes `method` without a wait and has the buffer open, it is sent at once
+  with nothing read from the disk (the buffer is the text; the other open documents'
+  changes reach the servers from the watcher's events). Anything else goes as `request`.
 - `await service.request_together(path, [(method, params, result_type), ...]) ->
   list[Answer | ToolError]`: several requests about one file, those the first one's server
   offers sent to it at once, in one write, after one sync (hover and the definition that
@@ -657,6 +662,78 @@ class LanguageService:
             return await self._ask(
                 server, path, language, method, params, result_type, wait_ready, timeout, snapshot
             )
+
+    async def request_held(
+        self,
+        path: Path,
+        method: str,
+        params: Callable[[DocumentContext], Any],
+        *,
+        result_type: Any = Any,
+    ) -> Answer:
+        """`request` without a readiness wait, about a file an editor holds: the fast way
+        when nothing needs doing first (its server runs and routes `method` without a wait,
+        has the held buffer open, no preview shows the file and no file event waits to be
+        told). The disk is not looked at: the buffer is the document's text, and the other
+        open documents' changes on disk reach the servers from the watcher's events.
+        Anything else, or an answer worth asking again, goes the way of `request`."""
+        async with self.gate.shared():
+            server, doc = self._held_document(path, method)
+            if server is not None and doc is not None:
+                answer = await self._ask_held(server, path, doc, method, params, result_type)
+                if answer is not None:
+                    return answer
+            return await self.request(path, method, params, result_type=result_type,
+                                      wait_ready=False)  # fmt: skip
+
+    def _held_document(
+        self, path: Path, method: str
+    ) -> tuple[LanguageServer | None, Document | None]:
+        """The server for `method` and the held buffer of `path` as it has it open, when
+        the fast way applies (see `request_held`)."""
+        language = self.languages.of(path)
+        if language is None or self.events.pending or path in self.previews:
+            return None, None
+        held = self.texts.held(path)
+        server = self.pool.routed_now(self.languages.servers(language), method)
+        if held is None or server is None:
+            return None, None
+        doc = server.document(path_to_uri(path))
+        return (server, doc) if doc is not None and doc.hash == held.hash else (None, None)
+
+    async def _ask_held(
+        self,
+        server: LanguageServer,
+        path: Path,
+        doc: Document,
+        method: str,
+        params: Callable[[DocumentContext], Any],
+        result_type: Any,
+    ) -> Answer | None:
+        """`method` to `server` about `doc` as it has it open; None when the answer is to
+        be asked again (the server broke, or the document changed meanwhile)."""
+        started = trio.current_time()
+        self._in_flight += 1
+        try:
+            server.touch(doc.uri)
+            ctx = DocumentContext(
+                server.name, path, doc.uri, doc.text, doc.version, server.encoding, doc.index
+            )
+            try:
+                result = await server.request(method, params(ctx), result_type=result_type)
+            except ToolError as exc:
+                if exc.kind is ErrorKind.TIMEOUT:
+                    waited = trio.current_time() - started
+                    raise _waited(server.name, method, waited, 0.0) from None
+                if _retried(exc):
+                    return None
+                raise
+            if server.document(doc.uri) is not doc:
+                return None
+            return Answer(server.name, result, False, server.encoding, self)
+        finally:
+            self._in_flight -= 1
+            self.last_used = trio.current_time()
 
     async def request_together(
         self,
