@@ -23,7 +23,12 @@ Prints:
    through `codeward lsp`, against two separate sets (the daemon's for the agents, and
    the editor's own basedpyright: a lower bound, as an editor would often run ruff too).
 
-Run: .venv/bin/python bench/editor.py [--rounds N] [--spawns N]
+With `--before TREE` (a checkout of an earlier commit, e.g. `git worktree add /tmp/base
+COMMIT`), part 1 runs a second daemon from TREE and a third client through its `codeward
+lsp`, the three sides' order rotated every round: the figures before and after a change,
+under the same load.
+
+Run: .venv/bin/python bench/editor.py [--rounds N] [--spawns N] [--before TREE]
 """
 
 from __future__ import annotations
@@ -52,12 +57,15 @@ GOALS = {"hover": 0.5, "definition": 0.5, "completion": 1.0}  # ms added, at mos
 SPAWN_GOAL = 50.0  # ms from spawn to initialize answered
 
 
-def codeward_lsp(socket: Path, python: str = sys.executable) -> tuple[list[str], dict[str, str]]:
-    """The command and environment an editor would use: `codeward lsp`, on the daemon's
-    socket, importing codeward from the tree this benchmark runs from."""
+def codeward_lsp(
+    socket: Path, python: str = sys.executable, tree: Path | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The command and environment an editor would use: `codeward lsp` run by `python`,
+    on the daemon's socket, importing codeward from `tree` (None: the tree this benchmark
+    runs from)."""
     spec = importlib.util.find_spec("codeward")
     assert spec is not None and spec.origin is not None
-    source = str(Path(spec.origin).parents[1])
+    source = str(tree or Path(spec.origin).parents[1])
     env = {**os.environ, "CODEWARD_SOCKET": str(socket)}
     env["PYTHONPATH"] = os.pathsep.join([source, env.get("PYTHONPATH", "")])
     return [python, "-c", LAUNCH, "lsp"], env
@@ -100,8 +108,8 @@ def close(client: DirectClient) -> None:
 class Case:
     label: str
     ask: Callable[[DirectClient], Any]
-    times: dict[str, list[float]] = field(default_factory=lambda: {"direct": [], "codeward": []})
-    cpu: list[float] = field(default_factory=list)
+    times: dict[str, list[float]] = field(default_factory=dict)  # by side
+    cpu: dict[str, list[float]] = field(default_factory=dict)  # by side through a daemon
 
 
 def cases() -> list[Case]:
@@ -121,18 +129,24 @@ def answered(client: DirectClient, case: Case) -> None:
         client.settle(0.1, 1.0)
 
 
-def measure(sides: dict[str, DirectClient], batch: list[Case], rounds: int, daemon: int) -> None:
-    """Alternating calls; through codeward, the daemon's CPU per call too (`daemon`: its
-    pid; /proc schedstat), a figure the machine's load disturbs less than wall time."""
+def measure(
+    sides: dict[str, DirectClient], batch: list[Case], rounds: int, daemons: dict[str, int]
+) -> None:
+    """Calls with the sides' order rotated every round; through a daemon (`daemons`: its
+    pid by side), the daemon's CPU per call too (/proc schedstat), a figure the machine's
+    load disturbs less than wall time."""
+    ways = list(sides)
     for round_ in range(rounds):
+        order = ways[round_ % len(ways) :] + ways[: round_ % len(ways)]
         for case in batch:
-            for way in ("codeward", "direct") if round_ % 2 == 0 else ("direct", "codeward"):
-                cpu = cpu_seconds(daemon)
+            for way in order:
+                daemon = daemons.get(way)
+                cpu = cpu_seconds(daemon) if daemon is not None else 0.0
                 begin = time.perf_counter()
                 case.ask(sides[way])
-                case.times[way].append(time.perf_counter() - begin)
-                if way == "codeward":
-                    case.cpu.append(cpu_seconds(daemon) - cpu)
+                case.times.setdefault(way, []).append(time.perf_counter() - begin)
+                if daemon is not None:
+                    case.cpu.setdefault(way, []).append(cpu_seconds(daemon) - cpu)
 
 
 def ms(values: list[float]) -> float:
@@ -140,17 +154,21 @@ def ms(values: list[float]) -> float:
 
 
 def report(batch: list[Case], rounds: int) -> None:
-    print(f"1. median of {rounds} alternating rounds, the same client on both sides;")
+    through = [way for way in batch[0].times if way != "direct"]
+    print(f"1. median of {rounds} rounds, the sides' order rotated, the same client on each;")
     print("   the daemon's CPU per call through codeward (mean, /proc schedstat)")
-    print(
-        f"{'request':12} {'direct ms':>9} {'codeward ms':>11} {'added ms':>8} {'goal':>8}"
-        f" {'daemon CPU ms':>13}"
-    )
-    for case in batch:
-        d, c = ms(case.times["direct"]), ms(case.times["codeward"])
-        goal = f"<= {GOALS[case.label]}"
-        cpu = statistics.fmean(case.cpu) * 1000
-        print(f"{case.label:12} {d:9.3f} {c:11.3f} {c - d:8.3f} {goal:>8} {cpu:13.3f}")
+    for way in through:
+        if len(through) > 1:
+            print(f"   {way}:")
+        print(
+            f"{'request':12} {'direct ms':>9} {'codeward ms':>11} {'added ms':>8} {'goal':>8}"
+            f" {'daemon CPU ms':>13}"
+        )
+        for case in batch:
+            d, c = ms(case.times["direct"]), ms(case.times[way])
+            goal = f"<= {GOALS[case.label]}"
+            cpu = statistics.fmean(case.cpu[way]) * 1000
+            print(f"{case.label:12} {d:9.3f} {c:11.3f} {c - d:8.3f} {goal:>8} {cpu:13.3f}")
 
 
 def spawned(root: Path, command: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -266,21 +284,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--spawns", type=int, default=10)
+    parser.add_argument("--before", type=Path, help="a source tree to compare with, side by side")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-editor-"))
     daemon: Daemon | None = None
+    before: Daemon | None = None
     sides: dict[str, DirectClient] = {}
     try:
         root = make_project(tmp)
         daemon = Daemon(tmp)
         sides["direct"] = DirectClient(root)
-        sides["codeward"] = DirectClient(root, *codeward_lsp(daemon.socket))
+        through = "after" if args.before is not None else "codeward"
+        sides[through] = DirectClient(root, *codeward_lsp(daemon.socket))
+        daemons = {through: daemon.proc.pid}
+        if args.before is not None:
+            tree = args.before.resolve()
+            (tmp / "before").mkdir()
+            before = Daemon(tmp / "before", source=tree)
+            sides["before"] = DirectClient(root, *codeward_lsp(before.socket, tree=tree))
+            daemons["before"] = before.proc.pid
         batch = cases()
         for client in sides.values():
             client.start(OPEN)
             for case in batch:
                 answered(client, case)
-        measure(sides, batch, args.rounds, daemon.proc.pid)
+        measure(sides, batch, args.rounds, daemons)
         report(batch, args.rounds)
         spawn_to_initialize(root, daemon.socket, args.spawns, tmp)
         one_set(daemon, root, sides["direct"])
@@ -291,8 +319,9 @@ def main() -> None:
                 close(client)
             except (OSError, SystemExit, RpcFailed):  # gone already: reaped all the same
                 stop_group(client.proc, grace=1.0)
-        if daemon is not None:
-            daemon.stop()
+        for each in (daemon, before):
+            if each is not None:
+                each.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

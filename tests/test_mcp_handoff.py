@@ -5,6 +5,7 @@ daemon that refuses), and a pump that dies ends its session."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ from typing import Any
 
 import trio
 
+from codeward.daemon.handoff import STDOUT_PIPE_BYTES
 from codeward.daemon.server import Daemon
 from codeward.protocol import mcp as mcp_protocol
 from tests.test_mcp import ENV, pump_argv, until
@@ -84,6 +86,9 @@ async def test_the_daemon_serves_the_passed_stdin_and_stdout(daemon: Daemon, pro
     taken = [int(entry.split()[0]) for entry in open_fds() - ours if "pipe:" in entry]
     assert len(taken) == 2  # the daemon's copies, which its language servers do not inherit
     assert not any(os.get_inheritable(fd) for fd in taken)
+    # the stdout pipe holds a large answer whole (unless the system allows no such size)
+    if int(Path("/proc/sys/fs/pipe-max-size").read_text()) >= STDOUT_PIPE_BYTES:
+        assert fcntl.fcntl(host_out, fcntl.F_GETPIPE_SZ) == STDOUT_PIPE_BYTES
     os.close(stdin)
     os.close(stdout)
     to_daemon, from_daemon = trio.lowlevel.FdStream(host_in), trio.lowlevel.FdStream(host_out)

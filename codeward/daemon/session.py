@@ -11,8 +11,7 @@ import os
 import secrets
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,38 @@ from codeward.protocol.errors import ErrorKind, ToolError
 log = logging.getLogger(__name__)
 
 ProgressListener = Callable[[dict[str, Any]], None]
+
+
+class Asking:
+    """`Session.asking`'s hold (a class, not a generator: it is on every editor request's
+    path): the servers one client's request is in flight on, counted per server."""
+
+    __slots__ = ("_asking", "_client", "_servers")
+
+    def __init__(self, asking: dict[str, Counter[int]], client_id: int) -> None:
+        self._asking = asking
+        self._client = client_id
+        self._servers: list[str] = []
+
+    def __enter__(self) -> Callable[[str], None]:
+        return self.add
+
+    def add(self, server: str) -> None:
+        if server not in self._servers:
+            self._servers.append(server)
+            counts = self._asking.get(server)
+            if counts is None:
+                counts = self._asking[server] = Counter()
+            counts[self._client] += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        for server in self._servers:
+            counts = self._asking[server]
+            counts[self._client] -= 1
+            if counts[self._client] <= 0:
+                del counts[self._client]
+            if not counts:
+                del self._asking[server]
 
 
 class Session:
@@ -164,27 +195,11 @@ class Session:
         self.notice_listeners.pop(client_id, None)
         self._touch()
 
-    @contextmanager
-    def asking(self, client_id: int) -> Iterator[Callable[[str], None]]:
-        """While a client's request runs: call the function given with each server it is
-        sent to, so that server's messages meanwhile go to that client."""
-        servers: list[str] = []
-
-        def add(server: str) -> None:
-            if server not in servers:
-                servers.append(server)
-                self._asking.setdefault(server, Counter())[client_id] += 1
-
-        try:
-            yield add
-        finally:
-            for server in servers:
-                count = self._asking[server]
-                count[client_id] -= 1
-                if count[client_id] <= 0:
-                    del count[client_id]
-                if not count:
-                    del self._asking[server]
+    def asking(self, client_id: int) -> Asking:
+        """While a client's request runs (`with session.asking(client_id) as asking:`):
+        call `asking` with each server it is sent to, so that server's messages meanwhile
+        go to that client."""
+        return Asking(self._asking, client_id)
 
     def _touch(self) -> None:
         self._last_active = trio.current_time()
