@@ -151,7 +151,8 @@ async def test_an_editors_request_about_its_buffer_reads_no_disk(tmp_path: Path)
     """An editor's request about a file it holds is answered on its buffer with nothing
     read from the disk: neither the file, changed behind the editor's back, nor another
     open document (the watcher tells the servers of those); a request about a file no
-    editor holds syncs it, and the other open documents, from the disk first."""
+    editor holds syncs it, and the other open documents, from the disk first; a server
+    that stopped is started again with the buffer."""
     root = project(tmp_path)
     a, b = root / "a.py", root / "b.py"
     editor = FakeEditor("Neovim 0.7.2 (pid 1)")
@@ -174,6 +175,13 @@ async def test_an_editors_request_about_its_buffer_reads_no_disk(tmp_path: Path)
             changed = BUFFER.replace("fresh", "renamed")
             await manager.editor_change(editor, a, changed, 2)
             assert "renamed" in await held_hover(manager, a, 4, 6)
+            # its server stopped: started again, the buffer opened again, and answered
+            server = manager.pool.servers["basedpyright"]
+            pid = server.status()["pid"]
+            server.halt("stopped by the test")
+            assert "renamed" in await held_hover(manager, a, 4, 6)
+            assert server.status()["pid"] != pid
+            assert seen(manager, a)["basedpyright"] == changed
 
 
 async def test_two_editors_hand_a_file_to_each_other(tmp_path: Path) -> None:
