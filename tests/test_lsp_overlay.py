@@ -28,6 +28,9 @@ DISK = "def on_disk(x: int) -> int:\n    return x\n"
 BUFFER = "def on_disk(x: int) -> int:\n    return x\n\ndef fresh(y: int) -> str:\n    return y\n"
 
 
+OPTIONS = {"tabSize": 4, "insertSpaces": True}
+
+
 class FakeEditor:
     """The editor side of the seam (the editor dialect's stand-in): records its edits."""
 
@@ -182,6 +185,12 @@ async def test_an_editors_request_about_its_buffer_reads_no_disk(tmp_path: Path)
             assert "renamed" in await held_hover(manager, a, 4, 6)
             assert server.status()["pid"] != pid
             assert seen(manager, a)["basedpyright"] == changed
+            # routed as `request` routes: formatting to ruff, the first server offering it
+            formatting = await manager.request_held(
+                a, "textDocument/formatting",
+                lambda ctx: {"textDocument": ctx.text_document, "options": OPTIONS},
+            )  # fmt: skip
+            assert formatting.server == "ruff"
 
 
 async def test_two_editors_hand_a_file_to_each_other(tmp_path: Path) -> None:
