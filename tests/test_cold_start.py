@@ -315,3 +315,40 @@ def test_an_autostarting_bridge_has_its_roots_server_started_first(project: Path
         if pid is not None:
             kill_group(pid)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@needs("basedpyright")
+def test_an_autostarting_cli_names_its_root_only_for_a_session(project: Path) -> None:
+    """A CLI command on a session (`codeward hover`) that starts the daemon names its root:
+    the root's Python server starts before the daemon listens and answers the hover;
+    `codeward status` (no session) names none, so nothing starts early."""
+    from tests.test_cli_e2e import Env, kill_group, wait_gone
+
+    python_project(project)
+    env = Env(Path(tempfile.mkdtemp(prefix="cwe-", dir="/tmp")))  # AF_UNIX paths are short
+    pid = None
+    try:
+        status = env.run("--json", "status", cwd=project)
+        assert status.returncode == 0, status.stderr
+        pid = json.loads(status.stdout)["pid"]
+        assert " started early " not in env.log.read_text()
+        assert env.run("stop").returncode == 0
+        assert wait_gone(pid)
+        hover = env.run("--json", "--root", str(project), "hover", "main.py:3:10")
+        assert hover.returncode == 0, hover.stderr
+        assert "getcwd" in hover.stdout
+        with Connection(connect_socket(env.socket)) as conn:
+            conn.initialize("test")
+            pid = conn.request("daemon/status", {})["pid"]
+            [session] = conn.request("session/list", {})["sessions"]
+            [(name, server_pid)] = [(s["name"], s["pid"]) for s in session["servers"]]
+        log = env.log.read_text()
+        last_start = log.rindex("codeward autostart:")
+        started = log.index(f"{name} started early for {project} (pid {server_pid})")
+        assert last_start < started < log.index(" listening on ", last_start)
+        assert env.run("stop").returncode == 0
+        assert wait_gone(pid)
+    finally:
+        if pid is not None:
+            kill_group(pid)
+        shutil.rmtree(env.base, ignore_errors=True)

@@ -6,8 +6,8 @@ spawning. The daemon runs detached (its own session, stdin from /dev/null) and l
 `$XDG_STATE_HOME/codeward/daemon.log`. It gets the write end of a pipe (its number in
 `$CODEWARD_READY_FD`) and writes a byte there once it listens: the client waits on the
 pipe rather than sleeping between connection attempts. A caller that names its project
-root (`codeward mcp`) passes it in `$CODEWARD_EARLY_ROOT`: the daemon starts that root's
-main language servers before it loads anything else.
+root (`codeward mcp`, a CLI command on a session) passes it in `$CODEWARD_EARLY_ROOT`:
+the daemon starts that root's main language servers before it loads anything else.
 """
 
 from __future__ import annotations

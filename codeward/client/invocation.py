@@ -77,8 +77,10 @@ class Invocation:
     # -- the daemon ------------------------------------------------------------------------
 
     def connect(self, *, session: bool, confirm: bool = False) -> Connection:
-        """A connection that said `initialize` (and `session/open` when `session`)."""
-        sock = autostart.connect(self.socket, autostart=self.autostart)
+        """A connection that said `initialize` (and `session/open` when `session`; a daemon
+        started for it then starts the root's main servers first thing)."""
+        root = self.root if session else None
+        sock = autostart.connect(self.socket, autostart=self.autostart, root=root)
         conn = Connection(
             sock,
             on_confirm=self.confirm_handler() if confirm else None,
