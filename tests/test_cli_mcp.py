@@ -4,6 +4,7 @@ the first bridge. (test_mcp.py drives it with the MCP SDK; test_cli_e2e.py with 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -186,3 +188,121 @@ def test_the_first_bridge_autostarts_the_daemon(tmp_path: Path) -> None:
         if pid is not None:
             kill_group(pid)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_bridge_that_starts_the_daemon_answers_initialize_as_the_daemon_would(
+    tmp_path: Path,
+) -> None:
+    """A bridge that had to start the daemon answers the host's `initialize` itself, with
+    the daemon's own answer (a second bridge, which finds the daemon, gets the daemon's),
+    and the daemon does not answer it again: the next line is the answer to the next
+    request."""
+    from tests.test_cli_e2e import kill_group, wait_gone  # that module imports this one
+
+    base = Path(tempfile.mkdtemp(prefix="cwm-", dir="/tmp"))  # AF_UNIX paths are short
+    sock = base / "run" / "codeward.sock"
+    env = os.environ | {"XDG_STATE_HOME": str(base / "state"),
+                        "XDG_CONFIG_HOME": str(base / "config")}  # fmt: skip
+    argv = launch_argv("--socket", str(sock), "--root", str(tmp_path), "mcp")
+    init = {"protocolVersion": "2024-11-05", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "test", "version": "1"}}  # fmt: skip
+    pid = None
+    first, second = McpProcess(argv, env=env), None
+
+    def replies(bridge: McpProcess) -> Iterator[dict[str, Any]]:
+        """The bridge's answers (a tools/list_changed notification may come between)."""
+        while line := bridge.lines.get(timeout=READ_TIMEOUT):
+            if "id" in (message := json.loads(line)):
+                yield message
+
+    try:
+        first.send({"jsonrpc": "2.0", "id": "a", "method": "initialize", "params": init})
+        answered = json.loads(first.lines.get(timeout=READ_TIMEOUT))
+        first.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        listed = next(replies(first))
+        assert listed["id"] == 2 and listed["result"]["tools"]  # (initialized: no error)
+        with Connection(connect_socket(sock)) as conn:
+            conn.initialize("test")
+            pid = conn.request("daemon/status", {})["pid"]
+        second = McpProcess(argv, env=env)
+        second.send({"jsonrpc": "2.0", "id": "a", "method": "initialize", "params": init})
+        assert next(replies(second)) == answered
+        assert answered["result"]["protocolVersion"] == "2024-11-05"
+        assert answered["result"]["instructions"].count(tmp_path.name) == 1
+        log = (base / "state" / "codeward" / "daemon.log").read_text()
+        assert log.count("codeward autostart:") == 1  # the first bridge started it
+        assert first.close() == 0 and second.close() == 0
+        assert list(replies(first)) == []  # nothing more came
+        with Connection(connect_socket(sock)) as conn:
+            conn.initialize("test")
+            conn.request("daemon/shutdown", {})
+        assert wait_gone(pid)
+    finally:
+        for bridge in (first, second):
+            if bridge is not None and bridge.proc.poll() is None:
+                bridge.close()
+        if pid is None:  # a failure before it was asked: stop the daemon all the same
+            with contextlib.suppress(OSError), Connection(connect_socket(sock)) as conn:
+                conn.initialize("test")
+                pid = conn.request("daemon/status", {})["pid"]
+        if pid is not None:
+            kill_group(pid)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+class _Starting:
+    """A daemon starting, as `pump.greet` sees it: a pipe that turns readable when it
+    listens, and a deadline."""
+
+    def __init__(self) -> None:
+        self.ready_fd, self.ready_write = os.pipe()
+        self.deadline = time.monotonic() + READ_TIMEOUT
+
+
+def test_greet_answers_initialize_and_keeps_what_it_read(tmp_path: Path) -> None:
+    """`pump.greet` reads the host's first line while the daemon starts: an `initialize`
+    is answered (the bytes read and its id in JSON are returned for the handoff); anything
+    else is only kept; it reads nothing once the daemon listens."""
+    from codeward.client import pump
+
+    starting = _Starting()
+    cases = [
+        (b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":' + json.dumps(
+            {"protocolVersion": "1999-01-01", "clientInfo": {"name": "h"}}).encode() + b"}\n{",
+         "7"),
+        (b'{"jsonrpc":"2.0","id":"x\\"y","method":"initialize","params":{"protocolVersion":'
+         b'"2025-06-18","clientInfo":{}}}\n', '"x\\"y"'),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', ""),
+        (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
+         b'"clientInfo":{}}}\n', ""),  # the daemon says what is wrong
+        (b'{"jsonrpc":"2.0","id":true,"method":"initialize","params":{"protocolVersion":'
+         b'"2025-06-18","clientInfo":{}}}\n', ""),
+        (b"not json\n", ""),
+    ]  # fmt: skip
+    try:
+        for sent, answered in cases:
+            host_in, stdin = os.pipe()
+            stdout, host_out = os.pipe()
+            os.write(stdin, sent)
+            got = pump.greet(starting, tmp_path, host_in, host_out)  # type: ignore[arg-type]
+            assert got == (sent, answered), sent
+            os.close(host_out)
+            reply = os.read(stdout, 65536)
+            if answered:
+                message = json.loads(reply)
+                assert json.dumps(message["id"]) == answered
+                assert message["result"]["protocolVersion"] in ("2025-11-25", "2025-06-18")
+                assert tmp_path.name in message["result"]["instructions"]
+            else:
+                assert reply == b""
+            for fd in (host_in, stdin, stdout):
+                os.close(fd)
+        host_in, stdin = os.pipe()
+        os.write(starting.ready_write, b"1")  # the daemon listens: it answers
+        assert pump.greet(starting, tmp_path, host_in, stdin) == (b"", "")
+        os.close(stdin)  # the host ended before saying anything
+        assert pump.greet(_Starting(), tmp_path, host_in, stdin) == (b"", "")
+        os.close(host_in)
+    finally:
+        os.close(starting.ready_fd)
+        os.close(starting.ready_write)

@@ -5,6 +5,7 @@ daemon that refuses), and a pump that dies ends its session."""
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import os
@@ -109,6 +110,60 @@ async def test_the_daemon_serves_the_passed_stdin_and_stdout(daemon: Daemon, pro
     await from_daemon.aclose()
     await until(lambda: not daemon.connections)
     assert open_fds() == before  # every descriptor the daemon took is closed
+
+
+async def test_what_the_pump_read_first_is_read_first_and_its_answer_not_repeated(
+    daemon: Daemon, project: Path
+) -> None:
+    """A handoff with `pending` (the host's `initialize` and half of its next line, which
+    the pump read while the daemon started) and `answered` (that `initialize`'s id): the
+    daemon reads those bytes before stdin, sends no second answer to `initialize`, and the
+    session is initialized (`tools/list` answers)."""
+    stdin, host_in = os.pipe()
+    host_out, stdout = os.pipe()
+    sock = trio.socket.socket(socket.AF_UNIX)
+    await sock.connect(str(daemon.socket_path))
+    ping = line({"id": 2, "method": "ping"})
+    read = line({"id": "one", "method": "initialize", "params": INIT}) + ping[:10]
+    params = {"root": str(project), "pending": base64.b64encode(read).decode(),
+              "answered": "one"}  # fmt: skip
+    first = line({"id": 0, "method": mcp_protocol.HANDOFF_METHOD, "params": params})
+    await sock.sendmsg([first], rights(stdin, stdout))
+    lifeline = trio.SocketStream(sock)
+    assert (await read_line(lifeline, bytearray()))["result"] == {}
+    os.close(stdin)
+    os.close(stdout)
+    to_daemon, from_daemon = trio.lowlevel.FdStream(host_in), trio.lowlevel.FdStream(host_out)
+    await to_daemon.send_all(ping[10:] + line({"id": 3, "method": "tools/list"}))
+    out = bytearray()
+    assert await read_line(from_daemon, out) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    tools = await read_line(from_daemon, out)
+    assert tools["id"] == 3 and tools["result"]["tools"]
+    await to_daemon.send_all(line({"id": 4, "method": "initialize", "params": INIT}))
+    again = await read_line(from_daemon, out)  # a later one is the daemon's to answer
+    assert again["id"] == 4 and again["result"]["serverInfo"]["name"] == "codeward"
+    await to_daemon.aclose()
+    assert await read_to_end(from_daemon) == b""
+    await read_to_end(lifeline)
+    await lifeline.aclose()
+    await from_daemon.aclose()
+    await until(lambda: not daemon.connections)
+
+
+async def test_a_handoff_whose_pending_bytes_are_not_base64_is_refused(
+    daemon: Daemon, project: Path
+) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        params = {"root": str(project), "pending": "not base64!"}
+        first = line({"id": 0, "method": mcp_protocol.HANDOFF_METHOD, "params": params})
+        answer = await refused(daemon, first, read_end, write_end)
+        assert answer["id"] == 0 and answer["error"]["code"] == -32602
+        assert "base64" in answer["error"]["message"]
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    await until(lambda: not daemon.connections)
 
 
 async def refused(daemon: Daemon, first: bytes, *fds: int) -> dict[str, Any]:

@@ -21,13 +21,13 @@ import socket
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from codeward.client.connection import DaemonUnreachable, connect_socket
+from codeward.client.reach import DaemonUnreachable, connect_socket
 from codeward.protocol.socket_path import EARLY_ROOT_ENV, READY_FD_ENV
 
+TYPE_CHECKING = False  # (typing is not imported on `codeward mcp`'s path)
 if TYPE_CHECKING:
     import subprocess
 
@@ -80,6 +80,22 @@ def connect(
     answers (told the project `root` the caller will ask about, whose main language
     servers it then starts first thing). Raises `DaemonUnreachable` with a sentence saying
     what to do."""
+    found = begin(path, autostart=autostart, ready_timeout=ready_timeout, argv=argv,
+                  log_path=log_path, root=root)  # fmt: skip
+    return found if isinstance(found, socket.socket) else found.wait()
+
+
+def begin(
+    path: Path,
+    *,
+    autostart: bool = True,
+    ready_timeout: float = READY_TIMEOUT,
+    argv: Sequence[str] | None = None,
+    log_path: Path | None = None,
+    root: Path | None = None,
+) -> socket.socket | Starting:
+    """`connect`'s first half: a socket connected to the daemon that answers, or the daemon
+    just started (`Starting`: the caller may do something else until `Starting.wait`)."""
     sock = try_connect(path)
     if sock is not None:
         return sock
@@ -90,16 +106,56 @@ def connect(
         )
     log_path = daemon_log_path() if log_path is None else log_path
     deadline = time.monotonic() + ready_timeout
-    with _start_lock(path, deadline):
+    lock_fd = _take_start_lock(path, deadline)
+    try:
         sock = try_connect(path)  # someone else may have started it while we waited
         if sock is not None:
+            os.close(lock_fd)
             return sock
-        return _start_and_wait(path, list(argv or daemon_argv(path)), log_path, deadline, root)
+        return _start(path, list(argv or daemon_argv(path)), log_path, deadline, root, lock_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(lock_fd)
+        raise
 
 
-@contextlib.contextmanager
-def _start_lock(path: Path, deadline: float) -> Iterator[None]:
-    """Hold the exclusive autostart lock next to the socket (waiting until `deadline`)."""
+class Starting:
+    """A daemon this client started, which has not said yet that it listens. It holds the
+    autostart lock until `wait` returns (or raises). `ready_fd` turns readable when the
+    daemon listens (or exits); `deadline` is when `wait` gives up on it."""
+
+    def __init__(
+        self,
+        path: Path,
+        proc: subprocess.Popen[bytes],
+        ready_fd: int,
+        log_path: Path,
+        deadline: float,
+        lock_fd: int,
+    ) -> None:
+        self.path = path
+        self.proc = proc
+        self.ready_fd = ready_fd
+        self.log_path = log_path
+        self.deadline = deadline
+        self._lock_fd = lock_fd
+
+    def wait(self) -> socket.socket:
+        """A socket connected to the daemon once it listens; raises `DaemonUnreachable`
+        when it exits first or does not listen by the deadline (it is stopped then)."""
+        try:
+            return _wait_ready(self.path, self.proc, self.ready_fd, self.log_path, self.deadline)
+        finally:
+            with warnings.catch_warnings():  # it runs on: no "still running" ResourceWarning
+                warnings.simplefilter("ignore", ResourceWarning)
+                del self.proc
+            os.close(self.ready_fd)
+            os.close(self._lock_fd)  # closing the descriptor releases the lock
+
+
+def _take_start_lock(path: Path, deadline: float) -> int:
+    """The exclusive autostart lock next to the socket (waiting until `deadline`): its
+    descriptor, whose closing releases it."""
     lock_path = path.parent / "autostart.lock"
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -109,29 +165,26 @@ def _start_lock(path: Path, deadline: float) -> Iterator[None]:
             f"Cannot create the autostart lock {lock_path}: {exc.strerror or exc}; "
             "start the daemon with `codeward daemon`."
         ) from None
-    try:
-        delay = _FIRST_DELAY
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise DaemonUnreachable(
-                        f"Another client is still starting the daemon on {path}; "
-                        "try again, or start it with `codeward daemon`."
-                    ) from None
-                time.sleep(min(delay, remaining))
-                delay = min(delay * 2, _MAX_DELAY)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+    delay = _FIRST_DELAY
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                os.close(fd)
+                raise DaemonUnreachable(
+                    f"Another client is still starting the daemon on {path}; "
+                    "try again, or start it with `codeward daemon`."
+                ) from None
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, _MAX_DELAY)
 
 
-def _start_and_wait(
-    path: Path, argv: list[str], log_path: Path, deadline: float, root: Path | None
-) -> socket.socket:
+def _start(
+    path: Path, argv: list[str], log_path: Path, deadline: float, root: Path | None, lock_fd: int
+) -> Starting:
     import subprocess  # only when a daemon must be started: it is not cheap to import
 
     try:
@@ -166,13 +219,10 @@ def _start_and_wait(
                 ) from None
             finally:
                 os.close(ready_write)
-        sock = _wait_ready(path, proc, ready_fd, log_path, deadline)
-        with warnings.catch_warnings():  # it runs on: no "still running" ResourceWarning
-            warnings.simplefilter("ignore", ResourceWarning)
-            del proc
-        return sock
-    finally:
+    except BaseException:
         os.close(ready_fd)
+        raise
+    return Starting(path, proc, ready_fd, log_path, deadline, lock_fd)
 
 
 def _daemon_env(ready_fd: int, root: Path | None) -> dict[str, str]:

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from codeward import __version__
+from codeward.client.reach import CONNECT_TIMEOUT, ClientError
+from codeward.client.reach import DaemonUnreachable as DaemonUnreachable
+from codeward.client.reach import connect_socket as connect_socket
 from codeward.protocol.errors import ErrorCode
 from codeward.protocol.framing import DEFAULT_MAX_MESSAGE, FrameError, Framing
 from codeward.protocol.jsoncodec import JsonCodec, JsonMessage
@@ -32,22 +35,9 @@ from codeward.protocol.peer import (
 )
 
 PROTOCOL_VERSION = 1
-CONNECT_TIMEOUT = 5.0
 
 ConfirmHandler = Callable[[dict[str, Any]], bool]
 ProgressHandler = Callable[[dict[str, Any]], None]
-
-
-class ClientError(Exception):
-    """Base of every failure the client reports."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class DaemonUnreachable(ClientError):
-    """No daemon answers on the socket (and none could be started)."""
 
 
 class ConnectionLost(ClientError):
@@ -79,19 +69,6 @@ class RemoteError(ClientError):
         if self.data is not None:
             error["data"] = self.data
         return error
-
-
-def connect_socket(path: Path, timeout: float = CONNECT_TIMEOUT) -> socket.socket:
-    """A connected Unix stream socket; raises OSError (ConnectionRefusedError,
-    FileNotFoundError, ...) as `socket.connect` does."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(timeout)
-        sock.connect(str(path))
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 class Connection:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import TextIO
 
+    from codeward.client.autostart import Starting
+
 
 BIND_METHOD = "codeward/mcp"  # as codeward.protocol.mcp.BIND_METHOD (whose module needs msgspec)
 HANDOFF_METHOD = "codeward/mcp-stdio"  # as codeward.protocol.mcp.HANDOFF_METHOD
@@ -59,9 +61,18 @@ def binding_line(root: "Path") -> bytes:
     return line.encode("utf-8", "surrogateescape")
 
 
-def handoff_line(root: "Path") -> bytes:
-    """The first line when stdin and stdout go to the daemon: a request (id 0) naming `root`."""
-    params = '{"root":' + json_string(str(root)) + "}"
+def handoff_line(root: "Path", pending: bytes = b"", answered: str = "") -> bytes:
+    """The first line when stdin and stdout go to the daemon: a request (id 0) naming `root`
+    (with the bytes read from stdin already, and the id, in JSON, of the `initialize`
+    among them answered already)."""
+    params = '{"root":' + json_string(str(root))
+    if pending:
+        import binascii
+
+        params += ',"pending":"' + binascii.b2a_base64(pending, newline=False).decode() + '"'
+    if answered:
+        params += ',"answered":' + answered
+    params += "}"
     line = '{"jsonrpc":"2.0","id":0,"method":"' + HANDOFF_METHOD + '","params":' + params + "}\n"
     return line.encode("utf-8", "surrogateescape")
 
@@ -76,14 +87,22 @@ def can_hand_off(in_fd: int, out_fd: int) -> bool:
     return all(stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) for mode in modes)
 
 
-def hand_off(sock: _socket.socket, root: "Path", in_fd: int, out_fd: int) -> bool | None:
-    """Give stdin and stdout to the daemon, then wait for the session to end: True when the
-    host ended it (closed stdin), False when the daemon did; None when the daemon did not
-    take them (an older daemon: the socket is then unusable; connect again and copy)."""
+def hand_off(
+    sock: _socket.socket,
+    root: "Path",
+    in_fd: int,
+    out_fd: int,
+    greeted: "Greeted | None" = None,
+) -> bool | None:
+    """Give stdin and stdout to the daemon (and what `greet` read from stdin), then wait for
+    the session to end: True when the host ended it (closed stdin), False when the daemon
+    did; None when the daemon did not take them (an older daemon: the socket is then
+    unusable; connect again and copy)."""
     fds = in_fd.to_bytes(4, sys.byteorder, signed=True) + out_fd.to_bytes(
         4, sys.byteorder, signed=True
     )
-    sock.sendmsg([handoff_line(root)], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    line = handoff_line(root, *greeted) if greeted else handoff_line(root)
+    sock.sendmsg([line], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
     received = b""
     while b"\n" not in received:
         data = sock.recv(CHUNK)
@@ -101,6 +120,13 @@ def hand_off(sock: _socket.socket, root: "Path", in_fd: int, out_fd: int) -> boo
 def connect(path: str, *, autostart: bool, root: "Path | None" = None) -> _socket.socket:
     """A socket connected to the daemon at `path`; the autostart machinery only when none
     answers (a daemon it starts is told `root`: its servers start first thing)."""
+    found = begin(path, autostart=autostart, root=root)
+    return found if isinstance(found, _socket.socket) else wait(found)
+
+
+def begin(path: str, *, autostart: bool, root: "Path | None" = None) -> "_socket.socket | Starting":
+    """A socket connected to the daemon at `path`, or the daemon just started (`wait` for
+    it)."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(path)
@@ -110,14 +136,65 @@ def connect(path: str, *, autostart: bool, root: "Path | None" = None) -> _socke
     from pathlib import Path
 
     from codeward.client import autostart as starter
-    from codeward.client.connection import DaemonUnreachable
+    from codeward.client.reach import DaemonUnreachable
 
     try:
-        sock = starter.connect(Path(path), autostart=autostart, root=root)
+        found = starter.begin(Path(path), autostart=autostart, root=root)
+    except DaemonUnreachable as exc:
+        raise Unreachable(exc.message) from None
+    if isinstance(found, _socket.socket):
+        found.settimeout(None)
+    return found
+
+
+def wait(starting: "Starting") -> _socket.socket:
+    """A socket connected to the daemon `begin` started, once it listens."""
+    from codeward.client.reach import DaemonUnreachable
+
+    try:
+        sock = starting.wait()
     except DaemonUnreachable as exc:
         raise Unreachable(exc.message) from None
     sock.settimeout(None)
     return sock
+
+
+Greeted = tuple[bytes, str]  # the bytes read from stdin; the JSON id answered, or ""
+
+
+def greet(starting: "Starting", root: "Path", in_fd: int, out_fd: int) -> Greeted:
+    """While the daemon `starting` starts: read the host's first line, and when it is MCP's
+    `initialize`, answer it (the answer needs no daemon: `mcp_greeting`). Stops reading
+    as soon as the daemon listens (it answers then) or stdin ends."""
+    import select
+    import time
+
+    from codeward.protocol.mcp_greeting import answer
+
+    read = b""
+    try:
+        while b"\n" not in read:
+            remaining = starting.deadline - time.monotonic()
+            ready = select.select([in_fd, starting.ready_fd], [], [], max(remaining, 0))[0]
+            if in_fd not in ready:  # the daemon listens (or exited, or is late): it answers
+                return read, ""
+            data = os.read(in_fd, CHUNK)
+            if not data:
+                return read, ""
+            read += data
+        answered = answer(read.partition(b"\n")[0], str(root))
+        if answered is None:
+            return read, ""
+        view = memoryview(answered[0])
+        while view:
+            view = view[os.write(out_fd, view) :]
+    except OSError:  # stdin or stdout broke: the daemon finds out when it takes them
+        return read, ""
+    return read, _json_id(answered[1])
+
+
+def _json_id(msg_id: int | str) -> str:
+    return str(msg_id) if isinstance(msg_id, int) else json_string(msg_id)
 
 
 def _shutdown(sock: _socket.socket, how: int) -> None:
@@ -176,21 +253,29 @@ def run(
     """Pump one MCP stdio session into the daemon: 0 when the host ended it, 3 when the
     daemon could not be reached or went away."""
     err = stderr or sys.stderr
+    greeted: Greeted = (b"", "")
     try:
-        sock = connect(socket_file(socket_arg), autostart=autostart, root=root)
+        found = begin(socket_file(socket_arg), autostart=autostart, root=root)
+        in_fd, out_fd = (stdin or sys.stdin).fileno(), (stdout or sys.stdout).fileno()
+        handing = can_hand_off(in_fd, out_fd)
+        if isinstance(found, _socket.socket):
+            sock = found
+        else:  # a daemon starting: the host's `initialize` need not wait for it
+            if handing:
+                greeted = greet(found, root, in_fd, out_fd)
+            sock = wait(found)
     except Unreachable as exc:
         err.write(f"codeward: {exc.message}\n")
         return EXIT_UNREACHABLE
-    in_fd, out_fd = (stdin or sys.stdin).fileno(), (stdout or sys.stdout).fileno()
     host_first: bool | None = None
     try:
-        if can_hand_off(in_fd, out_fd):
-            host_first = hand_off(sock, root, in_fd, out_fd)
+        if handing:
+            host_first = hand_off(sock, root, in_fd, out_fd, greeted)
             if host_first is None:  # not taken: copy, on a connection of its own
                 sock.close()
                 sock = connect(socket_file(socket_arg), autostart=False)
         if host_first is None:
-            sock.sendall(binding_line(root))
+            sock.sendall(binding_line(root) + greeted[0])
             host_first = copy(sock, in_fd, out_fd)
     except Unreachable as exc:
         err.write(f"codeward: {exc.message}\n")

@@ -88,6 +88,7 @@ class Connection(RequestRunner):
         self._incoming: trio.abc.ReceiveStream = stream  # what the reader reads
         self._passed: list[int] = []  # descriptors the first message carried, until used
         self._passed_too_many = False  # more than `_passed` came (the kernel closed them)
+        self._unread = b""  # read by the pump before it handed stdin over: read it first
         self._lifeline: trio.abc.Stream | None = None  # the socket, once stdio is handed over
         self._ended = b""  # written to the lifeline when the host ended the session
         self._end = ""  # why the reader stopped
@@ -193,7 +194,9 @@ class Connection(RequestRunner):
             if self._full():
                 await self._wait_for_room()
             try:
-                if self._first_frame and self._socket is not None:
+                if self._unread:  # what the pump read from the handed-over stdin
+                    data, self._unread = self._unread, b""
+                elif self._first_frame and self._socket is not None:
                     data = await self._receive_first(self._socket)
                 else:
                     data = await receive_some(self._incoming)
@@ -220,12 +223,13 @@ class Connection(RequestRunner):
         self._passed_too_many |= truncated
         return data
 
-    def hand_over(self, ack: bytes, ended: bytes) -> bool:
+    def hand_over(self, ack: bytes, ended: bytes, unread: bytes = b"") -> bool:
         """Serve the rest of this connection on the stdin and stdout (pipes or sockets) that
         its first message passed, the MCP handoff of `codeward mcp`: `ack` goes on the
         socket, which then stays open only to tell the pump that the session ended
         (`ended` when the host ended it) and to show, when it hangs up, that the pump is
-        gone. False, and nothing changes, unless two such descriptors came."""
+        gone; `unread`, what the pump read from stdin already, is read before stdin.
+        False, and nothing changes, unless two such descriptors came."""
         fds, self._passed = self._passed, []
         if self._socket is None or self._passed_too_many:
             close_all(fds)
@@ -236,6 +240,7 @@ class Connection(RequestRunner):
         stdin, stdout = stdio
         self._lifeline, self._ended = self.stream, self.peer.frame(ended)
         self.stream, self._incoming = trio.StapledStream(stdout, stdin), stdin
+        self._unread = unread
         self.outbox.retarget(stdout)
         if self._nursery is not None:
             self._nursery.start_soon(watch_pump, self._socket.fileno(), stdin)

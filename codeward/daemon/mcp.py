@@ -18,6 +18,7 @@ from codeward import __version__
 from codeward.daemon.tools.registry import REGISTRY, Tool, ToolContext
 from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, ToolError, find_tool_error
+from codeward.protocol.mcp_greeting import SERVER_NAME, instructions
 from codeward.protocol.messages import Id
 from codeward.protocol.tools import ToolFormat, render_tool
 
@@ -83,7 +84,7 @@ class Link(Protocol):
 
     def bind(self, session: Session) -> None: ...
 
-    def hand_over(self, ack: bytes, ended: bytes) -> bool:
+    def hand_over(self, ack: bytes, ended: bytes, unread: bytes = b"") -> bool:
         """Serve the rest on the stdin and stdout the first line passed (see
         `Connection.hand_over`)."""
         ...
@@ -113,6 +114,7 @@ class McpDialect:
         # The model was told that the root's servers run restricted (said once, not on
         # every answer; again after an answer from unrestricted servers).
         self._told_restricted = False
+        self._answered: Id | None = None  # the handoff's `initialize`, answered by the pump
         REGISTRY.watch(self)
 
     # -- lines in ---------------------------------------------------------------------------
@@ -140,8 +142,9 @@ class McpDialect:
                 requests.start_soon(self._bind)
         elif isinstance(event, mcp.Handoff):
             if self.conn.hand_over(self.machine.handoff_message(event.id),
-                                   self.machine.ended_message()):  # fmt: skip
+                                   self.machine.ended_message(), event.pending):  # fmt: skip
                 self.root = event.root
+                self._answered = event.answered
                 self.conn.daemon.start_early(event.root)
                 requests.start_soon(self._bind)
             else:
@@ -168,14 +171,12 @@ class McpDialect:
     def _initialize(self, event: mcp.Initialize) -> None:
         if not self._bound.is_set() and self.root is None:
             self._bound.set()  # no binding line: calls will say what is missing
-        where = f" for the project {_name(self.root)}" if self.root else ""
-        instructions = (
-            f"Safe git, code intelligence from warm language servers and a Lua sandbox{where}. "
-            "Positions are 1-based lines and characters, or a line and the `name` on it, or a "
-            "`symbol` name path (`Class.method`); paths are relative to the project root."
-        )
-        server = mcp.Implementation("codeward", __version__)
-        self.conn.send_body(self.machine.initialize_message(event.id, server, instructions))
+        if self._answered is not None and event.id == self._answered:
+            self._answered = None  # `codeward mcp` answered it while the daemon started
+            return
+        server = mcp.Implementation(SERVER_NAME, __version__)
+        message = self.machine.initialize_message(event.id, server, instructions(self.root))
+        self.conn.send_body(message)
 
     def _start_call(self, event: mcp.CallTool, requests: trio.Nursery) -> None:
         if event.name not in REGISTRY:
@@ -401,10 +402,6 @@ def _stated(tool: Tool, arguments: dict[str, Any]) -> None:
             f"{tool.name} needs `{switch}` here, which says whether it writes: {how}; call "
             "it again with it.",
         )
-
-
-def _name(root: str | None) -> str:
-    return (root or "").rstrip("/").rsplit("/", 1)[-1] or "/"
 
 
 def _progress_text(params: dict[str, Any]) -> str:

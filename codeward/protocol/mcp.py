@@ -11,12 +11,14 @@ the I/O layer sends back. The shapes follow the MCP specification (2024-11-05 to
 
 from __future__ import annotations
 
+import binascii
 from typing import Any
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType, field
 
 from codeward.protocol.errors import ErrorCode, RpcError
+from codeward.protocol.mcp_greeting import LATEST_VERSION, negotiate
 from codeward.protocol.messages import (
     Id,
     Incoming,
@@ -33,8 +35,6 @@ BIND_METHOD = "codeward/mcp"
 # answered on the socket, which then only carries `ENDED_BY_HOST` when the host ended it.
 HANDOFF_METHOD = "codeward/mcp-stdio"
 ENDED_METHOD = "codeward/mcp-ended"
-VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_VERSION = VERSIONS[-1]
 
 # -- the wire shapes -------------------------------------------------------------------------
 
@@ -128,6 +128,16 @@ class BindParams(Struct, forbid_unknown_fields=True):
     root: str
 
 
+class HandoffParams(Struct, forbid_unknown_fields=True):
+    """The handoff's: the root, and when `codeward mcp` read the host's first bytes while
+    the daemon it started was still starting, those bytes (`pending`, base64) and the id
+    of the `initialize` among them it answered itself (`answered`)."""
+
+    root: str
+    pending: str = ""
+    answered: Id | None = None
+
+
 class _Opening(Struct, rename="camel", forbid_unknown_fields=False):
     protocol_version: Any = UNSET
     client_info: Any = UNSET
@@ -159,10 +169,14 @@ class CallTool(Struct, frozen=True):
 
 
 class Handoff(Struct, frozen=True):
-    """The first line carried stdin and stdout: serve them, on the session of `root`."""
+    """The first line carried stdin and stdout: serve them, on the session of `root`;
+    `pending`: what the host sent that `codeward mcp` read already (read it first), among
+    which the `initialize` of id `answered` is answered already."""
 
     id: Id
     root: str
+    pending: bytes = b""
+    answered: Id | None = None
 
 
 class Cancel(Struct, frozen=True):
@@ -203,11 +217,6 @@ def is_opening(frame: bytes) -> bool:
     return isinstance(opening.protocol_version, str) and isinstance(opening.client_info, dict)
 
 
-def negotiate(asked: str) -> str:
-    """The version to answer: the client's when supported, else the latest."""
-    return asked if asked in VERSIONS else LATEST_VERSION
-
-
 class McpMachine:
     """The server side of one MCP connection: lines in, events out."""
 
@@ -246,7 +255,13 @@ class McpMachine:
         if method == HANDOFF_METHOD:
             if self.lines > 1:
                 raise RpcError(ErrorCode.INVALID_REQUEST, "The handoff must be the first line.")
-            return Handoff(msg_id, item.params(BindParams).root)
+            handoff = item.params(HandoffParams)
+            try:
+                pending = binascii.a2b_base64(handoff.pending, strict_mode=True)
+            except binascii.Error:
+                message = "The handoff's `pending` is not base64: send stdin's bytes in base64."
+                raise RpcError(ErrorCode.INVALID_PARAMS, message) from None
+            return Handoff(msg_id, handoff.root, pending, handoff.answered)
         if method == "initialize":
             params = item.params(InitializeParams)
             self.version = negotiate(params.protocol_version)
