@@ -6,8 +6,9 @@ dirs), a private socket path and a copy of the fixture (bench/lsp.py's Python pr
 a `pyproject.toml` and a JSON file, so that servers the request does not need could start),
 and measures, in rotating order:
 1. `codeward mcp` spawned with no daemon (it autostarts one): spawn -> `initialize`
-   answered, and -> its first hover (`get_hover_info`) answered, plus the servers the
-   session then runs (`session/list`: only basedpyright should be there);
+   answered, -> `tools/list` answered (asked next, as hosts do), and -> its first hover
+   (`get_hover_info`) answered, plus the servers the session then runs (`session/list`:
+   only basedpyright should be there);
 2. `codeward status` with no daemon (autostart + status): spawn -> exit;
 3. a daemon already running and loaded (bench/common.py's): a new session's
    `session/open` + first hover, the language server's cold start through codeward;
@@ -110,6 +111,8 @@ def run_mcp(tmp: Path, repo: Path) -> dict[str, float]:
     pump.request("initialize", INIT)
     initialized = time.perf_counter()
     pump.send({"method": "notifications/initialized"})
+    assert pump.request("tools/list", {})["tools"], "no tools"  # what a host asks next
+    listed = time.perf_counter()
     hover = {"path": HOVER_PATH, "line": HOVER_LINE, "character": HOVER_CHARACTER}
     result = pump.call("get_hover_info", hover)
     hovered = time.perf_counter()
@@ -122,6 +125,7 @@ def run_mcp(tmp: Path, repo: Path) -> dict[str, float]:
     stop_daemon(env, sock)
     return {
         "initialize": initialized - begin,
+        "tools/list": listed - begin,
         "hover": hovered - begin,
         "hover after initialize": hovered - initialized,
         "servers": float(len(servers)),
@@ -253,6 +257,7 @@ def report(med: dict[str, float], samples: dict[str, list[float]], tag: str) -> 
     """One codeward tree's figures and their ratios to the direct client's."""
     rows = [
         ("codeward mcp spawn -> initialize answered (autostart)", "initialize", 0.200),
+        ("codeward mcp spawn -> then tools/list answered", "tools/list", None),
         ("codeward mcp spawn -> first hover answered", "hover", None),
         ("  of which: first hover after initialize", "hover after initialize", None),
         ("codeward status, no daemon (autostart + status)", "status", None),
