@@ -179,6 +179,28 @@ def test_the_daemon_listens_without_its_sessions_servers_and_tools_modules() -> 
     assert out.stdout.strip() == "[]"
 
 
+def test_loading_the_sessions_modules_starts_no_process() -> None:
+    """The daemon's own modules, loaded while it starts, run no program (`ldconfig -p`,
+    which `ctypes.util.find_library` runs, once cost a process start on that path; trio's
+    import still runs one, before)."""
+    probe = (
+        "import ctypes.util, subprocess, trio\n"
+        "started = []\n"
+        "popen = subprocess.Popen.__init__\n"
+        "def spy(self, *args, **kwargs):\n"
+        "    started.append(args[0] if args else kwargs.get('args'))\n"
+        "    popen(self, *args, **kwargs)\n"
+        "subprocess.Popen.__init__ = spy\n"
+        "import codeward.daemon.session, codeward.daemon.tools.all, codeward.protocol.render\n"
+        "from codeward.daemon import caches\n"
+        "caches.trim()\n"
+        "print(started)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120)  # fmt: skip
+    assert out.stdout.strip() == "[]"
+
+
 def python_project(root: Path) -> Path:
     (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0.1"\n')
     (root / "data.json").write_text('{"a": [1, 2]}\n')

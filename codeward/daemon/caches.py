@@ -7,7 +7,7 @@ the memory the ended session freed back to the system."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import gc
 from collections.abc import Callable
 from typing import Protocol, TypeVar
@@ -41,19 +41,20 @@ def trim() -> None:
     `malloc_trim`; nothing elsewhere): what an ended session freed stays in the process
     otherwise. Blocking (a pass over the heap): run in a thread."""
     gc.collect()
-    if _malloc_trim is not None:
-        _malloc_trim(0)
+    malloc_trim = _libc_trim()
+    if malloc_trim is not None:
+        malloc_trim(0)
 
 
+@functools.cache
 def _libc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
+    """glibc's `malloc_trim`, looked up among the symbols the process has loaded (not with
+    `ctypes.util.find_library`, which runs `ldconfig -p`: a process started while the
+    daemon loads), on the first trim."""
     try:
-        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
     except OSError:
         return None
-
-
-_malloc_trim = _libc_trim()
 
 
 def sizes() -> dict[str, int]:
