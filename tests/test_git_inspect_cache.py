@@ -64,6 +64,25 @@ def test_gitlinks_of_every_index_format(repo: Path) -> None:
     assert index_gitlinks.read(repo / ".git" / "no-index", 20) is None
 
 
+def test_gitlinks_after_names_of_every_padding(repo: Path) -> None:
+    """Names of every length modulo 8 before and between the gitlinks (each entry's padding
+    differs), in versions 2 and 3: the search of the modes' aligned bytes finds them all."""
+    oid = git(repo, "rev-parse", "HEAD").strip()
+    for n in range(1, 17):
+        write(repo, f"p/{'f' * n}", f"{n}\n")
+    git(repo, "add", "p")
+    for n in range(1, 17):
+        add_gitlink(repo, f"p/{'g' * n}", oid)
+    expected = listed_gitlinks(repo)
+    assert len(expected) == 16
+    index = repo / ".git" / "index"
+    assert index_gitlinks.parse(index.read_bytes(), 20) == expected
+    write(repo, "ita.txt", "x\n")
+    git(repo, "add", "--intent-to-add", "ita.txt")  # extended flags: 2 bytes more per entry
+    assert index.read_bytes()[4:8] == b"\x00\x00\x00\x03"
+    assert index_gitlinks.parse(index.read_bytes(), 20) == expected
+
+
 def test_gitlinks_of_a_sha256_repository(tmp_path: Path) -> None:
     root = tmp_path / "sha256"
     root.mkdir()

@@ -3,12 +3,17 @@
 A refreshed index (what `git status`, `git add` and an editor's save make git write) keeps
 its entries but rewrites their stat fields, so its stat changes while the set of gitlinks
 (the submodules and repositories added inside it, which the inspection scans) does not.
-`gitlinks` finds every entry whose mode is a gitlink's with one C-level search of the file
-for the mode's bytes, each hit checked as an entry (the name length in its flags and the
-name's NUL ending), so a 10,000-file index costs a read and a `bytes.find`, not 10,000
-steps of Python. A hit that only looks like an entry (stat or hash bytes that happen to
-spell the mode) adds a name the next read finds again: the set only serves to compare one
-read with another, and an extra name can only make a change be seen, never hide one.
+`gitlinks` finds every entry whose mode is a gitlink's with C-level searches, each hit checked
+as an entry (the name length in its flags and the name's NUL ending), so a 10,000-file
+index costs a read and a few passes of C, not 10,000 steps of Python. Entries of versions 2
+and 3 are padded to multiples of 8 bytes after a 12-byte header, so every mode lies 4 bytes
+past a multiple of 8 and its one rare byte (0xe0) 6 past: the search takes those bytes
+alone (one strided slice, an eighth of the file) and looks for 0xe0 there with `memchr`,
+rather than for the mode's 4 bytes everywhere (which starts with NULs that every stat
+field is full of: a byte-by-byte crawl, ~0.75 ms for a 10,000-file index against ~0.1).
+A hit that only looks like an entry (stat or hash bytes that happen to spell the mode)
+adds a name the next read finds again: the set only serves to compare one read with
+another, and an extra name can only make a change be seen, never hide one.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import NamedTuple
 GITLINK_MODE = b"\x00\x00\xe0\x00"  # 0o160000, big-endian, as every entry stores its mode
 MODE_AT = 24  # ctime, mtime (8 bytes each), dev, ino (4 each), then the mode
 HEADER = 12  # "DIRC", version, entry count
+ALIGN = 8  # every entry's length is a multiple of this
+RARE_AT = (HEADER + MODE_AT + 2) % ALIGN  # where a mode's 0xe0 lies past a multiple of 8
 EXTENDED = 0x4000  # flags bit: two more flag bytes follow (version 3)
 NAME_MASK = 0xFFF  # a name this long or longer stores 0xFFF and ends at its NUL
 MAX_BYTES = 256 * 1024 * 1024  # beyond this the index is not read here (git lists it)
@@ -66,12 +73,15 @@ def parse(data: bytes, hash_bytes: int) -> frozenset[bytes] | None:
         return None
     flags_at = MODE_AT + 16 + hash_bytes  # mode, uid, gid, size, then the object id
     found: set[bytes] = set()
-    hit = data.find(GITLINK_MODE, HEADER + MODE_AT)
-    while hit >= 0:
-        name = _name(data, hit - MODE_AT, flags_at)
-        if name is not None:
-            found.add(name)
-        hit = data.find(GITLINK_MODE, hit + 1)
+    column = data[RARE_AT::ALIGN]  # the byte where each entry's mode has its 0xe0
+    i = column.find(b"\xe0", (HEADER + MODE_AT + 2) // ALIGN)  # from the first entry's
+    while i >= 0:
+        mode = RARE_AT + ALIGN * i - 2
+        if data[mode : mode + 4] == GITLINK_MODE:
+            name = _name(data, mode - MODE_AT, flags_at)
+            if name is not None:
+                found.add(name)
+        i = column.find(b"\xe0", i + 1)
     return frozenset(found)
 
 
