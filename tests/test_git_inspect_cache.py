@@ -61,6 +61,10 @@ def test_gitlinks_of_every_index_format(repo: Path) -> None:
     git(repo, "update-index", "--split-index")
     read = index_gitlinks.read(index, 20)
     assert read is not None and read.gitlinks is None
+    git(repo, "update-index", "--no-split-index")  # whole again; its shared part stays
+    assert any(p.name.startswith("sharedindex.") for p in (repo / ".git").iterdir())
+    read = index_gitlinks.read(index, 20)
+    assert read is not None and read.gitlinks == expected
     assert index_gitlinks.read(repo / ".git" / "no-index", 20) is None
 
 

@@ -31,6 +31,8 @@ RARE_AT = (HEADER + MODE_AT + 2) % ALIGN  # where a mode's 0xe0 lies past a mult
 EXTENDED = 0x4000  # flags bit: two more flag bytes follow (version 3)
 NAME_MASK = 0xFFF  # a name this long or longer stores 0xFFF and ends at its NUL
 MAX_BYTES = 256 * 1024 * 1024  # beyond this the index is not read here (git lists it)
+LINK = b"link"  # the signature of a split index's extension naming its shared part
+LINK_SEARCH_BYTES = 16 * 1024  # an index this small is searched for it (less than a listing)
 
 
 class Read(NamedTuple):
@@ -62,7 +64,7 @@ def read(index: Path, hash_bytes: int) -> Read | None:
         return None
     finally:
         os.close(fd)
-    if _split(index.parent):
+    if (len(data) > LINK_SEARCH_BYTES or LINK in data) and _split(index.parent):
         return Read(key, None)
     return Read(key, parse(data, hash_bytes))
 
@@ -113,7 +115,10 @@ def _read_all(fd: int, size: int) -> bytes:
 
 
 def _split(git_dir: Path) -> bool:
-    """Whether a split index may be in use: its shared part is a `sharedindex.*` file."""
+    """Whether a split index may be in use: its shared part is a `sharedindex.*` file. (An
+    index without the bytes of the `link` extension anywhere is whole whatever the folder
+    holds: git reads a shared part only where that extension names one. A small index is
+    searched for them first, which costs less than this listing.)"""
     try:
         with os.scandir(git_dir) as entries:
             return any(entry.name.startswith("sharedindex.") for entry in entries)
