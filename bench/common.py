@@ -44,14 +44,22 @@ def alive(pid: int) -> bool:
     return True
 
 
+_threads_seen: dict[tuple[int, str], int] = {}  # (pid, thread id) -> its CPU ns last read
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time of process `pid` (every thread), with nanoseconds' resolution (each thread's
-    schedstat: /proc's stat counts in clock ticks of 10 ms, too coarse per call)."""
-    total = 0
+    schedstat: /proc's stat counts in clock ticks of 10 ms, too coarse per call). A thread
+    gone since an earlier reading (the daemon's idle worker threads exit) counts with what
+    it had used then, so the total never goes back (it took the figures below zero)."""
     for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError):
-            total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
-    return total / 1e9
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            used = int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+            before = _threads_seen.get((pid, task), 0)
+            if used < before:  # a new thread under a gone one's id: that one's time kept
+                _threads_seen[(pid, "gone")] = _threads_seen.get((pid, "gone"), 0) + before
+            _threads_seen[(pid, task)] = used
+    return sum(used for (of, _), used in _threads_seen.items() if of == pid) / 1e9
 
 
 class Daemon:
