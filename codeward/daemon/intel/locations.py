@@ -192,7 +192,7 @@ class Locator:
                 index = self.index(uri) if shown else None
                 lines = index.lines if index is not None else []
                 count = len(lines) if index is not None else -1
-                units = encoding == "utf-32" or all(map(str.isascii, lines))
+                units = encoding == "utf-32" or (index is not None and index.ascii)
                 add = files.setdefault(shown, set()).add if shown else None
             if add is None:
                 continue

@@ -115,6 +115,7 @@ class DeclarationSites:
         self.manager = manager
         self._files: dict[str, str] = {}
         self.sites: dict[str, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
+        self._uris: dict[str, list[tuple[tuple[int, int], tuple[int, int]]]] = {}  # by URI
         for answer in answers:
             for uri, rng in targets(answer.result):
                 start, end = bounds(rng)
@@ -131,7 +132,9 @@ class DeclarationSites:
         return real
 
     def holds(self, item: LspLocation, encoding: Encoding) -> bool:
-        spans = self.sites.get(self.file(item.uri))
+        spans = self._uris.get(item.uri)
+        if spans is None:  # asked of thousands of references in a few hundred files
+            spans = self._uris[item.uri] = self.sites.get(self.file(item.uri), [])
         if not spans:
             return False
         start = self.manager.to_client(item.uri, item.range.start, encoding)

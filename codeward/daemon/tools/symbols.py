@@ -16,17 +16,19 @@ from codeward.daemon.intel.locations import Locator
 from codeward.daemon.intel.outlines import OUTLINES
 from codeward.daemon.intel.symbols import (
     Budget,
+    Callables,
     DocumentSymbols,
     Outline,
     SymbolKind,
     at_name,
     document_symbols,
     information,
-    inside_callable,
     rank,
+    workspace_symbols,
 )
 from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.service import Answer, LanguageService
+from codeward.daemon.lsp.types import Symbol as LspSymbol
 from codeward.daemon.lsp.uris import path_to_uri
 from codeward.daemon.tools.registry import ToolContext, tool
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -264,21 +266,19 @@ def _found_any(answers: list[Answer]) -> bool:
     return any(isinstance(a.result, list) and a.result for a in answers)
 
 
-def _workspace_found(
-    answers: list[Answer],
-) -> list[tuple[Answer, Sequence[lsp.SymbolInformation] | Sequence[lsp.WorkspaceSymbol]]]:
+def _workspace_found(answers: list[Answer]) -> list[tuple[Answer, list[LspSymbol]]]:
     """Each answer's symbols; a server whose answer is off the LSP spec has its error
     raised only when no other server's answer could be read."""
-    found: list[tuple[Answer, Any]] = []
+    found: list[tuple[Answer, list[LspSymbol]]] = []
     errors: list[ToolError] = []
     for answer in answers:
         try:
-            found.append((answer, shapes.answer(answer.result, answer.server, "workspace/symbol")))
+            found.append((answer, workspace_symbols(answer.result, answer.server)))
         except ToolError as exc:
             errors.append(exc)
     if errors and not found:
         raise errors[0]
-    return [(answer, symbols or []) for answer, symbols in found]
+    return found
 
 
 class _Locals:
@@ -289,7 +289,7 @@ class _Locals:
 
     def __init__(self, manager: LanguageService) -> None:
         self.manager = manager
-        self.trees: dict[str, tuple[DocumentSymbols, Answer] | None] = {}
+        self.trees: dict[str, Callables | None] = {}
 
     async def holds(self, symbol: dict[str, Any]) -> bool:
         if not symbol.get("container") or "line" not in symbol or symbol["kind"] in _OUTLINE:
@@ -300,18 +300,15 @@ class _Locals:
         found = self.trees[path]
         if found is None:
             return symbol["kind"] in ("variable", "constant")
-        tree, answer = found
-        uri = (self.manager.root / path).as_uri()
-        return inside_callable(
-            (symbol["line"], symbol["character"]), tree, lambda p: answer.point(uri, p)
-        )
+        return found.holds((symbol["line"], symbol["character"]))
 
-    async def _tree(self, path: str) -> tuple[DocumentSymbols, Answer] | None:
+    async def _tree(self, path: str) -> Callables | None:
         try:
-            tree, answer = await _outline_of(self.manager, source_file(self.manager, path))
+            source = source_file(self.manager, path)
+            tree, answer = await _outline_of(self.manager, source)
         except ToolError:
             return None
-        return tree or [], answer
+        return OUTLINES.callables(source.path, tree or [], answer)
 
 
 def _document_params(method: str) -> Any:
