@@ -8,6 +8,7 @@ it; a standard-library or installed-dependency file outside becomes an indicator
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -79,6 +80,8 @@ class Locator:
         self._root_prefix = self._root_str.rstrip("/") + "/"
         self._places: dict[str, tuple[str, bool] | None] = {}
         self._paths: dict[str, Path | None] = {}
+        self._reals: dict[str, str | None] = {}
+        self._folders: dict[Path, str] = {}  # real paths of folders
         self._indexes: dict[str, LineIndex | None] = {}
 
     async def prepare(self, uris: Iterable[str]) -> None:
@@ -92,10 +95,9 @@ class Locator:
         cached = self._places.get(uri, _MISSING)
         if cached is not _MISSING:
             return cached  # type: ignore[return-value]
-        path = self.path(uri)
+        real = self.real(uri)
         found: tuple[str, bool] | None = None
-        if path is not None:
-            real = real_path(path)  # through symlinks, every time: they may change
+        if real is not None:
             if real == self._root_str:
                 found = (".", True)
             elif real.startswith(self._root_prefix):
@@ -110,6 +112,31 @@ class Locator:
                 return None
         self._places[uri] = found
         return found
+
+    def real(self, uri: str) -> str | None:
+        """The real path of `uri` (through symlinks, asked again by each answer: they may
+        change), or None when it names no file."""
+        real = self._reals.get(uri, _MISSING)
+        if real is _MISSING:
+            path = self.path(uri)
+            real = self._reals[uri] = None if path is None else self._real(path)
+        return real  # type: ignore[return-value]
+
+    def _real(self, path: Path) -> str:
+        """`real_path(path)`, its folder's resolved once an answer: a file that is no link
+        lies in its folder's real path (one lstat a file, for answers naming thousands)."""
+        name = path.name
+        if name not in ("", ".", ".."):
+            try:
+                link = stat.S_ISLNK(os.lstat(path).st_mode)
+            except OSError:
+                link = True  # gone, say: as real_path finds it
+            if not link:
+                folder = self._folders.get(path.parent)
+                if folder is None:
+                    folder = self._folders[path.parent] = real_path(path.parent)
+                return f"{folder.rstrip('/')}/{name}"
+        return real_path(path)
 
     def path(self, uri: str) -> Path | None:
         path = self._paths.get(uri, _MISSING)

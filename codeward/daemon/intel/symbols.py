@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -306,6 +306,34 @@ def _is_word(char: str) -> bool:
 def _move(symbol: dict[str, Any], number: int, character: int, text: str) -> None:
     """Show `symbol` at its name: 0-based line `number`, code point `character`."""
     symbol.update(line=number + 1, character=character + 1, preview=text.strip())
+
+
+def best_first(
+    found: Iterable[tuple[Symbol, Encoding]],
+    query: str,
+    locator: Locator,
+    kinds: frozenset[str] | None,
+) -> Iterator[dict[str, Any]]:
+    """The workspace symbols `found` (each with its server's encoding) in the tools' shape,
+    project symbols at their names (`at_name`), of `kinds`, best first: by the rank of the
+    name, then path, line, character and name. A symbol keeps its path when it is moved to
+    its name, so they are shaped a (rank, path) at a time, as they are taken: a call that
+    shows 200 of sympy's 1,100 `Symbol` matches shapes a few hundred."""
+    groups: dict[tuple[int, str], list[tuple[Symbol, Encoding]]] = {}
+    for item, encoding in found:
+        place = locator.place(item.location.uri)
+        if place is not None:  # else dropped (nothing to show it as)
+            groups.setdefault((rank(query, item.name), place[0]), []).append((item, encoding))
+    for key in sorted(groups):
+        shaped: list[dict[str, Any]] = []
+        for item, encoding in groups[key]:
+            symbol = information(item, locator, encoding)
+            if symbol is None or not at_name(locator, item.location.uri, symbol):
+                continue
+            if kinds is None or symbol["kind"] in kinds:
+                shaped.append(symbol)
+        shaped.sort(key=lambda s: (s.get("line", 0), s.get("character", 0), s["name"]))
+        yield from shaped
 
 
 def rank(query: str, name: str) -> int:

@@ -3,7 +3,7 @@ project (workspace scope), answered by the session's warm language servers."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,13 +20,12 @@ from codeward.daemon.intel.symbols import (
     DocumentSymbols,
     Outline,
     SymbolKind,
-    at_name,
+    best_first,
     document_symbols,
-    information,
-    rank,
     workspace_symbols,
 )
 from codeward.daemon.lsp import shapes
+from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import Answer, LanguageService
 from codeward.daemon.lsp.types import Symbol as LspSymbol
 from codeward.daemon.lsp.uris import path_to_uri
@@ -222,21 +221,8 @@ async def workspace_scope(
     locator = Locator(manager)
     items = [(answer, item) for answer, found in _workspace_found(answers) for item in found]
     await locator.prepare(item.location.uri for _, item in items)
-    shaped = [
-        (information(item, locator, answer.encoding), item.location.uri) for answer, item in items
-    ]
-    symbols = [s for s, uri in shaped if s is not None and at_name(locator, uri, s)]
-    if outline.kinds is not None:
-        symbols = [s for s in symbols if s["kind"] in outline.kinds]
-    symbols.sort(
-        key=lambda s: (
-            rank(query, s["name"]),
-            s["path"],
-            s.get("line", 0),
-            s.get("character", 0),
-            s["name"],
-        )
-    )
+    found: Iterator[tuple[LspSymbol, Encoding]] = ((i, a.encoding) for a, i in items)
+    symbols = best_first(found, query, locator, outline.kinds)
     unique: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
     locals_ = _Locals(manager)
