@@ -81,7 +81,7 @@ class Locator:
         self._places: dict[str, tuple[str, bool] | None] = {}
         self._paths: dict[str, Path | None] = {}
         self._reals: dict[str, str | None] = {}
-        self._folders: dict[Path, str] = {}  # real paths of folders
+        self._folders: dict[str, str] = {}  # real paths of folders
         self._indexes: dict[str, LineIndex | None] = {}
 
     async def prepare(self, uris: Iterable[str]) -> None:
@@ -125,16 +125,17 @@ class Locator:
     def _real(self, path: Path) -> str:
         """`real_path(path)`, its folder's resolved once an answer: a file that is no link
         lies in its folder's real path (one lstat a file, for answers naming thousands)."""
-        name = path.name
+        text = str(path)  # (strings: a Path's parent and hash cost more than the lstat)
+        parent, _, name = text.rpartition("/")
         if name not in ("", ".", ".."):
             try:
-                link = stat.S_ISLNK(os.lstat(path).st_mode)
+                link = stat.S_ISLNK(os.lstat(text).st_mode)
             except OSError:
                 link = True  # gone, say: as real_path finds it
             if not link:
-                folder = self._folders.get(path.parent)
+                folder = self._folders.get(parent)
                 if folder is None:
-                    folder = self._folders[path.parent] = real_path(path.parent)
+                    folder = self._folders[parent] = real_path(parent or "/")
                 return f"{folder.rstrip('/')}/{name}"
         return real_path(path)
 
