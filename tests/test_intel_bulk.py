@@ -12,7 +12,9 @@ import pytest
 from codeward.daemon.config import Config
 from codeward.daemon.intel.locations import Locator
 from codeward.daemon.intel.symbols import at_name, best_first, information, rank, workspace_symbols
+from codeward.daemon.lsp import texts
 from codeward.daemon.lsp.service import LanguageService
+from codeward.daemon.lsp.types import Location, Position, Range
 from codeward.daemon.paths import real_path
 from codeward.protocol.errors import ErrorKind, ToolError
 from tests.intel_support import write
@@ -123,3 +125,31 @@ def test_best_first_is_the_full_sort_of_every_shaped_symbol(tmp_path: Path) -> N
         ("Thing", "a.py", None), ("Thing", "a.py", 2), ("Thing", "a.py", 2), ("Thing", "b.py", 2),
         ("ThingMaker", "b.py", 5), ("thing_b", "a.py", 1), ("MyThing", "a.py", 3),
     ]  # fmt: skip
+
+
+def test_a_files_text_is_read_again_once_its_stat_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stat `real` takes of a file that is no link is the one its kept text is checked
+    against (no second stat): a changed file is read again by the next answer."""
+    monkeypatch.setattr(texts, "RACY_NS", -(10**12))  # stats trusted at once (no wait)
+    root = tmp_path / "root"
+    write(root, {"a.py": "x = 1\n"})
+    (root / "b.py").symlink_to(root / "a.py")
+    manager = LanguageService(root, Config(), lambda _: None)
+    rng = Range(Position(0, 0), Position(0, 1))
+
+    def previews() -> list[str]:
+        locator = Locator(manager)
+        return [
+            row.preview
+            for row in locator.locations(
+                [Location((root / name).as_uri(), rng) for name in ("a.py", "b.py")], "utf-16"
+            )
+        ]
+
+    assert previews() == ["x = 1"]  # (b.py is a.py: one row)
+    kept = manager.line_index(root / "a.py")
+    assert previews() == ["x = 1"] and manager.line_index(root / "a.py") is kept  # unchanged
+    (root / "a.py").write_text("longer = 2\n")
+    assert previews() == ["longer = 2"]

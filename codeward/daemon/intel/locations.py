@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import trio
 
+from codeward.daemon.files import Stat, stat_key
 from codeward.daemon.intel.indicators import go_env, indicator, typeshed_module
 from codeward.daemon.lsp.positions import Encoding, LineIndex, to_code_points
 from codeward.daemon.lsp.service import LanguageService
@@ -82,6 +83,7 @@ class Locator:
         self._paths: dict[str, Path | None] = {}
         self._reals: dict[str, str | None] = {}
         self._folders: dict[str, str] = {}  # real paths of folders
+        self._stats: dict[str, Stat] = {}  # files' stats as `real` found them
         self._indexes: dict[str, LineIndex | None] = {}
 
     async def prepare(self, uris: Iterable[str]) -> None:
@@ -129,10 +131,11 @@ class Locator:
         parent, _, name = text.rpartition("/")
         if name not in ("", ".", ".."):
             try:
-                link = stat.S_ISLNK(os.lstat(text).st_mode)
+                st = os.lstat(text)
             except OSError:
-                link = True  # gone, say: as real_path finds it
-            if not link:
+                st = None  # gone, say: as real_path finds it
+            if st is not None and not stat.S_ISLNK(st.st_mode):
+                self._stats[text] = stat_key(st)  # no link: its stat too, for `index`
                 folder = self._folders.get(parent)
                 if folder is None:
                     folder = self._folders[parent] = real_path(parent or "/")
@@ -148,7 +151,10 @@ class Locator:
     def index(self, uri: str) -> LineIndex | None:
         if uri not in self._indexes:
             path = self.path(uri)
-            self._indexes[uri] = self.manager.line_index(path) if path is not None else None
+            index = None
+            if path is not None:
+                index = self.manager.line_index(path, self._stats.get(str(path)))
+            self._indexes[uri] = index
         return self._indexes[uri]
 
     def span(
