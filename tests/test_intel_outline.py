@@ -253,6 +253,9 @@ def test_outline_selects_trees_and_flat_lists() -> None:
 class _Lines:
     """A stand-in manager: positions convert one to one."""
 
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
     def to_client(self, uri: str, position: Any, encoding: str) -> tuple[int, int]:
         if isinstance(position, dict):
             return position["line"] + 1, position["character"] + 1
@@ -271,10 +274,10 @@ def test_declarations_never_match_across_files_under_one_indicator(tmp_path: Pat
     def at(line: int) -> dict[str, Any]:
         return {"start": {"line": line, "character": 4}, "end": {"line": line, "character": 8}}
 
-    manager: Any = _Lines()
+    manager: Any = _Lines(tmp_path)
     declared = Answer("s", [{"uri": stub.as_uri(), "range": at(20)}], False, "utf-16", manager)
     defined = Answer("s", [{"uri": source.as_uri(), "range": at(60)}], False, "utf-16", manager)
-    sites = DeclarationSites(manager, [declared, defined])
+    sites = DeclarationSites(manager, [declared, defined], Locator(manager))
 
     def ref(path: Path, line: int) -> Location:
         return Location(path.as_uri(), Range(Position(line, 4), Position(line, 8)))

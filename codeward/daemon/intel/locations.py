@@ -8,6 +8,7 @@ it; a standard-library or installed-dependency file outside becomes an indicator
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import msgspec
 import trio
 
+from codeward.daemon.files import Stat, stat_key
 from codeward.daemon.intel.indicators import go_env, indicator, typeshed_module
 from codeward.daemon.lsp.positions import Encoding, LineIndex, to_code_points
 from codeward.daemon.lsp.service import LanguageService
@@ -79,6 +81,9 @@ class Locator:
         self._root_prefix = self._root_str.rstrip("/") + "/"
         self._places: dict[str, tuple[str, bool] | None] = {}
         self._paths: dict[str, Path | None] = {}
+        self._reals: dict[str, str | None] = {}
+        self._folders: dict[str, str] = {}  # real paths of folders
+        self._stats: dict[str, Stat] = {}  # files' stats as `real` found them
         self._indexes: dict[str, LineIndex | None] = {}
 
     async def prepare(self, uris: Iterable[str]) -> None:
@@ -92,10 +97,9 @@ class Locator:
         cached = self._places.get(uri, _MISSING)
         if cached is not _MISSING:
             return cached  # type: ignore[return-value]
-        path = self.path(uri)
+        real = self.real(uri)
         found: tuple[str, bool] | None = None
-        if path is not None:
-            real = real_path(path)  # through symlinks, every time: they may change
+        if real is not None:
             if real == self._root_str:
                 found = (".", True)
             elif real.startswith(self._root_prefix):
@@ -111,6 +115,33 @@ class Locator:
         self._places[uri] = found
         return found
 
+    def real(self, uri: str) -> str | None:
+        """The real path of `uri` (through symlinks, asked again by each answer: they may
+        change), or None when it names no file."""
+        real = self._reals.get(uri, _MISSING)
+        if real is _MISSING:
+            path = self.path(uri)
+            real = self._reals[uri] = None if path is None else self._real(path)
+        return real  # type: ignore[return-value]
+
+    def _real(self, path: Path) -> str:
+        """`real_path(path)`, its folder's resolved once an answer: a file that is no link
+        lies in its folder's real path (one lstat a file, for answers naming thousands)."""
+        text = str(path)  # (strings: a Path's parent and hash cost more than the lstat)
+        parent, _, name = text.rpartition("/")
+        if name not in ("", ".", ".."):
+            try:
+                st = os.lstat(text)
+            except OSError:
+                st = None  # gone, say: as real_path finds it
+            if st is not None and not stat.S_ISLNK(st.st_mode):
+                self._stats[text] = stat_key(st)  # no link: its stat too, for `index`
+                folder = self._folders.get(parent)
+                if folder is None:
+                    folder = self._folders[parent] = real_path(parent or "/")
+                return f"{folder.rstrip('/')}/{name}"
+        return real_path(path)
+
     def path(self, uri: str) -> Path | None:
         path = self._paths.get(uri, _MISSING)
         if path is _MISSING:
@@ -120,7 +151,10 @@ class Locator:
     def index(self, uri: str) -> LineIndex | None:
         if uri not in self._indexes:
             path = self.path(uri)
-            self._indexes[uri] = self.manager.line_index(path) if path is not None else None
+            index = None
+            if path is not None:
+                index = self.manager.line_index(path, self._stats.get(str(path)))
+            self._indexes[uri] = index
         return self._indexes[uri]
 
     def span(
@@ -192,7 +226,7 @@ class Locator:
                 index = self.index(uri) if shown else None
                 lines = index.lines if index is not None else []
                 count = len(lines) if index is not None else -1
-                units = encoding == "utf-32" or all(map(str.isascii, lines))
+                units = encoding == "utf-32" or (index is not None and index.ascii)
                 add = files.setdefault(shown, set()).add if shown else None
             if add is None:
                 continue

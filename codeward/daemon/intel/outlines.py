@@ -12,14 +12,16 @@ or an editor's buffer (whose text is not the disk's) asks the server again.
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 from codeward.daemon.caches import keyed_by_paths
 from codeward.daemon.files import UNTRUSTED, stat_key
-from codeward.daemon.intel.symbols import DocumentSymbols
+from codeward.daemon.intel.symbols import Callables, DocumentSymbols
 from codeward.daemon.lsp.positions import LineIndex
 from codeward.daemon.lsp.service import Answer, LanguageService
+from codeward.daemon.lsp.uris import path_to_uri
 
 SIZE = 64  # trees kept, the least recently used dropped first
 
@@ -37,21 +39,43 @@ def text_now(manager: LanguageService, path: Path) -> LineIndex | None:
     return index
 
 
+@dataclass
+class _Kept:
+    index: LineIndex  # the text the tree was answered for
+    tree: DocumentSymbols
+    answer: Answer
+    callables: Callables | None = None  # where its functions lie, made when first asked
+
+
 class Outlines:
     """The last `SIZE` trees asked, by path, each with the text it was answered for."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[Path, tuple[LineIndex, DocumentSymbols, Answer]] = OrderedDict()
+        self._kept: OrderedDict[Path, _Kept] = OrderedDict()
 
     def get(self, manager: LanguageService, path: Path) -> tuple[DocumentSymbols, Answer] | None:
         kept = self._kept.get(path)
-        if kept is None or kept[2].service is not manager:
+        if kept is None or kept.answer.service is not manager:
             return None
-        if text_now(manager, path) is not kept[0]:
+        if text_now(manager, path) is not kept.index:
             del self._kept[path]
             return None
         self._kept.move_to_end(path)
-        return kept[1], kept[2]
+        return kept.tree, kept.answer
+
+    def callables(self, path: Path, tree: DocumentSymbols, answer: Answer) -> Callables:
+        """The functions of `tree` (`answer`'s, of `path`) in client positions: made once
+        while the tree is kept (in the text it was answered for), else for this call."""
+        kept = self._kept.get(path)
+        if kept is None or kept.tree is not tree:
+            uri = path_to_uri(path)
+            return Callables(tree, lambda p: answer.point(uri, p))
+        if kept.callables is None:
+            index, encoding = kept.index, answer.encoding
+            kept.callables = Callables(
+                tree, lambda p: index.to_client(p.line, p.character, encoding)
+            )
+        return kept.callables
 
     def put(
         self, manager: LanguageService, path: Path, tree: DocumentSymbols, answer: Answer
@@ -61,7 +85,7 @@ class Outlines:
         index = text_now(manager, path)
         if index is None:
             return
-        self._kept[path] = (index, tree, answer)
+        self._kept[path] = _Kept(index, tree, answer)
         self._kept.move_to_end(path)
         while len(self._kept) > SIZE:
             self._kept.popitem(last=False)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import attrs
+import msgspec
 from lsprotocol import types as lsp
 
 from codeward.daemon.intel.locations import Locator
+from codeward.daemon.lsp import shapes
 from codeward.daemon.lsp.positions import Encoding
+from codeward.daemon.lsp.types import Symbol
 
 SymbolKind = Literal[
     "file",
@@ -69,7 +72,8 @@ class Budget:
 CALLABLE = frozenset({"function", "method", "constructor", "operator"})
 
 DocumentSymbols = Sequence[lsp.DocumentSymbol] | Sequence[lsp.SymbolInformation]
-Point = Callable[[lsp.Position], tuple[int, int]]
+Pos = tuple[int, int]
+Point = Callable[[lsp.Position], Pos]
 
 
 @dataclass(frozen=True)
@@ -128,23 +132,44 @@ def _point(position: lsp.Position) -> tuple[int, int]:
     return position.line, position.character
 
 
-def inside_callable(
-    position: tuple[int, int], symbols: DocumentSymbols | None, point: Point
-) -> bool:
-    """Whether `position` lies inside a function or method of the `DocumentSymbol` tree
-    `symbols`, its name excepted: a parameter, a local or a nested function. `point` turns
-    an LSP position into the units of `position`."""
-    for item in symbols or []:
-        if not isinstance(item, lsp.DocumentSymbol):
-            continue
-        rng = item.range
-        if not point(rng.start) <= position <= point(rng.end):
-            continue
-        if kind_name(item.kind) in CALLABLE and position != point(item.selection_range.start):
-            return True
-        if inside_callable(position, item.children, point):
-            return True
-    return False
+class Callables:
+    """Where the functions and methods of a `DocumentSymbol` tree lie, asked by `holds` of
+    many positions (a workspace-symbols call asks it of hundreds of symbols in the same
+    files): each symbol's range is turned into client positions once, when first needed.
+    `point` turns an LSP position into the units of the positions asked."""
+
+    def __init__(self, symbols: DocumentSymbols | None, point: Point) -> None:
+        self._symbols = symbols or []
+        self._point = point
+        # (start, end, the name's start for a function (else None), its children's)
+        self._nodes: list[tuple[Pos, Pos, Pos | None, Callables | None]] | None = None
+
+    def holds(self, position: tuple[int, int]) -> bool:
+        """Whether `position` lies inside a function or method, its name excepted: a
+        parameter, a local or a nested function."""
+        for start, end, name, children in self._converted():
+            if not start <= position <= end:
+                continue
+            if name is not None and position != name:
+                return True
+            if children is not None and children.holds(position):
+                return True
+        return False
+
+    def _converted(self) -> list[tuple[Pos, Pos, Pos | None, Callables | None]]:
+        if self._nodes is None:
+            point = self._point
+            self._nodes = [
+                (
+                    point(item.range.start),
+                    point(item.range.end),
+                    point(item.selection_range.start) if kind_name(item.kind) in CALLABLE else None,
+                    Callables(item.children, point) if item.children else None,
+                )
+                for item in self._symbols
+                if isinstance(item, lsp.DocumentSymbol)
+            ]
+        return self._nodes
 
 
 def document_symbols(
@@ -181,7 +206,9 @@ def document_symbols(
 
 
 def information(
-    item: lsp.SymbolInformation | lsp.WorkspaceSymbol, locator: Locator, encoding: Encoding
+    item: lsp.SymbolInformation | lsp.WorkspaceSymbol | Symbol,
+    locator: Locator,
+    encoding: Encoding,
 ) -> dict[str, Any] | None:
     """A `SymbolInformation` or `WorkspaceSymbol` as `{name, kind, container, path, ...}`."""
     location = item.location
@@ -190,8 +217,9 @@ def information(
         "kind": kind_name(item.kind),
         "container": item.container_name or None,
     }
-    if isinstance(location, lsp.Location):
-        where = locator.location(location.uri, location.range, encoding)
+    rng = getattr(location, "range", None)  # none: a WorkspaceSymbol's file alone
+    if rng is not None:
+        where = locator.location(location.uri, rng, encoding)
         if where is None:
             return None
         symbol.update(where)
@@ -201,6 +229,16 @@ def information(
             return None
         symbol["path"] = place[0]
     return symbol
+
+
+def workspace_symbols(data: Any, server: str) -> list[Symbol]:
+    """A server's `workspace/symbol` answer (decoded JSON) as `Symbol`s, converted by
+    msgspec (a hundred times faster than lsprotocol's hooks for the hundreds an answer may
+    hold); an `lsp_error` naming the server and the method when it is off the LSP spec."""
+    try:
+        return msgspec.convert(data, list[Symbol] | None) or []
+    except msgspec.ValidationError as exc:
+        raise shapes.off_spec(server, "workspace/symbol", str(exc)) from None
 
 
 SCAN_LINES = 200  # how far into a symbol's range its name is looked for
@@ -268,6 +306,34 @@ def _is_word(char: str) -> bool:
 def _move(symbol: dict[str, Any], number: int, character: int, text: str) -> None:
     """Show `symbol` at its name: 0-based line `number`, code point `character`."""
     symbol.update(line=number + 1, character=character + 1, preview=text.strip())
+
+
+def best_first(
+    found: Iterable[tuple[Symbol, Encoding]],
+    query: str,
+    locator: Locator,
+    kinds: frozenset[str] | None,
+) -> Iterator[dict[str, Any]]:
+    """The workspace symbols `found` (each with its server's encoding) in the tools' shape,
+    project symbols at their names (`at_name`), of `kinds`, best first: by the rank of the
+    name, then path, line, character and name. A symbol keeps its path when it is moved to
+    its name, so they are shaped a (rank, path) at a time, as they are taken: a call that
+    shows 200 of sympy's 1,100 `Symbol` matches shapes a few hundred."""
+    groups: dict[tuple[int, str], list[tuple[Symbol, Encoding]]] = {}
+    for item, encoding in found:
+        place = locator.place(item.location.uri)
+        if place is not None:  # else dropped (nothing to show it as)
+            groups.setdefault((rank(query, item.name), place[0]), []).append((item, encoding))
+    for key in sorted(groups):
+        shaped: list[dict[str, Any]] = []
+        for item, encoding in groups[key]:
+            symbol = information(item, locator, encoding)
+            if symbol is None or not at_name(locator, item.location.uri, symbol):
+                continue
+            if kinds is None or symbol["kind"] in kinds:
+                shaped.append(symbol)
+        shaped.sort(key=lambda s: (s.get("line", 0), s.get("character", 0), s["name"]))
+        yield from shaped
 
 
 def rank(query: str, name: str) -> int:

@@ -61,6 +61,7 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.lines = split_lines(text)
+        self.ascii = text.isascii()  # one unit per character in every encoding (known: O(1))
         self._plain: bool | None = None
 
     @property

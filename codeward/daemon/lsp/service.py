@@ -457,9 +457,10 @@ class LanguageService:
 
     # -- text and positions ---------------------------------------------------------------
 
-    def line_index(self, path: Path) -> LineIndex | None:
-        """The text of `path` as the servers see it: an open document, else the disk."""
-        return self.texts.line_index(path)
+    def line_index(self, path: Path, stat: Stat | None = None) -> LineIndex | None:
+        """The text of `path` as the servers see it: an open document, else the disk
+        (`stat`: the file's, when the caller has just taken it)."""
+        return self.texts.line_index(path, stat)
 
     def known_text(self, path: Path, stat: Stat) -> LineIndex | None:
         """The text of `path` as read when its stat was `stat`, or None."""

@@ -109,9 +109,10 @@ class Texts:
         while self._cost > CACHED_BYTES and len(self._texts) > 1:
             self._drop(next(iter(self._texts)))
 
-    def line_index(self, path: Path) -> LineIndex | None:
+    def line_index(self, path: Path, known: Stat | None = None) -> LineIndex | None:
         """The text of `path` as the servers see it: an open document, else the disk (and
-        the disk for a file under another task's preview)."""
+        the disk for a file under another task's preview); `known`: its stat, just taken
+        by the caller (references name thousands of files: one system call a file less)."""
         hidden = path in self.previews and not self.gate.held()
         doc = None if hidden else self.document(path)
         held = self.held(path)
@@ -120,7 +121,7 @@ class Texts:
         if held is not None:
             return held.index
         now = time.time_ns()
-        stat = stat_of(path)
+        stat = stat_of(path) if known is None else known
         cached = self._texts.get(path)
         if cached is not None and stat is not UNTRUSTED and cached[0] == stat:
             self._texts[path] = self._texts.pop(path)  # used now: dropped last

@@ -45,3 +45,20 @@ class Location(Struct, gc=False):
 
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 SEVERITY_RANKS = {name: rank for rank, name in SEVERITY_NAMES.items()}
+
+
+class SymbolLocation(Struct, gc=False):
+    """A workspace symbol's `Location`, or a `WorkspaceSymbol`'s file alone (no range)."""
+
+    uri: str
+    range: Range | None = None
+
+
+class Symbol(Struct, gc=False, rename="camel"):
+    """A `SymbolInformation` or a `WorkspaceSymbol` (a workspace/symbol answer holds hundreds:
+    the fields the tools show, read straight from the JSON)."""
+
+    name: str
+    kind: int
+    location: SymbolLocation
+    container_name: str | None = None

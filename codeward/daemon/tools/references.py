@@ -15,7 +15,6 @@ from codeward.daemon.intel.locations import Locator, bounds, targets
 from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import Answer, LanguageService
 from codeward.daemon.lsp.types import Location as LspLocation
-from codeward.daemon.lsp.uris import real_path, uri_to_path
 from codeward.daemon.tools.positions import PositionArgs, locate, position_params, with_at
 from codeward.daemon.tools.registry import ToolContext, tool
 from codeward.protocol.errors import ToolError, find_tool_error
@@ -83,10 +82,10 @@ async def find_references(ctx: ToolContext, args: ReferencesArgs) -> dict[str, A
             result_type=list[LspLocation] | None,
         )
     items: list[LspLocation] = answer.result or []
-    if declarations:
-        sites = DeclarationSites(manager, declarations)
-        items = [item for item in items if not sites.holds(item, answer.encoding)]
     locator = Locator(manager)
+    if declarations:
+        sites = DeclarationSites(manager, declarations, locator)
+        items = [item for item in items if not sites.holds(item, answer.encoding)]
     await locator.prepare({item.uri for item in items})
     found = locator.locations(items, answer.encoding)
     return with_at(
@@ -111,10 +110,11 @@ class DeclarationSites:
     starts inside one's name range in the same file, never in another file that happens to
     show under the same indicator."""
 
-    def __init__(self, manager: LanguageService, answers: list[Answer]) -> None:
+    def __init__(self, manager: LanguageService, answers: list[Answer], locator: Locator) -> None:
         self.manager = manager
-        self._files: dict[str, str] = {}
+        self.locator = locator
         self.sites: dict[str, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
+        self._uris: dict[str, list[tuple[tuple[int, int], tuple[int, int]]]] = {}  # by URI
         for answer in answers:
             for uri, rng in targets(answer.result):
                 start, end = bounds(rng)
@@ -124,14 +124,12 @@ class DeclarationSites:
 
     def file(self, uri: str) -> str:
         """The real path of `uri` (through symlinks), remembered."""
-        real = self._files.get(uri)
-        if real is None:
-            path = uri_to_path(uri)
-            real = self._files[uri] = real_path(path) if path is not None else uri
-        return real
+        return self.locator.real(uri) or uri
 
     def holds(self, item: LspLocation, encoding: Encoding) -> bool:
-        spans = self.sites.get(self.file(item.uri))
+        spans = self._uris.get(item.uri)
+        if spans is None:  # asked of thousands of references in a few hundred files
+            spans = self._uris[item.uri] = self.sites.get(self.file(item.uri), [])
         if not spans:
             return False
         start = self.manager.to_client(item.uri, item.range.start, encoding)

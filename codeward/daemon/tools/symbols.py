@@ -3,7 +3,7 @@ project (workspace scope), answered by the session's warm language servers."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -16,17 +16,18 @@ from codeward.daemon.intel.locations import Locator
 from codeward.daemon.intel.outlines import OUTLINES
 from codeward.daemon.intel.symbols import (
     Budget,
+    Callables,
     DocumentSymbols,
     Outline,
     SymbolKind,
-    at_name,
+    best_first,
     document_symbols,
-    information,
-    inside_callable,
-    rank,
+    workspace_symbols,
 )
 from codeward.daemon.lsp import shapes
+from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.service import Answer, LanguageService
+from codeward.daemon.lsp.types import Symbol as LspSymbol
 from codeward.daemon.lsp.uris import path_to_uri
 from codeward.daemon.tools.registry import ToolContext, tool
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -220,21 +221,8 @@ async def workspace_scope(
     locator = Locator(manager)
     items = [(answer, item) for answer, found in _workspace_found(answers) for item in found]
     await locator.prepare(item.location.uri for _, item in items)
-    shaped = [
-        (information(item, locator, answer.encoding), item.location.uri) for answer, item in items
-    ]
-    symbols = [s for s, uri in shaped if s is not None and at_name(locator, uri, s)]
-    if outline.kinds is not None:
-        symbols = [s for s in symbols if s["kind"] in outline.kinds]
-    symbols.sort(
-        key=lambda s: (
-            rank(query, s["name"]),
-            s["path"],
-            s.get("line", 0),
-            s.get("character", 0),
-            s["name"],
-        )
-    )
+    found: Iterator[tuple[LspSymbol, Encoding]] = ((i, a.encoding) for a, i in items)
+    symbols = best_first(found, query, locator, outline.kinds)
     unique: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
     locals_ = _Locals(manager)
@@ -264,21 +252,19 @@ def _found_any(answers: list[Answer]) -> bool:
     return any(isinstance(a.result, list) and a.result for a in answers)
 
 
-def _workspace_found(
-    answers: list[Answer],
-) -> list[tuple[Answer, Sequence[lsp.SymbolInformation] | Sequence[lsp.WorkspaceSymbol]]]:
+def _workspace_found(answers: list[Answer]) -> list[tuple[Answer, list[LspSymbol]]]:
     """Each answer's symbols; a server whose answer is off the LSP spec has its error
     raised only when no other server's answer could be read."""
-    found: list[tuple[Answer, Any]] = []
+    found: list[tuple[Answer, list[LspSymbol]]] = []
     errors: list[ToolError] = []
     for answer in answers:
         try:
-            found.append((answer, shapes.answer(answer.result, answer.server, "workspace/symbol")))
+            found.append((answer, workspace_symbols(answer.result, answer.server)))
         except ToolError as exc:
             errors.append(exc)
     if errors and not found:
         raise errors[0]
-    return [(answer, symbols or []) for answer, symbols in found]
+    return found
 
 
 class _Locals:
@@ -289,7 +275,7 @@ class _Locals:
 
     def __init__(self, manager: LanguageService) -> None:
         self.manager = manager
-        self.trees: dict[str, tuple[DocumentSymbols, Answer] | None] = {}
+        self.trees: dict[str, Callables | None] = {}
 
     async def holds(self, symbol: dict[str, Any]) -> bool:
         if not symbol.get("container") or "line" not in symbol or symbol["kind"] in _OUTLINE:
@@ -300,18 +286,15 @@ class _Locals:
         found = self.trees[path]
         if found is None:
             return symbol["kind"] in ("variable", "constant")
-        tree, answer = found
-        uri = (self.manager.root / path).as_uri()
-        return inside_callable(
-            (symbol["line"], symbol["character"]), tree, lambda p: answer.point(uri, p)
-        )
+        return found.holds((symbol["line"], symbol["character"]))
 
-    async def _tree(self, path: str) -> tuple[DocumentSymbols, Answer] | None:
+    async def _tree(self, path: str) -> Callables | None:
         try:
-            tree, answer = await _outline_of(self.manager, source_file(self.manager, path))
+            source = source_file(self.manager, path)
+            tree, answer = await _outline_of(self.manager, source)
         except ToolError:
             return None
-        return tree or [], answer
+        return OUTLINES.callables(source.path, tree or [], answer)
 
 
 def _document_params(method: str) -> Any:
