@@ -14,8 +14,7 @@ import pytest
 import trio
 
 from codeward.daemon.config import Config, DaemonConfig, LspConfig, ServerConfig
-from codeward.daemon.lsp import server as server_module
-from codeward.daemon.lsp import supervisor
+from codeward.daemon.lsp import server_offers, supervisor
 from codeward.daemon.lsp.defaults import command_available
 from codeward.daemon.lsp.process import STDOUT_PIPE_BYTES, ServerProcess
 from codeward.daemon.lsp.service import Answer, LanguageService
@@ -606,7 +605,7 @@ async def test_a_registration_the_config_expects_is_awaited_past_the_short_grace
 
             nursery.start_soon(ask)
             await trio.testing.wait_all_tasks_blocked()
-            mock_clock.jump(server_module.REGISTRATION_GRACE + 1)
+            mock_clock.jump(server_offers.REGISTRATION_GRACE + 1)
             await trio.testing.wait_all_tasks_blocked()
             await hover(manager, doc)  # the fake registers before it answers
         assert answers == [expected]

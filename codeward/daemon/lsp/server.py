@@ -3,25 +3,25 @@
 and its answers to the server's own requests (`ServerRequests`). The rest of the daemon
 asks it through these methods, never through its parts:
 
-- life: `run` (in the session's nursery, or the daemon's for a server shared by the roots of
-  one repository), `start`, `stop`, `halt(reason, park=)`, `retry`,
-  `connection()` (started on first need), `status()`, `state`, `running`, `live`, `busy`;
+- life (`lifecycle.ServerLifecycle`): `run` (in the session's nursery, or the daemon's for a
+  server shared by the roots of one repository), `start`, `stop`, `halt(reason, park=)`,
+  `retry`, `connection()` (started on first need), `status()`, `state`, `running`, `live`, `busy`;
 - requests: `request(method, params, timeout=, result_type=)`, `requests(calls, timeout=)`
-  (several sent at once), `notify`, `offers(method)`,
-  `may_offer`, `capabilities`, `encoding`; `execute_command(command, arguments, on_edit)`
-  with the edits that command asks for;
-- the roots it serves: `roots` (the first its own), `add_root(root, on_progress)`,
-  `remove_root(root)`; its workspace `folders` are the roots not nested in another (a
-  nested root's files are its parent's: one folder, so the server answers them as the
-  parent's project), kept current with `workspace/didChangeWorkspaceFolders`; the documents
-  no root holds any more are closed; progress, and its messages for the people
-  (`window/showMessage`, `logMessage`, marked `notice`), go to every root's sink;
-- documents: `sync(path, language_id, data, stat)` -> the `Document` sent (one version,
-  never changed), `document(uri)`, `open_documents()`, `touch`, `close_document`,
-  `watched_files_changed`;
+  (several sent at once), `notify`; `execute_command(command, arguments, on_edit)` with the
+  edits that command asks for (a failure's ToolError: `request_failures`);
+- what it offers (`server_offers.ServerOffers`): `offers(method)`, `offers_now`,
+  `may_offer`, `capabilities`, `encoding`;
+- the roots it serves (`workspace_folders.WorkspaceFolders`): `roots` (the first its own),
+  `add_root(root, on_progress)`, `remove_root(root)`, its workspace `folders`;
+- documents (`server_documents.ServerDocuments`): `sync(path, language_id, data, stat)`
+  -> the `Document` sent (one version, never changed), `document(uri)`,
+  `open_documents()`, `touch`, `close_document`, `watched_files_changed`;
 - freshness: `fresh_diagnostics(path, language_id, data, settle)`,
   `document_diagnostics(doc, settle)` (None: no answer for that content in time),
   `workspace_diagnostics`, `published`, `wait_ready`, `ready`/`until_ready`, `readiness`.
+
+The methods that send requests are this module's own: the one step of a request's path
+between the service (or its part for diagnostics) and the connection.
 
 Its state changes only in its own methods, each change sent to the server before the next
 checkpoint, so messages reach the server in the order the changes were made. What must run
@@ -65,29 +65,29 @@ from codeward.daemon.lsp.freshness import (
     Published,
     WorkspacePull,
 )
-from codeward.daemon.lsp.initialize import folders_changed
+from codeward.daemon.lsp.lifecycle import ServerLifecycle
 from codeward.daemon.lsp.new_files import NewFiles
-from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.readiness import Readiness, readiness_for
+from codeward.daemon.lsp.request_failures import request_failure, stopped_in_command
+from codeward.daemon.lsp.server_documents import ServerDocuments
+from codeward.daemon.lsp.server_offers import ServerOffers
 from codeward.daemon.lsp.server_requests import ServerRequests
 from codeward.daemon.lsp.shapes import document_params, unstructure
 from codeward.daemon.lsp.supervisor import ServerState, Supervisor
 from codeward.daemon.lsp.sync import DocumentSync
-from codeward.daemon.paths import scrub
+from codeward.daemon.lsp.workspace_folders import WorkspaceFolders
 from codeward.protocol.errors import ErrorKind, ToolError
 
 __all__ = ["LanguageServer", "ServerState"]
 
-REGISTRATION_GRACE = 2.0  # seconds a new server may take to register its capabilities
 # Long polls a server may hold open until the next one, even when cancelled (basedpyright
 # answers a cancelled workspace pull only when the next pull comes): not expected to answer.
 LONG_POLLS = frozenset({"workspace/diagnostic"})
 EXECUTE_COMMAND = "workspace/executeCommand"
-METHOD_NOT_FOUND = -32601
 T = TypeVar("T")
 
 
-class LanguageServer:
+class LanguageServer(ServerLifecycle, WorkspaceFolders, ServerDocuments, ServerOffers):
     def __init__(
         self,
         name: str,
@@ -106,7 +106,7 @@ class LanguageServer:
         self._sinks: dict[Path, ProgressSink] = {root: on_progress}  # root -> its progress
         self.lsp = lsp
         self._capture: EditCapture | None = None  # the edits of the command running
-        self._on_start: Callable[[LanguageServer], None] | None = None
+        self._on_start = None  # the daemon's budget (`on_start`)
         self.capabilities = Capabilities()
         self._changes = Changes()
         self._freshness = Freshness(
@@ -160,196 +160,6 @@ class LanguageServer:
     def _shed(self) -> int:
         """Near its memory cap: close the documents opened for the daemon's own purposes."""
         return self._docs.shed()
-
-    # -- workspace folders -------------------------------------------------------------
-
-    def _progress(self, params: dict[str, Any]) -> None:
-        for sink in list(self._sinks.values()):
-            sink(params)
-
-    def _notice(self, method: str, params: dict[str, Any]) -> None:
-        """A message of the server for the people (`window/showMessage`, `logMessage`):
-        to every root's sink, as progress, marked `notice` (the sessions route it)."""
-        self._progress({"server": self.name, "notice": method, **params})
-
-    @property
-    def roots(self) -> list[Path]:
-        """The session roots it serves, the first its own."""
-        return list(self._sinks)
-
-    @property
-    def folders(self) -> list[Path]:
-        """Its workspace folders: the roots not nested in another of its roots."""
-        roots = self.roots
-        return [r for r in roots if not any(o != r and r.is_relative_to(o) for o in roots)]
-
-    def add_root(self, root: Path, on_progress: ProgressSink) -> None:
-        """Serve `root` too; its progress goes to `on_progress`."""
-        before = self.folders
-        self._sinks[root] = on_progress
-        self._folders_changed(before)
-
-    def remove_root(self, root: Path) -> None:
-        """Serve `root` no more: the documents no other root holds are closed."""
-        before = self.folders
-        if self._sinks.pop(root, None) is None:
-            return
-        roots = self.roots
-        for doc in self.open_documents():
-            if doc.path.is_relative_to(root) and not any(doc.path.is_relative_to(r) for r in roots):
-                self.close_document(doc.uri)
-        self._folders_changed(before)
-
-    def _folders_changed(self, before: list[Path]) -> None:
-        after = self.folders
-        added = [f for f in after if f not in before]
-        removed = [f for f in before if f not in after]
-        if added or removed:
-            self.notify("workspace/didChangeWorkspaceFolders", folders_changed(added, removed))
-
-    # -- the process ------------------------------------------------------------------
-
-    @property
-    def config(self) -> ServerConfig:
-        return self._life.config
-
-    @config.setter
-    def config(self, config: ServerConfig) -> None:
-        self._life.config = config
-
-    @property
-    def state(self) -> ServerState:
-        return self._life.state
-
-    @property
-    def pid(self) -> int | None:
-        return self._life.pid
-
-    @property
-    def restarts(self) -> int:
-        return self._life.restarts
-
-    @property
-    def last_used(self) -> float:
-        return self._life.last_used
-
-    @property
-    def stopped(self) -> trio.Event:
-        return self._life.stopped
-
-    @property
-    def on_start(self) -> Callable[[LanguageServer], None] | None:
-        return self._on_start
-
-    @on_start.setter
-    def on_start(self, hook: Callable[[LanguageServer], None] | None) -> None:
-        """The daemon's budget, asked before each start."""
-        self._on_start = hook
-        self._life.on_start = None if hook is None else (lambda: hook(self))
-
-    @property
-    def running(self) -> bool:
-        return self._life.running
-
-    @property
-    def live(self) -> bool:
-        return self._life.live
-
-    @property
-    def busy(self) -> bool:
-        return self._life.busy
-
-    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Supervise the server until cancelled or `stop()`; then stop it."""
-        task_status.started()
-        await self._life.run()
-
-    def start(self) -> None:
-        """Start the server now rather than on its first need."""
-        self._life.want()
-
-    def stop(self) -> None:
-        self._life.stop()
-
-    def halt(self, reason: str, *, park: bool = False, graceful: bool = True) -> None:
-        self._life.halt(reason, park=park, graceful=graceful)
-
-    def retry(self) -> None:
-        self._life.retry()
-
-    def unavailable(self) -> ToolError:
-        return self._life.unavailable()
-
-    async def connection(self) -> LspConnection:
-        """The running server's connection, starting it on first need."""
-        life = self._life
-        conn = life.conn
-        if life.state is ServerState.RUNNING and conn is not None and not conn.closed.is_set():
-            life.last_used = trio.current_time()  # the common case: `want` has nothing to do
-            return conn
-        return await life.connection()
-
-    def status(self) -> dict[str, Any]:
-        life = self._life
-        conn = life.conn
-        return {
-            "name": self.name,
-            "language": self.language,
-            "state": life.shown_state().value,
-            "pid": life.pid,
-            "restarts": life.restarts,
-            "roots": [str(root) for root in self.roots],
-            "open_documents": len(self._docs),
-            "in_flight": conn.in_flight if conn is not None else 0,
-            "progress": sorted(self._freshness.progress.values()),
-            "last_error": scrub(life.last_error, self.root),
-            "restart_reason": scrub(life.restart_reason, self.root),
-            "stderr": [scrub(line, self.root) for line in life.stderr_tail()],
-        }
-
-    # -- what it offers ---------------------------------------------------------------
-
-    @property
-    def encoding(self) -> Encoding:
-        return self.capabilities.position_encoding
-
-    @property
-    def pulls_diagnostics(self) -> bool:
-        return self.capabilities.supports("textDocument/diagnostic")
-
-    def may_offer(self, method: str) -> bool:
-        """Whether it would serve `method` if it ran: what it offered when it last ran, else
-        assumed (its error then stands for the method)."""
-        if self.capabilities.static:
-            return self.capabilities.supports(method)
-        return True
-
-    def offers_now(self, method: str) -> bool | None:
-        """Whether it offers `method` as `offers` would say without waiting; None while a
-        registration may still come (`offers` would wait for it)."""
-        if self.capabilities.supports(method):
-            return True
-        expected = self.capabilities.registered_as(method) in self.config.registers
-        wait = self.lsp.ready_timeout if expected else REGISTRATION_GRACE
-        return None if self._life.running_since + wait > trio.current_time() else False
-
-    async def offers(self, method: str) -> bool:
-        """Whether the running server offers `method`; a server that started moments ago
-        gets `REGISTRATION_GRACE` seconds to register it dynamically, or `lsp.ready_timeout`
-        for a method its config says it registers (its registration follows a settings
-        round trip, which a loaded machine can stretch past any short grace)."""
-        if self.capabilities.supports(method):  # the common case: no wait, no clock
-            return True
-        expected = self.capabilities.registered_as(method) in self.config.registers
-        wait = self.lsp.ready_timeout if expected else REGISTRATION_GRACE
-        grace = self._life.running_since + wait - trio.current_time()
-        return await self._changes.wait_for(
-            lambda: self.capabilities.supports(method), max(grace, 0)
-        )
-
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
-        """Whether `predicate` came true within `timeout` (checked after every change)."""
-        return await self._changes.wait_for(predicate, timeout)
 
     # -- requests ---------------------------------------------------------------------
 
@@ -416,7 +226,7 @@ class LanguageServer:
                 track=method not in LONG_POLLS,
             )
         except (ConnectionClosed, RequestTimeout, ResponseError) as exc:
-            raise self._failure(method, exc, timeout) from None
+            raise request_failure(self, method, exc, timeout) from None
 
     async def requests(
         self,
@@ -435,7 +245,7 @@ class LanguageServer:
             for method, params, result_type in calls:
                 first = results[0] if results else None
                 if results and enough and not isinstance(first, ToolError) and enough(first):
-                    results += [self._failure(m, Unawaited(), 0) for m, _, _ in calls[1:]]
+                    results += [request_failure(self, m, Unawaited(), 0) for m, _, _ in calls[1:]]
                     break
                 try:
                     results.append(
@@ -451,62 +261,13 @@ class LanguageServer:
         try:
             results = await conn.requests(calls, timeout=timeout, enough=enough)
         except ConnectionClosed as exc:
-            raise self._failure(calls[0][0], exc, timeout) from None
+            raise request_failure(self, calls[0][0], exc, timeout) from None
         return [
-            self._failure(method, result, timeout) if isinstance(result, Exception) else result
+            request_failure(self, method, result, timeout)
+            if isinstance(result, Exception)
+            else result
             for (method, _, _), result in zip(calls, results, strict=True)
         ]
-
-    def _failure(self, method: str, exc: Exception, timeout: float) -> ToolError:
-        """The ToolError for a request that failed with `exc` (a server broken by it is
-        restarted: `restarting=True`, callers retry once)."""
-        if isinstance(exc, Unawaited):
-            return ToolError(
-                ErrorKind.CANCELLED,
-                f"{method} was not awaited: the answer sent with it was enough.",
-                server=self.name,
-            )
-        if isinstance(exc, ConnectionClosed):
-            return ToolError(
-                ErrorKind.LSP_ERROR,
-                f"The {self.name} language server stopped during {method} "
-                f"({scrub(exc.reason, self.root)}); it restarts by itself, so retry.",
-                server=self.name,
-            )
-        if isinstance(exc, ResponseError):
-            message = scrub(exc.message, self.root)
-            if exc.code == METHOD_NOT_FOUND:  # offered, yet not there (clangd 14's typeHierarchy)
-                return ToolError(
-                    ErrorKind.UNSUPPORTED_BY_SERVER,
-                    f"The {self.name} language server does not offer {method}: it answered "
-                    "that it has no such method; use another tool, or configure a server "
-                    "that offers it.",
-                    server=self.name,
-                    servers=[self.name],
-                    method=method,
-                    capability=method,
-                )
-            if any(text in exc.message for text in self.config.broken_when):
-                self.halt(f"it broke answering {method} ({message})")
-                return ToolError(
-                    ErrorKind.LSP_ERROR,
-                    f"The {self.name} language server broke answering {method} ({message}); "
-                    "it is restarting, so retry.",
-                    server=self.name,
-                    restarting=True,
-                )
-            return ToolError(
-                ErrorKind.LSP_ERROR,
-                f"The {self.name} language server could not answer {method}: {message}.",
-                server=self.name,
-                code=exc.code,
-            )
-        return ToolError(
-            ErrorKind.TIMEOUT,
-            f"The {self.name} language server did not answer {method} within "
-            f"{timeout:g} s; retry, or raise lsp.method_timeouts in the config.",
-            server=self.name,
-        )
 
     async def execute_command(
         self,
@@ -546,80 +307,13 @@ class LanguageServer:
             except ToolError as exc:
                 if alive():
                     raise
-                raise self._stopped_in(command, capture, conn) from exc
+                raise stopped_in_command(self, command, capture, conn) from exc
             await capture.settle(alive, grace)
         finally:
             self._capture = None
         if not alive():
-            raise self._stopped_in(command, capture, conn)
+            raise stopped_in_command(self, command, capture, conn)
         return capture
-
-    def _stopped_in(self, command: str, capture: EditCapture, conn: LspConnection) -> ToolError:
-        written = (
-            f"{capture.applied} edit(s) it asked for were written before; check them"
-            if capture.applied
-            else "nothing it asked for was written"
-        )
-        return ToolError(
-            ErrorKind.LSP_ERROR,
-            f"The {self.name} language server stopped while running its command {command!r} "
-            f"({scrub(conn.close_reason, self.root)}): {written}. It restarts by itself; "
-            "retry.",
-            server=self.name,
-            applied=capture.applied,
-        )
-
-    # -- documents --------------------------------------------------------------------
-
-    def document(self, uri: str) -> Document | None:
-        """The version of `uri` the server has open now (a snapshot: it never changes)."""
-        return self._docs.get(uri)
-
-    def open_documents(self) -> tuple[Document, ...]:
-        """Every document the server has open now, each the version it was sent: what an
-        answer it computes now is computed from."""
-        return tuple(self._docs.store.documents.values())
-
-    def touch(self, uri: str) -> None:
-        """Mark `uri` used now: the least recently used document is closed first."""
-        self._docs.store.touch(uri)
-
-    @property
-    def world(self) -> int:
-        return self._docs.world
-
-    def sync(
-        self,
-        path: Path,
-        language_id: str,
-        data: bytes,
-        stat: Stat = UNTRUSTED,
-        *,
-        fresh_diagnostics: bool = False,
-        own: bool = False,
-    ) -> Document:
-        """Give the running server `data` as the content of `path` (didOpen/didChange).
-
-        With `fresh_diagnostics`, a server that only pushes diagnostics gets the same text
-        again under a new version when other files changed since, so its next push
-        describes the world as it is now. With `own`, a document it opens is the daemon's
-        own (a folder's diagnostics): near its memory cap the server closes those first.
-        """
-        force = fresh_diagnostics and not self.pulls_diagnostics
-        return self._docs.sync(path, language_id, data, stat, force_if_older=force, own=own)
-
-    def pin(self, uri: str, pinned: bool) -> None:
-        """Keep `uri` open however many others are opened (an editor holds it), or no more."""
-        (self._docs.store.pinned.add if pinned else self._docs.store.pinned.discard)(uri)
-
-    def close_document(self, uri: str) -> None:
-        self._docs.close(uri)
-
-    def watched_files_changed(self, changes: list[dict[str, Any]]) -> None:
-        """didChangeWatchedFiles (`changes`: FileEvent dicts)."""
-        if self.running and self._docs.watched_files_changed(changes):
-            self._new_files.changed(changes)
-            self._changes.touch()
 
     # -- diagnostics freshness --------------------------------------------------------
 
