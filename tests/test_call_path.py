@@ -57,6 +57,8 @@ HOVER = line("codeward.daemon.tools.hover")
 DEFINITIONS = line("codeward.daemon.tools.definitions")
 REFERENCES = line("codeward.daemon.tools.references")
 SYMBOLS = line("codeward.daemon.tools.symbols")
+# a request naming no file (`workspace/...`): the service's part for those sends it
+WORKSPACE_SYMBOLS = [*SYMBOLS[:3], "codeward.daemon.lsp.workspace_requests", *SYMBOLS[4:]]
 CALLS = line("codeward.daemon.tools.call_hierarchy")
 EDITS = line("codeward.daemon.tools.edits")
 # the service hands a diagnostics call to its part that gathers them from every server
@@ -183,7 +185,11 @@ async def test_every_tool_reaches_its_server_in_a_straight_line(
             {"textDocument/implementation": DEFINITIONS},
         ),
         ("get_symbols", {"path": "lib.py"}, {"textDocument/documentSymbol": SYMBOLS}),
-        ("get_symbols", {"scope": "workspace", "query": "compute"}, {"workspace/symbol": SYMBOLS}),
+        (
+            "get_symbols",
+            {"scope": "workspace", "query": "compute"},
+            {"workspace/symbol": WORKSPACE_SYMBOLS},
+        ),
         (
             "call_hierarchy",
             {"path": "lib.py", **declared},
@@ -308,10 +314,12 @@ async def test_commands_reach_their_server_in_the_same_line(
     assert (project / "src/a.ts").read_text().startswith("export default function twice(")
     # the command itself; the others are the tsserver diagnostics the tool asks for: the
     # code action's context, and the files' before and after the edit (what it changed)
+    # (the command goes through the service's part for workspace requests)
     commands = [runs(stack) for stack in written["workspace/executeCommand"]]
-    assert commands.count(EDITS) == 1, commands
+    command = [*EDITS[:3], "codeward.daemon.lsp.workspace_requests", *EDITS[4:]]
+    assert commands.count(command) == 1, commands
     edit_diagnostics = [*EDITS[:3], *DIAGNOSTICS[3:]]
-    assert all(m in (EDITS, edit_diagnostics) for m in commands), commands
+    assert all(m in (command, edit_diagnostics) for m in commands), commands
     for method, stacks in written.items():
         for modules in map(runs, stacks):
             assert len(modules) == len(set(modules)), (method, modules)  # no call back up

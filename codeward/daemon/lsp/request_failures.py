@@ -1,14 +1,24 @@
 """The ToolError for a request to a language server that failed: stopped, refused, broken,
 timed out or given up on, and for a command the server stopped in while it ran (saying
 whether edits it asked for were written). A server an answer shows broken
-(`broken_when`) is restarted: `restarting=True`, callers retry once."""
+(`broken_when`) is restarted: `restarting=True`, callers retry once. And the service's
+view of a failure: whether it is worth asking again once (`worth_retrying`), a timeout
+saying how long the caller waited in all (`timed_out`), the place of a request not
+awaited (`unawaited`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from codeward.daemon.lsp.connection import ConnectionClosed, ResponseError, Unawaited
+from codeward.daemon.lsp.connection import (
+    CONTENT_MODIFIED,
+    REQUEST_CANCELLED,
+    SERVER_CANCELLED,
+    ConnectionClosed,
+    ResponseError,
+    Unawaited,
+)
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -18,6 +28,9 @@ if TYPE_CHECKING:
     from codeward.daemon.lsp.connection import LspConnection
 
 METHOD_NOT_FOUND = -32601
+# Error codes of an answer worth one more try: the content changed, or the server cancelled
+# the request itself (codeward's own cancellations never come back as answers).
+RETRIED_CODES = frozenset({CONTENT_MODIFIED, REQUEST_CANCELLED, SERVER_CANCELLED})
 
 
 class Failing(Protocol):
@@ -101,4 +114,29 @@ def stopped_in_command(
         "retry.",
         server=server.name,
         applied=capture.applied,
+    )
+
+
+def unawaited(method: str) -> ToolError:
+    """The place of a request not awaited (its answer not needed)."""
+    return ToolError(ErrorKind.CANCELLED, f"{method} was not awaited: an answer was enough.")
+
+
+def worth_retrying(result: Any) -> bool:
+    """Whether a request failed in a way worth asking again once: the server answered that
+    the content changed or that it cancelled the request itself, or it broke and restarts."""
+    return isinstance(result, ToolError) and (
+        result.details.get("code") in RETRIED_CODES or bool(result.details.get("restarting"))
+    )
+
+
+def timed_out(server: str, method: str, waited: float, ready: float) -> ToolError:
+    """A timeout that says how long the caller waited in all, readiness included."""
+    readiness = f", {round(ready):g} s of it for the server to be ready" if ready >= 1 else ""
+    return ToolError(
+        ErrorKind.TIMEOUT,
+        f"The {server} language server did not answer {method} within "
+        f"{round(waited, 1):g} s{readiness}; retry, or raise lsp.method_timeouts "
+        "(or lsp.ready_timeout) in the config.",
+        server=server,
     )

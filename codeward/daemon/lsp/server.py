@@ -434,13 +434,19 @@ class LanguageServer(ServerLifecycle, WorkspaceFolders, ServerDocuments, ServerO
 
     async def wait_ready(self, doc: Document, timeout: float) -> bool:
         """Wait until the server is ready and has analysed `doc`: its diagnostics are
-        asked for (pulled, when it pulls), and its readiness awaited."""
+        asked for (pulled, when it pulls), and its readiness awaited. When that pull fails
+        (the server's error, not the caller's request), readiness is the end of its
+        work-done progress alone (within the same `timeout`)."""
         fresh = self._freshness
         if fresh.ready_for(doc):
             return True
-        with trio.move_on_after(timeout):
-            await self.document_diagnostics(doc, timeout)
-            return await self._changes.wait_for(lambda: fresh.ready_for(doc), timeout)
+        deadline = trio.current_time() + timeout
+        try:
+            with trio.move_on_after(timeout):
+                await self.document_diagnostics(doc, timeout)
+                return await self._changes.wait_for(lambda: fresh.ready_for(doc), timeout)
+        except ToolError:
+            return await self.wait_idle(max(0.0, deadline - trio.current_time()))
         return False
 
     def ready_for(self, doc: Document) -> bool:
