@@ -5,22 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from codeward.daemon.intel.inputs import SourceFile
+from codeward.daemon.intel.addressing import Resolved
 from codeward.daemon.intel.locations import Location, Locator, finish, targets
-from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.tools.positions import PositionArgs, locate, position_params, with_at
 from codeward.daemon.tools.registry import ToolContext, tool
 
 
-async def _targets(
-    manager: LanguageService, source: SourceFile, method: str, line: int, character: int
-) -> tuple[list[Location], bool]:
-    """The shaped, sorted, de-duplicated locations of a definition-style request."""
-    answer = await manager.request(source.path, method, position_params(method, line, character))
+async def _targets_at(
+    ctx: ToolContext, args: PositionArgs, method: str
+) -> tuple[Resolved, list[Location], bool]:
+    """The position `args` name, and the shaped, sorted, de-duplicated locations of the
+    definition-style request `method` there (and whether the answer is partial)."""
+    manager, at = await locate(ctx, args)
+    params = position_params(method, at.line, at.character)
+    answer = await manager.request(at.source.path, method, params)
     found = targets(answer.result)
     locator = Locator(manager)
     await locator.prepare(uri for uri, _ in found)
-    return finish(locator.location(uri, rng, answer.encoding) for uri, rng in found), answer.partial
+    locations = finish(locator.location(uri, rng, answer.encoding) for uri, rng in found)
+    return at, locations, answer.partial
 
 
 def _one_or_many(locations: list[Location], partial: bool, one: str, many: str) -> dict[str, Any]:
@@ -44,9 +47,7 @@ def _one_or_many(locations: list[Location], partial: bool, one: str, many: str) 
     title="Go to definition",
 )
 async def go_to_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
-    manager, at = await locate(ctx, args)
-    source, line, character = at.source, at.line, at.character
-    found, partial = await _targets(manager, source, "textDocument/definition", line, character)
+    at, found, partial = await _targets_at(ctx, args, "textDocument/definition")
     return with_at(at, _one_or_many(found, partial, "definition", "definitions"))
 
 
@@ -58,9 +59,7 @@ async def go_to_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, An
     title="Go to type definition",
 )
 async def get_type_definition(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
-    manager, at = await locate(ctx, args)
-    source, line, character = at.source, at.line, at.character
-    found, partial = await _targets(manager, source, "textDocument/typeDefinition", line, character)
+    at, found, partial = await _targets_at(ctx, args, "textDocument/typeDefinition")
     return with_at(at, _one_or_many(found, partial, "type_definition", "type_definitions"))
 
 
@@ -73,9 +72,7 @@ async def get_type_definition(ctx: ToolContext, args: PositionArgs) -> dict[str,
     title="Find implementations",
 )
 async def find_implementations(ctx: ToolContext, args: PositionArgs) -> dict[str, Any]:
-    manager, at = await locate(ctx, args)
-    source, line, character = at.source, at.line, at.character
-    found, partial = await _targets(manager, source, "textDocument/implementation", line, character)
+    at, found, partial = await _targets_at(ctx, args, "textDocument/implementation")
     return with_at(
         at,
         {
