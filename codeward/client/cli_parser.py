@@ -232,35 +232,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     symbols.add_argument("--depth", type=int, help="levels of a file's tree to show (1: top)")
     calls = command("calls", cmd_calls, "callers (default) or callees of a function")
     calls.add_argument("position", metavar=POSITION, help=POSITION_HELP)
-    direction = calls.add_mutually_exclusive_group()
-    direction.add_argument(
-        "--incoming",
-        dest="direction",
-        action="store_const",
-        const="incoming",
-        default="incoming",
-        help="callers (default)",
-    )
-    direction.add_argument(
-        "--outgoing", dest="direction", action="store_const", const="outgoing", help="callees"
-    )
+    _directions(calls, ("incoming", "callers (default)"), ("outgoing", "callees"))
     types = command("types", cmd_types, "supertypes (default) or subtypes of a type")
     types.add_argument("position", metavar=POSITION, help=POSITION_HELP)
-    way = types.add_mutually_exclusive_group()
-    way.add_argument(
-        "--supertypes",
-        dest="direction",
-        action="store_const",
-        const="supertypes",
-        default="supertypes",
-        help="what it extends or implements (default)",
-    )
-    way.add_argument(
-        "--subtypes",
-        dest="direction",
-        action="store_const",
-        const="subtypes",
-        help="what extends or implements it",
+    _directions(
+        types,
+        ("supertypes", "what it extends or implements (default)"),
+        ("subtypes", "what extends or implements it"),
     )
     signature = command("signature", cmd_signature, "the signature of the call at a position")
     signature.add_argument("position", metavar="PATH:LINE:COL")
@@ -351,4 +329,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# -- commands ---------------------------------------------------------------------------------
+def _directions(parser: argparse.ArgumentParser, *choices: tuple[str, str]) -> None:
+    """`--NAME` flags of which one sets `direction` to NAME; the first is the default."""
+    group = parser.add_mutually_exclusive_group()
+    for name, help_text in choices:
+        group.add_argument(
+            f"--{name}",
+            dest="direction",
+            action="store_const",
+            const=name,
+            default=choices[0][0],
+            help=help_text,
+        )
