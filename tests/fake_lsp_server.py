@@ -51,6 +51,9 @@ a text that begins with "mute" is never published (its analysis never ends).
 seconds after reading it, one at a time, reading nothing meanwhile (a type checker with
 one analysis thread: a pull waits for those before it).
 
+`refuse-initialize` answers initialize with an error; `talk-first` writes a
+`window/logMessage` and a `window/showMessageRequest` (id "talk-first") before its answer.
+
 `chatty` speaks to the people: a `window/showMessage` at each didOpen ("opened NAME"); at each
 hover a `window/showMessage`, a `window/logMessage` and a `window/showMessageRequest` ("hover
 in NAME"), then a markdown hover (a code block, a link, emphasis).
@@ -324,6 +327,13 @@ def main() -> None:
         if method == "initialize":
             if MODE == "no-initialize":
                 continue
+            if MODE == "refuse-initialize":
+                send({"id": msg_id, "error": {"code": -32603, "message": "fake: no project"}})
+                continue
+            if MODE == "talk-first":  # it speaks before its answer, as the spec allows
+                send({"method": "window/logMessage", "params": {"type": 3, "message": "starting"}})
+                send({"id": "talk-first", "method": "window/showMessageRequest",
+                      "params": {"type": 3, "message": "starting"}})  # fmt: skip
             capabilities: dict[str, Any] = {
                 "textDocumentSync": 1,
                 "hoverProvider": True,

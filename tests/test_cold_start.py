@@ -179,6 +179,21 @@ def test_the_daemon_listens_without_its_sessions_servers_and_tools_modules() -> 
     assert out.stdout.strip() == "[]"
 
 
+def test_the_early_start_loads_neither_trio_nor_lsprotocol() -> None:
+    """What `codeward.daemon.main` runs before trio (`lsp.early`, which builds and sends
+    the early servers' `initialize` with `lsp.early_initialize`) imports neither trio nor
+    lsprotocol and its converter."""
+    probe = (
+        "import sys\n"
+        "import codeward.daemon.main, codeward.daemon.lsp.early\n"
+        "import codeward.daemon.lsp.early_initialize\n"
+        "print([m for m in ('trio', 'lsprotocol', 'cattrs', 'attrs') if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=60)  # fmt: skip
+    assert out.stdout.strip() == "[]"
+
+
 def test_loading_the_sessions_modules_starts_no_process() -> None:
     """The daemon's own modules, loaded while it starts, run no program (`ldconfig -p`,
     which `ctypes.util.find_library` runs, once cost a process start on that path; trio's
@@ -218,10 +233,10 @@ def test_an_early_start_plans_the_main_languages_first_server_only(project: Path
     python = effective_languages(Config())["python"].servers
     trusted = early.plan(project, Config(), trusted=True)
     untrusted = early.plan(project, Config(), trusted=False)
-    assert [name for name, _, _ in trusted] == [name for name, _, _ in untrusted]
-    assert len(trusted) == 1 and trusted[0][0] in python
-    assert os.path.isabs(untrusted[0][1][0])  # restricted: started by absolute path
-    assert str(project) not in untrusted[0][2]["PATH"]  # and nothing of the root on PATH
+    assert [one.name for one in trusted] == [one.name for one in untrusted]
+    assert len(trusted) == 1 and trusted[0].name in python
+    assert os.path.isabs(untrusted[0].command[0])  # restricted: started by absolute path
+    assert str(project) not in untrusted[0].env["PATH"]  # and nothing of the root on PATH
 
 
 @needs("basedpyright")

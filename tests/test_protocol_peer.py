@@ -66,6 +66,19 @@ def test_requests_get_fresh_ids_and_replies_find_their_request(peer: Peer[Any]) 
     assert peer.pending == {}
 
 
+def test_a_request_sent_before_the_peer_is_expected_and_later_ids_follow_it(
+    peer: Peer[Any],
+) -> None:
+    """A request written on the stream before the peer took it (a server's `initialize`
+    sent at its spawn): its reply finds it, and the peer's own requests never reuse its id."""
+    peer.expect(5, context="early")
+    later, _ = peer.send_request("a", None)
+    assert isinstance(later, int) and later > 5
+    event = one(peer, {"jsonrpc": "2.0", "id": 5, "result": {"capabilities": {}}})
+    assert isinstance(event, ResponseReceived) and event.context == "early"
+    assert peer.pending == {later: None}
+
+
 def test_a_reply_to_no_request_is_unmatched(peer: Peer[Any]) -> None:
     msg_id, _ = peer.send_request("a", None)
     event = one(peer, {"jsonrpc": "2.0", "id": 999, "result": None})

@@ -293,6 +293,12 @@ class Peer(Generic[M]):
         self.pending[msg_id] = context
         return msg_id, self.frame(self.codec.request(msg_id, method, params))
 
+    def expect(self, msg_id: int, context: Any = None) -> None:
+        """Await the reply to request `msg_id`, sent on this stream by someone else before
+        (it comes as a `ResponseReceived` carrying `context`); ours are numbered after it."""
+        self.pending[msg_id] = context
+        self._ids = itertools.count(max(next(self._ids), msg_id + 1))
+
     def notify(self, method: str, params: Any = None) -> bytes:
         return self.frame(self.codec.notification(method, params))
 

@@ -203,6 +203,29 @@ class LspConnection:
         pending = self._pending(result_type, timeout)
         request_id, frame = self.peer.send_request(method, params, pending)
         self._send(frame)
+        return await self._result(request_id, method, pending, timeout, cancel, track)
+
+    async def adopt(
+        self, method: str, request_id: int, *, timeout: float, result_type: Any = Any
+    ) -> Any:
+        """The result of request `request_id`, written to the server's stdin before this
+        connection took the stream (the `initialize` a process started early was sent), as
+        `request` waits for it; later requests are numbered after it."""
+        if self.closed.is_set():
+            raise ConnectionClosed(self.close_reason)
+        pending = self._pending(result_type, timeout)
+        self.peer.expect(request_id, pending)
+        return await self._result(request_id, method, pending, timeout, True, True)
+
+    async def _result(
+        self,
+        request_id: Id,
+        method: str,
+        pending: _Pending,
+        timeout: float,
+        cancel: bool,
+        track: bool,
+    ) -> Any:
         try:
             await pending.event.wait()
         finally:

@@ -9,8 +9,11 @@ of the first installed server of each of the root's main languages
 (`project.main_languages`: configuration files' languages never) exactly as the session
 would: the user's config narrowed by the project's `.codeward.toml`, an untrusted root's
 restricted configuration (a server that does not start there is not started), the root
-left out of its PATH. `early_process.keep` (in the daemon's trio run) offers them to the
-sessions' servers.
+left out of its PATH. Each is sent its `initialize` at once (`early_initialize`: the
+params its session would send, built without lsprotocol), so the server's start and its
+answer overlap the daemon's loading of its modules. `early_process.keep` (in the daemon's
+trio run) offers them to the sessions' servers, which adopt the answer when they would have
+sent the same params.
 
 Neither trio nor lsprotocol here: `codeward.daemon.main` calls `spawn` first thing.
 """
@@ -18,12 +21,14 @@ Neither trio nor lsprotocol here: `codeward.daemon.main` calls `spawn` first thi
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from codeward.daemon.child_path import with_clean_path
 from codeward.daemon.config import Config
@@ -32,6 +37,7 @@ from codeward.daemon.lsp.defaults import (
     effective_languages,
     effective_servers,
 )
+from codeward.daemon.lsp.early_initialize import initialize_params, normalised, request
 from codeward.daemon.lsp.project import main_languages, project_files
 from codeward.daemon.lsp.restricted import NotInRestrictedMode, restricted
 from codeward.daemon.project_config import effective_config
@@ -43,7 +49,18 @@ log = logging.getLogger(__name__)
 WALK_LIMIT = 5000  # files looked at to tell the main languages (as session/open does)
 # what the daemon takes out of its environment once it runs: no later child sees it
 START_ONLY = (READY_FD_ENV,)
+PIPE_BYTES = 65536  # what a new pipe holds (Linux's default)
 Key = tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A server to start early, as its session would start it."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]  # its config's environment
+    init_options: Any  # its initializationOptions
 
 
 @dataclass(eq=False)
@@ -54,6 +71,7 @@ class Spawned:
     key: Key
     popen: subprocess.Popen[bytes]
     fds: tuple[int, int, int]  # its stdin's write end, its stdout's and stderr's read ends
+    initialize: Any = None  # the params of the `initialize` it was sent (normalised)
 
 
 def key(command: list[str], cwd: Path, env: dict[str, str]) -> Key:
@@ -69,10 +87,9 @@ def canonical_root(root: str) -> Path | None:
     return path if path.is_dir() else None
 
 
-def plan(root: Path, config: Config, trusted: bool) -> list[tuple[str, list[str], dict[str, str]]]:
-    """(server, command, its config's environment) of each server to start early for the
-    canonical `root`: the first installed one of each main language, as its session would
-    start it."""
+def plan(root: Path, config: Config, trusted: bool) -> list[Planned]:
+    """The servers to start early for the canonical `root`: the first installed one of each
+    main language, as its session would start it."""
     try:
         config, _ = effective_config(config, root)
     except Exception:  # a broken .codeward.toml: the session's open says what is wrong
@@ -80,7 +97,7 @@ def plan(root: Path, config: Config, trusted: bool) -> list[tuple[str, list[str]
     languages = effective_languages(config)
     files, _ = project_files(root, languages, limit=WALK_LIMIT)
     servers = effective_servers(config)
-    planned: list[tuple[str, list[str], dict[str, str]]] = []
+    planned: list[Planned] = []
     for language in main_languages(files):
         for name in languages[language].servers:
             server = servers.get(name)
@@ -92,19 +109,21 @@ def plan(root: Path, config: Config, trusted: bool) -> list[tuple[str, list[str]
                 except NotInRestrictedMode:
                     continue
             if command_available(server.command, server.env):
-                planned.append((name, server.command, server.env))
+                planned.append(Planned(name, server.command, server.env, server.init_options))
                 break
     return planned
 
 
 def spawn(root: Path, config: Config) -> list[Spawned]:
     """Start the processes `plan` names for the canonical `root` (its trust read from the
-    trust file), each leading a session of its own; blocking (a thread's job in trio)."""
+    trust file), each leading a session of its own, and send each its `initialize`;
+    blocking (a thread's job in trio)."""
     trusted = TrustStore().is_trusted(root)
     started: list[Spawned] = []
-    for name, command, env in plan(root, config, trusted):
+    for planned in plan(root, config, trusted):
+        name, command = planned.name, planned.command
         base = {k: v for k, v in os.environ.items() if k not in START_ONLY}
-        full = with_clean_path({**base, **env}, root=root)
+        full = with_clean_path({**base, **planned.env}, root=root)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -126,9 +145,28 @@ def spawn(root: Path, config: Config) -> list[Spawned]:
         finally:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
-        started.append(Spawned(name, key(command, root, full), popen, (in_w, out_r, err_r)))
+        one = Spawned(name, key(command, root, full), popen, (in_w, out_r, err_r))
+        params = initialize_params([root], planned.init_options)
+        try:
+            write_now(in_w, request(params))
+        except OSError as exc:  # it died at once (EPIPE): its session starts its own
+            log.info("%s started early but could not be sent initialize: %s", name, exc)
+            discard([one])
+            continue
+        one.initialize = normalised(params)
+        started.append(one)
         log.info("%s started early for %s (pid %d)", name, root, popen.pid)
     return started
+
+
+def write_now(fd: int, data: bytes) -> None:
+    """Write all of `data` into the empty pipe `fd` without waiting for its reader (the
+    pipe is made to hold it), or raise OSError."""
+    if len(data) > PIPE_BYTES:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, len(data))
+    os.set_blocking(fd, False)
+    if os.write(fd, data) < len(data):
+        raise BlockingIOError("the request does not fit in the pipe")
 
 
 def discard(spawned: list[Spawned]) -> None:

@@ -1,18 +1,26 @@
 """The processes `lsp.early` started, in the daemon's trio run: offered to the sessions'
 servers (`take`, which `ServerProcess.spawn` asks first) and stopped when nobody takes them
-within `KEEP` seconds."""
+within `KEEP` seconds.
+
+Each was sent its `initialize` when it started (id `early_initialize.INITIALIZE_ID`); its
+answer waits in the pipe, with whatever the server wrote before it. `take` hands a process
+over only when the params the session would send are those it was sent (normalised), and
+when it is still alive; otherwise it stops the process (saying why in the log) and the
+session starts its own."""
 
 from __future__ import annotations
 
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import trio
 
 from codeward.daemon import guardian
 from codeward.daemon.config import Config
 from codeward.daemon.lsp.early import Key, Spawned, key, spawn
+from codeward.daemon.lsp.early_initialize import INITIALIZE_ID, differences, normalised
 from codeward.daemon.process_groups import stop_group
 
 log = logging.getLogger(__name__)
@@ -31,6 +39,7 @@ class EarlyProcess:
 
     def __init__(self, spawned: Spawned) -> None:
         self.name = spawned.name
+        self.initialize: Any = spawned.initialize  # the params of the initialize it was sent
         self.pid = spawned.popen.pid
         self._popen = spawned.popen
         self._pidfd = os.pidfd_open(self.pid)
@@ -71,10 +80,29 @@ class EarlyProcess:
                 await stream.aclose()
 
 
-def take(command: list[str], cwd: Path, env: dict[str, str]) -> EarlyProcess | None:
-    """The process started early with exactly this command, directory and environment
-    (now the caller's), or None."""
-    return _waiting.pop(key(command, cwd, env), None)
+async def take(
+    command: list[str], cwd: Path, env: dict[str, str], initialize: dict[str, Any]
+) -> tuple[EarlyProcess, int] | None:
+    """The process started early with exactly this command, directory and environment,
+    and sent an `initialize` with these params (now the caller's, with the id of that
+    request, whose answer the caller reads), or None. A process started that way but sent
+    other params, or gone already, is stopped."""
+    process = _waiting.pop(key(command, cwd, env), None)
+    if process is None:
+        return None
+    why = ""
+    if process.returncode is not None:
+        why = f"it exited with code {process.returncode} before it was taken"
+    else:
+        differ = differences(process.initialize, normalised(initialize))
+        if differ:
+            why = f"it was sent other initialize params ({', '.join(differ)} differ)"
+    if not why:
+        return process, INITIALIZE_ID
+    log.info("%s (pid %d) started early is not used: %s", process.name, process.pid, why)
+    with trio.CancelScope(shield=True):
+        await process.stop()
+    return None
 
 
 async def keep(spawned: list[Spawned], keep_for: float = KEEP) -> None:

@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -30,11 +31,18 @@ STDOUT_PIPE_BYTES = 256 * 1024
 
 
 class ServerProcess:
-    """One spawned server; `pid` is also its process group id."""
+    """One spawned server; `pid` is also its process group id. `initialize_id` is the id of
+    the `initialize` it was sent already (a process started early), else None."""
 
-    def __init__(self, name: str, process: trio.Process | early_process.EarlyProcess) -> None:
+    def __init__(
+        self,
+        name: str,
+        process: trio.Process | early_process.EarlyProcess,
+        initialize_id: int | None = None,
+    ) -> None:
         self.name = name
         self.process = process
+        self.initialize_id = initialize_id
         self.pid: int = process.pid
         self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         assert process.stdin is not None and process.stdout is not None
@@ -43,14 +51,23 @@ class ServerProcess:
 
     @classmethod
     async def spawn(
-        cls, name: str, command: list[str], cwd: Path, env: dict[str, str]
+        cls,
+        name: str,
+        command: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        initialize: dict[str, Any] | None = None,
     ) -> ServerProcess:
-        """Start `command` (or take the same process started early for the root:
-        `early_process.take`); raises OSError (FileNotFoundError: not installed)."""
+        """Start `command` (or, given the params of its `initialize`, take the same process
+        started early for the root and sent them: `early_process.take`); raises OSError
+        (FileNotFoundError: not installed)."""
         full = with_clean_path({**os.environ, **env})
-        process: trio.Process | early_process.EarlyProcess | None
-        process = early_process.take(command, cwd, full)
-        if process is not None:
+        process: trio.Process | early_process.EarlyProcess
+        taken = None
+        if initialize is not None:
+            taken = await early_process.take(command, cwd, full, initialize)
+        if taken is not None:
+            process = taken[0]
             log.info("%s: taking the process started early (pid %d)", name, process.pid)
         else:
             process = await trio.lowlevel.open_process(
@@ -67,7 +84,7 @@ class ServerProcess:
         if isinstance(stdout, trio.lowlevel.FdStream):
             with contextlib.suppress(OSError):  # over the system's limit: the default stays
                 fcntl.fcntl(stdout.fileno(), fcntl.F_SETPIPE_SZ, STDOUT_PIPE_BYTES)
-        return cls(name, process)
+        return cls(name, process, taken[1] if taken is not None else None)
 
     @property
     def returncode(self) -> int | None:

@@ -21,6 +21,7 @@ import signal
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -251,8 +252,11 @@ class Supervisor:
             return None
         if self.on_start is not None:
             self.on_start()
+        params = initialize_params(self.folders(), self.config.init_options)
         try:
-            process = await ServerProcess.spawn(self.name, self.config.command, self.root, env)
+            process = await ServerProcess.spawn(
+                self.name, self.config.command, self.root, env, initialize=params
+            )
         except FileNotFoundError:
             self.last_error = "not installed"
             return None
@@ -276,7 +280,7 @@ class Supervisor:
                 nursery.start_soon(self._io, process, conn, io_scope)
                 try:
                     with halt:
-                        await self._handshake(conn)
+                        await self._handshake(conn, params, process.initialize_id)
                         self.running_since = trio.current_time()
                         self._set_state(ServerState.RUNNING)
                         await conn.closed.wait()
@@ -320,11 +324,17 @@ class Supervisor:
             return f"it exited with code {process.returncode}"
         return conn.close_reason
 
-    async def _handshake(self, conn: LspConnection) -> None:
+    async def _handshake(
+        self, conn: LspConnection, params: dict[str, Any], sent: int | None
+    ) -> None:
+        """`initialize` with `params` (or, when a process started early was sent them as
+        request `sent`, its answer: the timeout counts from here), then `initialized`."""
         timeout = self.lsp.initialize_timeout
-        params = initialize_params(self.folders(), self.config.init_options)
         try:
-            result = await conn.request("initialize", params, timeout=timeout)
+            if sent is None:
+                result = await conn.request("initialize", params, timeout=timeout)
+            else:
+                result = await conn.adopt("initialize", sent, timeout=timeout)
         except RequestTimeout:
             raise _StartFailed(f"it did not answer initialize within {timeout:g} s") from None
         except ResponseError as exc:
