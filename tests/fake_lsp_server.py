@@ -52,7 +52,9 @@ seconds after reading it, one at a time, reading nothing meanwhile (a type check
 one analysis thread: a pull waits for those before it).
 
 `refuse-initialize` answers initialize with an error; `talk-first` writes a
-`window/logMessage` and a `window/showMessageRequest` (id "talk-first") before its answer.
+`window/logMessage` and a `window/showMessageRequest` (id "talk-first") before its answer,
+and at `initialized` asks `workspace/configuration` (sections `fake.answer` and none), then
+registers `textDocument/definition`.
 
 `chatty` speaks to the people: a `window/showMessage` at each didOpen ("opened NAME"); at each
 hover a `window/showMessage`, a `window/logMessage` and a `window/showMessageRequest` ("hover
@@ -396,6 +398,10 @@ def main() -> None:
                 send({"method": "$/progress", "params": {"token": "index", "value": begin}})
             if MODE == "workspace-stale-token":
                 ask("window/workDoneProgress/create", {"token": "stale"})
+            if MODE == "talk-first":  # asks for its settings, registers definitions
+                ask("workspace/configuration", {"items": [{"section": "fake.answer"}, {}]})
+                registration = {"id": "def", "method": "textDocument/definition"}
+                ask("client/registerCapability", {"registrations": [registration]})
             if MODE == "off-spec":
                 ask("client/registerCapability", {"registrations": "formatting"})
                 watchers = {"watchers": "**/*.fake"}  # not a list

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 from codeward.daemon.config import Config
 from codeward.daemon.lsp import early, early_initialize, early_process, initialize
@@ -61,14 +62,20 @@ async def offered(root: Path, config: Config) -> AsyncIterator[list[early.Spawne
     spawned = early.spawn(root, config)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(early_process.keep, spawned, 600.0)
+        await trio.testing.wait_all_tasks_blocked()  # offered
         yield spawned
         nursery.cancel_scope.cancel()
 
 
+def waiting(one: early.Spawned) -> early_process.EarlyProcess:
+    return early_process._waiting[one.key]  # pyright: ignore[reportPrivateUsage]
+
+
 async def answered(one: early.Spawned) -> None:
-    """Wait until the process has written to its stdout (the answer waits there unread)."""
+    """Wait until the process offered answered its initialize (and was sent `initialized`
+    if it accepted it), before any session took it."""
     with trio.fail_after(60):
-        await trio.lowlevel.wait_readable(one.fds[1])
+        await waiting(one).conversation.answered.wait()
 
 
 async def hover(manager: LanguageService, path: Path, line: int = 1, character: int = 1) -> Any:
@@ -107,20 +114,22 @@ def test_the_early_params_are_those_the_session_builds(roots: list[str], options
 
 
 async def test_the_session_adopts_the_answer_waiting_for_it(root: Path, tmp_path: Path) -> None:
-    """The server answered the initialize it was sent at spawn before the session took it:
-    the session reads that answer, sends `initialized`, and the server saw one initialize;
-    the session's own requests are numbered after it."""
+    """The server answered the initialize it was sent at spawn, and was sent `initialized`
+    and its settings, before the session took it: the session reads that answer and sends
+    neither again; the server saw one of each; the session's requests are numbered after
+    the initialize."""
     log = tmp_path / "fake.log"
     config = fake(log=log, mode="ok", init_options={"early": True})
+    handshake = ["initialize", "initialized", "workspace/didChangeConfiguration"]
     async with offered(root, config) as [one]:
         await answered(one)
-        assert methods(log) == ["initialize"]
+        assert waiting(one).conversation.initialized
         async with running(root, config) as (manager, _):
             with trio.fail_after(30):
                 await hover(manager, root / "a.fake")
             assert manager.pool.servers["fake"].pid == one.popen.pid
     got = methods(log)
-    assert got.count("initialize") == 1 and got[:2] == ["initialize", "initialized"]
+    assert got[:3] == handshake and all(got.count(method) == 1 for method in handshake)
     [sent] = [m for m in logged(log) if m.get("method") == "initialize"]
     assert sent["id"] == early_initialize.INITIALIZE_ID
     assert sent["params"]["initializationOptions"] == {"early": True}
@@ -153,6 +162,8 @@ async def test_basedpyright_started_early_serves_its_session_with_one_initialize
     config = Config()
     async with offered(root, config) as [one]:
         await answered(one)
+        with trio.fail_after(60):  # it has its settings: it loads the workspace meanwhile
+            await waiting(one).conversation.configured.wait()
         async with running(root, config) as (manager, _):
             with trio.fail_after(120):
                 answer = await hover(manager, root / "main.py", 3, 10)
@@ -181,6 +192,32 @@ async def test_other_params_stop_the_early_process_and_start_the_sessions_own(
     sent = [m["params"] for m in logged(log) if m.get("method") == "initialize"]
     assert [p["initializationOptions"] for p in sent] == [{"from": "early"}, {"from": "session"}]
     assert "initializationOptions differ" in caplog.text
+
+
+async def test_other_settings_sent_stop_the_early_process(
+    root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The early process was sent `initialized` and its config's settings; the session's
+    settings differ: it is stopped, the session starts its own, which gets them."""
+    caplog.set_level(logging.INFO, "codeward.daemon.lsp.early_process")
+    log = tmp_path / "fake.log"
+    config = fake("ok", log)
+    other = msgspec.structs.replace(
+        config,
+        servers={"fake": msgspec.structs.replace(config.servers["fake"], settings={"b": 1})},
+    )
+    async with offered(root, config) as [one]:
+        await answered(one)
+        async with running(root, other) as (manager, _):
+            with trio.fail_after(30):
+                await hover(manager, root / "a.fake")
+            assert manager.pool.servers["fake"].pid != one.popen.pid
+            assert gone(one.popen.pid)
+    sent = [
+        m["params"] for m in logged(log) if m.get("method") == "workspace/didChangeConfiguration"
+    ]
+    assert sent == [{"settings": {"fake": {"answer": 42}}}, {"settings": {"b": 1}}]
+    assert "it was sent other settings" in caplog.text
 
 
 async def test_an_early_process_gone_before_it_is_taken_is_replaced(
@@ -220,23 +257,31 @@ async def test_an_early_initialize_refused_fails_the_start_as_the_sessions_own(
             assert gone(one.popen.pid)
 
 
-async def test_what_the_server_says_before_its_answer_is_handled(
+async def test_what_the_server_says_before_it_is_taken_is_handled(
     root: Path, tmp_path: Path
 ) -> None:
-    """A log message and a request the server wrote before its answer, while nobody read
-    its stdout: the log message reaches the session, the request is answered."""
+    """Before any session took it, the server wrote a log message and a request before its
+    answer, and at `initialized` asked for its settings (answered at once, from its config)
+    and registered definitions: the log message reaches the session, the request is
+    answered, the registration counts (read once the session's run is set up)."""
     log = tmp_path / "fake.log"
     config = fake("talk-first", log)
     async with offered(root, config) as [one]:
         await answered(one)
+        with trio.fail_after(30):
+            await waiting(one).conversation.configured.wait()
         async with running(root, config) as (manager, progress):
             with trio.fail_after(30):
                 await hover(manager, root / "a.fake")
-            assert manager.pool.servers["fake"].pid == one.popen.pid
+            server = manager.pool.servers["fake"]
+            assert server.pid == one.popen.pid
+            assert server.capabilities.supports("textDocument/definition")
             notices = [p for p in progress if p.get("notice") == "window/logMessage"]
             assert [n["message"] for n in notices] == ["starting"]
-    replies = [m for m in logged(log) if m.get("id") == "talk-first" and "method" not in m]
-    assert replies == [{"jsonrpc": "2.0", "id": "talk-first", "result": None}]
+    answers = {m["id"]: m for m in logged(log) if "id" in m and "method" not in m}
+    assert answers[1001]["result"] == [42, {"fake": {"answer": 42}}]  # its settings
+    assert answers["talk-first"] == {"jsonrpc": "2.0", "id": "talk-first", "result": None}
+    assert answers[1002] == {"jsonrpc": "2.0", "id": 1002, "result": None}  # registered
 
 
 def test_a_server_that_cannot_be_sent_initialize_is_not_offered(

@@ -117,9 +117,14 @@ class LspConnection:
         on_request: RequestHandler,
         on_notification: NotificationHandler,
         max_message: int,
+        unread: bytes = b"",
+        hold: Id | None = None,
     ) -> None:
         self.name = name
         self._stdout = receive_stream
+        self._unread = unread  # what the server wrote before: read first
+        self._hold = hold  # after the reply to this id, nothing more is read until release()
+        self._released = trio.Event()
         self._on_request = on_request
         self._on_notification = on_notification
         self.peer: Peer[Incoming] = Peer(
@@ -170,6 +175,10 @@ class LspConnection:
         self.closed.set()
         self._outbox.close()
         self.fail_pending(reason)
+
+    def release(self) -> None:
+        """Go on reading after the reply to the `hold` id."""
+        self._released.set()
 
     def fail_pending(self, reason: str) -> None:
         """Fail every request in flight with `reason` (the server is about to be stopped)."""
@@ -328,22 +337,27 @@ class LspConnection:
         self.close(f"its stdin closed ({self._outbox.error or 'closed'})")
 
     async def _reader(self) -> None:
+        chunk, self._unread = self._unread, b""
         while True:
-            try:
-                chunk = await receive_some(self._stdout)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                chunk = b""
             if not chunk:
-                self.close("its stdout closed")
-                return
+                try:
+                    chunk = await receive_some(self._stdout)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    chunk = b""
+                if not chunk:
+                    self.close("its stdout closed")
+                    return
             try:
                 events = self.peer.receive_data(chunk)
             except FrameError as exc:
                 self.close(f"it wrote output that is not LSP ({exc})")
                 return
+            chunk = b""
             for event in events:
                 if not self._dispatch(event):
                     return
+                if isinstance(event, ResponseReceived) and event.id == self._hold:
+                    await self._released.wait()  # (the owner acts on the reply first)
 
     def _dispatch(self, event: Event) -> bool:
         """Act on one event from the server; False when it broke the protocol (closed)."""

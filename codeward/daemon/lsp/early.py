@@ -12,8 +12,9 @@ restricted configuration (a server that does not start there is not started), th
 left out of its PATH. Each is sent its `initialize` at once (`early_initialize`: the
 params its session would send, built without lsprotocol), so the server's start and its
 answer overlap the daemon's loading of its modules. `early_process.keep` (in the daemon's
-trio run) offers them to the sessions' servers, which adopt the answer when they would have
-sent the same params.
+trio run) sends `initialized` and the settings once it answers (`early_conversation`) and
+offers them to the sessions' servers, which take one over when they would have sent the
+same.
 
 Neither trio nor lsprotocol here: `codeward.daemon.main` calls `spawn` first thing.
 """
@@ -61,6 +62,7 @@ class Planned:
     command: list[str]
     env: dict[str, str]  # its config's environment
     init_options: Any  # its initializationOptions
+    settings: Any  # its settings (sent once it answered initialize)
 
 
 @dataclass(eq=False)
@@ -72,6 +74,7 @@ class Spawned:
     popen: subprocess.Popen[bytes]
     fds: tuple[int, int, int]  # its stdin's write end, its stdout's and stderr's read ends
     initialize: Any = None  # the params of the `initialize` it was sent (normalised)
+    settings: Any = None  # its settings, for `early_conversation` (normalised)
 
 
 def key(command: list[str], cwd: Path, env: dict[str, str]) -> Key:
@@ -109,7 +112,9 @@ def plan(root: Path, config: Config, trusted: bool) -> list[Planned]:
                 except NotInRestrictedMode:
                     continue
             if command_available(server.command, server.env):
-                planned.append(Planned(name, server.command, server.env, server.init_options))
+                planned.append(
+                    Planned(name, server.command, server.env, server.init_options, server.settings)
+                )
                 break
     return planned
 
@@ -154,6 +159,7 @@ def spawn(root: Path, config: Config) -> list[Spawned]:
             discard([one])
             continue
         one.initialize = normalised(params)
+        one.settings = normalised(planned.settings)
         started.append(one)
         log.info("%s started early for %s (pid %d)", name, root, popen.pid)
     return started

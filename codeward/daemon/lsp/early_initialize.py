@@ -60,3 +60,16 @@ def differences(sent: Any, wanted: Any) -> list[str]:
     if not isinstance(sent, dict) or not isinstance(wanted, dict):
         return ["params"]
     return sorted(k for k in sent.keys() | wanted.keys() if sent.get(k) != wanted.get(k))
+
+
+def setting(settings: Any, section: str | None) -> Any:
+    """The answer to one item of `workspace/configuration`: the `section` (dotted) of
+    `settings`, all of them without one, None when they have no such section."""
+    value = settings
+    if not section:
+        return value
+    for part in section.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value

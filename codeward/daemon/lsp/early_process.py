@@ -2,9 +2,11 @@
 servers (`take`, which `ServerProcess.spawn` asks first) and stopped when nobody takes them
 within `KEEP` seconds.
 
-Each was sent its `initialize` when it started (id `early_initialize.INITIALIZE_ID`); its
-answer waits in the pipe, with whatever the server wrote before it. `take` hands a process
-over only when the params the session would send are those it was sent (normalised), and
+Each was sent its `initialize` when it started (id `early_initialize.INITIALIZE_ID`); once
+offered, its `early_conversation.Conversation` sends `initialized` and its settings when it
+answers, and answers its `workspace/configuration` requests; every other frame (the answer
+too) waits for the session. `take` hands a process over only when the params the session
+would send are those it was sent (normalised), its settings too once they went out, and
 when it is still alive; otherwise it stops the process (saying why in the log) and the
 session starts its own."""
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ import trio
 from codeward.daemon import guardian
 from codeward.daemon.config import Config
 from codeward.daemon.lsp.early import Key, Spawned, key, spawn
+from codeward.daemon.lsp.early_conversation import Conversation
 from codeward.daemon.lsp.early_initialize import INITIALIZE_ID, differences, normalised
 from codeward.daemon.process_groups import stop_group
 
@@ -49,6 +53,7 @@ class EarlyProcess:
         self.stdin: trio.abc.SendStream | None = trio.lowlevel.FdStream(stdin)
         self.stdout: trio.abc.ReceiveStream | None = trio.lowlevel.FdStream(stdout)
         self.stderr: trio.abc.ReceiveStream | None = trio.lowlevel.FdStream(stderr)
+        self.conversation = Conversation(self.name, self.stdin, self.stdout, spawned.settings)
 
     async def wait(self) -> int:
         """The exit status, once the process has exited (it is reaped then); any number of
@@ -80,16 +85,29 @@ class EarlyProcess:
                 await stream.aclose()
 
 
+@dataclass
+class Handover:
+    """A process started early, taken: what the session's connection reads first, and
+    whether `initialized` went out (its answer to `initialize` is then in `unread`)."""
+
+    process: EarlyProcess
+    initialize_id: int  # the id of the initialize it was sent
+    initialized: bool
+    unread: bytes
+
+
 async def take(
-    command: list[str], cwd: Path, env: dict[str, str], initialize: dict[str, Any]
-) -> tuple[EarlyProcess, int] | None:
+    command: list[str], cwd: Path, env: dict[str, str], initialize: dict[str, Any], settings: Any
+) -> Handover | None:
     """The process started early with exactly this command, directory and environment,
-    and sent an `initialize` with these params (now the caller's, with the id of that
-    request, whose answer the caller reads), or None. A process started that way but sent
-    other params, or gone already, is stopped."""
+    and sent an `initialize` with these params (and these settings, if they went out),
+    now the caller's; or None. A process started that way but sent other params or
+    settings, or gone already, is stopped."""
     process = _waiting.pop(key(command, cwd, env), None)
     if process is None:
         return None
+    unread = await process.conversation.stop()
+    initialized = process.conversation.initialized
     why = ""
     if process.returncode is not None:
         why = f"it exited with code {process.returncode} before it was taken"
@@ -97,8 +115,10 @@ async def take(
         differ = differences(process.initialize, normalised(initialize))
         if differ:
             why = f"it was sent other initialize params ({', '.join(differ)} differ)"
+        elif initialized and process.conversation.settings != normalised(settings):
+            why = "it was sent other settings"
     if not why:
-        return process, INITIALIZE_ID
+        return Handover(process, INITIALIZE_ID, initialized, unread)
     log.info("%s (pid %d) started early is not used: %s", process.name, process.pid, why)
     with trio.CancelScope(shield=True):
         await process.stop()
@@ -123,7 +143,11 @@ async def keep(spawned: list[Spawned], keep_for: float = KEEP) -> None:
         with trio.CancelScope(shield=True):
             for process in extra:
                 await process.stop()
-        await trio.sleep(keep_for)
+        async with trio.open_nursery() as nursery:
+            for _, process in offered:
+                nursery.start_soon(process.conversation.run)
+            await trio.sleep(keep_for)
+            nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
             for one_key, process in offered:

@@ -31,18 +31,18 @@ STDOUT_PIPE_BYTES = 256 * 1024
 
 
 class ServerProcess:
-    """One spawned server; `pid` is also its process group id. `initialize_id` is the id of
-    the `initialize` it was sent already (a process started early), else None."""
+    """One spawned server; `pid` is also its process group id. `early` is what a process
+    started early was sent and wrote before it was taken (`early_process.Handover`)."""
 
     def __init__(
         self,
         name: str,
         process: trio.Process | early_process.EarlyProcess,
-        initialize_id: int | None = None,
+        early: early_process.Handover | None = None,
     ) -> None:
         self.name = name
         self.process = process
-        self.initialize_id = initialize_id
+        self.early = early
         self.pid: int = process.pid
         self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         assert process.stdin is not None and process.stdout is not None
@@ -57,17 +57,18 @@ class ServerProcess:
         cwd: Path,
         env: dict[str, str],
         initialize: dict[str, Any] | None = None,
+        settings: Any = None,
     ) -> ServerProcess:
-        """Start `command` (or, given the params of its `initialize`, take the same process
-        started early for the root and sent them: `early_process.take`); raises OSError
-        (FileNotFoundError: not installed)."""
+        """Start `command` (or, given the params of its `initialize` and its settings, take
+        the same process started early for the root and sent them: `early_process.take`);
+        raises OSError (FileNotFoundError: not installed)."""
         full = with_clean_path({**os.environ, **env})
         process: trio.Process | early_process.EarlyProcess
         taken = None
         if initialize is not None:
-            taken = await early_process.take(command, cwd, full, initialize)
+            taken = await early_process.take(command, cwd, full, initialize, settings)
         if taken is not None:
-            process = taken[0]
+            process = taken.process
             log.info("%s: taking the process started early (pid %d)", name, process.pid)
         else:
             process = await trio.lowlevel.open_process(
@@ -84,7 +85,7 @@ class ServerProcess:
         if isinstance(stdout, trio.lowlevel.FdStream):
             with contextlib.suppress(OSError):  # over the system's limit: the default stays
                 fcntl.fcntl(stdout.fileno(), fcntl.F_SETPIPE_SZ, STDOUT_PIPE_BYTES)
-        return cls(name, process, taken[1] if taken is not None else None)
+        return cls(name, process, taken)
 
     @property
     def returncode(self) -> int | None:

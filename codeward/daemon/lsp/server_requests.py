@@ -15,6 +15,7 @@ from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.capture import REFUSED, EditCapture
 from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.connection import ResponseError
+from codeward.daemon.lsp.early_initialize import setting
 from codeward.daemon.lsp.freshness import Freshness, left_out
 from codeward.daemon.lsp.initialize import folders
 from codeward.daemon.lsp.shapes import OffSpec, lenient, structure, unstructure
@@ -51,21 +52,11 @@ class ServerRequests:
         self._capture = capture
         self._notice = notice  # a message for the people (window/showMessage, logMessage)
 
-    def _setting(self, section: str | None) -> Any:
-        value: Any = self._settings()
-        if not section:
-            return value
-        for part in section.split("."):
-            if not isinstance(value, dict) or part not in value:
-                return None
-            value = value[part]
-        return value
-
     def on_request(self, method: str, message: Incoming) -> Any:
         """The answer to the server's request (a value, or an awaitable of it)."""
         if method == "workspace/configuration":
             items = self._params(message, lsp.ConfigurationParams).items
-            return [self._setting(item.section) for item in items]
+            return [setting(self._settings(), item.section) for item in items]
         if method == "client/registerCapability":
             self._register(message)
             return None

@@ -37,6 +37,7 @@ from codeward.daemon.lsp.connection import (
     ResponseError,
 )
 from codeward.daemon.lsp.defaults import command_available
+from codeward.daemon.lsp.early_process import Handover
 from codeward.daemon.lsp.initialize import initialize_params, server_capabilities
 from codeward.daemon.lsp.process import ServerProcess, group_cpu, group_rss, is_stopped
 from codeward.daemon.lsp.shapes import OffSpec
@@ -255,13 +256,19 @@ class Supervisor:
         params = initialize_params(self.folders(), self.config.init_options)
         try:
             process = await ServerProcess.spawn(
-                self.name, self.config.command, self.root, env, initialize=params
+                self.name,
+                self.config.command,
+                self.root,
+                env,
+                initialize=params,
+                settings=self.config.settings,
             )
         except FileNotFoundError:
             self.last_error = "not installed"
             return None
         except OSError as exc:
             return f"it could not be run: {exc.strerror or exc.__class__.__name__}"
+        early = process.early
         conn = LspConnection(
             self.name,
             process.stdin,
@@ -269,6 +276,8 @@ class Supervisor:
             on_request=self._on_request,
             on_notification=self._on_notification,
             max_message=self.max_message,
+            unread=early.unread if early is not None else b"",
+            hold=early.initialize_id if early is not None and early.initialized else None,
         )
         self.process, self.conn, self.pid = process, conn, process.pid
         self._on_spawn()
@@ -280,7 +289,7 @@ class Supervisor:
                 nursery.start_soon(self._io, process, conn, io_scope)
                 try:
                     with halt:
-                        await self._handshake(conn, params, process.initialize_id)
+                        await self._handshake(conn, params, early)
                         self.running_since = trio.current_time()
                         self._set_state(ServerState.RUNNING)
                         await conn.closed.wait()
@@ -325,16 +334,18 @@ class Supervisor:
         return conn.close_reason
 
     async def _handshake(
-        self, conn: LspConnection, params: dict[str, Any], sent: int | None
+        self, conn: LspConnection, params: dict[str, Any], early: Handover | None
     ) -> None:
-        """`initialize` with `params` (or, when a process started early was sent them as
-        request `sent`, its answer: the timeout counts from here), then `initialized`."""
+        """`initialize` with `params`, then `initialized` and the settings. A process
+        started early was sent them: its answer is read (the timeout counts from here), and
+        when `initialized` went out too, what the server wrote after the answer is read
+        once the new run's state is set (`conn.release()`)."""
         timeout = self.lsp.initialize_timeout
         try:
-            if sent is None:
+            if early is None:
                 result = await conn.request("initialize", params, timeout=timeout)
             else:
-                result = await conn.adopt("initialize", sent, timeout=timeout)
+                result = await conn.adopt("initialize", early.initialize_id, timeout=timeout)
         except RequestTimeout:
             raise _StartFailed(f"it did not answer initialize within {timeout:g} s") from None
         except ResponseError as exc:
@@ -343,10 +354,13 @@ class Supervisor:
             capabilities = server_capabilities(self.name, result)
         except OffSpec as exc:
             raise _StartFailed(exc.detail) from None
-        conn.notify("initialized", {})
-        if self.config.settings:
-            conn.notify("workspace/didChangeConfiguration", {"settings": self.config.settings})
+        if early is None or not early.initialized:
+            conn.notify("initialized", {})
+            if self.config.settings:
+                settings = {"settings": self.config.settings}
+                conn.notify("workspace/didChangeConfiguration", settings)
         self._on_running(conn, capabilities)
+        conn.release()
 
     async def _watch(self, process: ServerProcess, conn: LspConnection) -> None:
         """Every `lsp.check_interval` seconds: stop the running server when no request used
