@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 import trio
 import trio.testing
 
-from codeward.daemon.config import Config
+from codeward.daemon.config import Config, ServerConfig
 from codeward.daemon.lsp import early, early_initialize, early_process, initialize
 from codeward.daemon.lsp.connection import LspConnection
 from codeward.daemon.lsp.early_initialize import CAPABILITIES
@@ -111,6 +112,17 @@ def test_the_early_params_are_those_the_session_builds(roots: list[str], options
     assert shipped["capabilities"] == built["capabilities"]
     assert shipped == built
     assert early_initialize.differences(shipped, built) == []
+
+
+def test_a_server_of_more_folders_or_other_options_is_told_apart() -> None:
+    """What makes a session's params differ from those sent early for its root: a second
+    folder (a repository's roots sharing the server), other options."""
+    root, other = Path("/w/a"), Path("/w/b")
+    sent = early_initialize.normalised(early_initialize.initialize_params([root], {"x": 1}))
+    folders = early_initialize.normalised(initialize.initialize_params([root, other], {"x": 1}))
+    options = early_initialize.normalised(initialize.initialize_params([root], {"x": 2}))
+    assert early_initialize.differences(sent, folders) == ["workspaceFolders"]
+    assert early_initialize.differences(sent, options) == ["initializationOptions"]
 
 
 async def test_the_session_adopts_the_answer_waiting_for_it(root: Path, tmp_path: Path) -> None:
@@ -254,6 +266,26 @@ async def test_an_early_initialize_refused_fails_the_start_as_the_sessions_own(
             with trio.fail_after(30), pytest.raises(ToolError) as info:
                 await hover(manager, root / "a.fake")
             assert "refused initialize (fake: no project)" in info.value.message
+            assert gone(one.popen.pid)
+
+
+async def test_a_server_writing_what_is_not_lsp_before_it_is_taken_fails_its_start(
+    root: Path,
+) -> None:
+    """What it wrote is kept for the session's connection, which says it is not LSP."""
+    script = (
+        "import sys, time; sys.stdout.write('hello\\r\\n\\r\\n'); sys.stdout.flush(); "
+        "time.sleep(60)"
+    )
+    server = ServerConfig(command=[sys.executable, "-c", script], untrusted="run")
+    config = fake_config({"fake": server})
+    async with offered(root, config) as [one]:
+        await answered(one)
+        assert not waiting(one).conversation.initialized
+        async with running(root, config) as (manager, _):
+            with trio.fail_after(30), pytest.raises(ToolError) as info:
+                await hover(manager, root / "a.fake")
+            assert "not LSP" in info.value.message
             assert gone(one.popen.pid)
 
 

@@ -25,6 +25,10 @@ log = logging.getLogger(__name__)
 HEADER_LIMIT = 64 * 1024  # a header block past this is not LSP: the session's reader says so
 
 
+class _NotLsp(Exception):
+    """The server wrote a header block that is not LSP's."""
+
+
 class Conversation:
     """`run` converses until `stop`; `initialized` says whether `initialized` went out."""
 
@@ -40,7 +44,8 @@ class Conversation:
         self._stdout = stdout
         self.settings = settings  # its config's settings (sent, and the answers' source)
         self.initialized = False  # `initialized` (and the settings) sent
-        # the server answered initialize (and `initialized` went out), or wrote non-LSP
+        # the server answered initialize (and `initialized` went out), or the conversation
+        # ended without that (its stdout ended, it wrote what is not LSP, `stop`)
         self.answered = trio.Event()
         self.configured = trio.Event()  # a workspace/configuration request answered
         self._held = bytearray()  # frames for the session, as the server wrote them
@@ -61,9 +66,10 @@ class Conversation:
                     while (frame := self._next_frame()) is not None:
                         if not await self._handle(*frame):
                             return
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        except (_NotLsp, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return
         finally:
+            self.answered.set()
             self._done.set()
 
     async def stop(self) -> bytes:
@@ -75,17 +81,21 @@ class Conversation:
 
     def _next_frame(self) -> tuple[bytes, bytes] | None:
         """The next whole frame and its body, taken off the unread bytes; None when none is
-        whole yet, or the header is not one this reads (then nothing more is split)."""
+        whole yet. Raises `_NotLsp` on a header block this does not read."""
         unread = self._unread
         end = unread.find(b"\r\n\r\n")
-        if end < 0 or end > HEADER_LIMIT:
+        if end < 0 and len(unread) <= HEADER_LIMIT:
             return None
+        if end < 0 or end > HEADER_LIMIT:
+            raise _NotLsp
         length = None
         for line in bytes(unread[:end]).split(b"\r\n"):
             name, _, value = line.partition(b":")
             if name.strip().lower() == b"content-length" and value.strip().isdigit():
                 length = int(value.strip())
-        if length is None or len(unread) < end + 4 + length:
+        if length is None:
+            raise _NotLsp
+        if len(unread) < end + 4 + length:
             return None
         whole = bytes(unread[: end + 4 + length])
         del unread[: end + 4 + length]
@@ -99,13 +109,11 @@ class Conversation:
             message = None
         if not isinstance(message, dict):
             self._held += whole
-            self.answered.set()
             return False
         method, msg_id = message.get("method"), message.get("id")
         if method is None and msg_id == INITIALIZE_ID and not self.initialized:
             self._held += whole
             if "error" in message or "result" not in message:
-                self.answered.set()
                 return False  # refused: the session says so
             await self._send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
             if self.settings:

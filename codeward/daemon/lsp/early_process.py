@@ -106,6 +106,7 @@ async def take(
     process = _waiting.pop(key(command, cwd, env), None)
     if process is None:
         return None
+    unread = b""
     with trio.CancelScope(shield=True):  # (it is the caller's now: it must get it)
         unread = await process.conversation.stop()
     initialized = process.conversation.initialized
