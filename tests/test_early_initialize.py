@@ -22,7 +22,13 @@ import trio
 import trio.testing
 
 from codeward.daemon.config import Config, ServerConfig
-from codeward.daemon.lsp import early, early_initialize, early_process, initialize
+from codeward.daemon.lsp import (
+    early,
+    early_conversation,
+    early_initialize,
+    early_process,
+    initialize,
+)
 from codeward.daemon.lsp.connection import LspConnection
 from codeward.daemon.lsp.early_initialize import CAPABILITIES
 from codeward.daemon.lsp.service import LanguageService
@@ -287,6 +293,30 @@ async def test_a_server_writing_what_is_not_lsp_before_it_is_taken_fails_its_sta
                 await hover(manager, root / "a.fake")
             assert "not LSP" in info.value.message
             assert gone(one.popen.pid)
+
+
+async def test_a_failure_while_conversing_early_stops_the_process_not_the_daemon(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug in the conversation (its answer to workspace/configuration raises here): it is
+    logged, the process is not used, the session starts its own."""
+
+    def broken(settings: Any, section: str | None) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(early_conversation, "setting", broken)
+    log = tmp_path / "fake.log"
+    config = fake("talk-first", log)
+    async with offered(root, config) as [one]:
+        with trio.fail_after(30):
+            await waiting(one).conversation.done.wait()
+        assert waiting(one).conversation.failed
+        async with running(root, config) as (manager, _):
+            with trio.fail_after(30):
+                await hover(manager, root / "a.fake")
+            assert manager.pool.servers["fake"].pid != one.popen.pid
+            assert gone(one.popen.pid)
+    assert "the conversation before its session failed" in caplog.text
 
 
 async def test_what_the_server_says_before_it_is_taken_is_handled(

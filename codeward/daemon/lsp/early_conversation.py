@@ -48,10 +48,11 @@ class Conversation:
         # ended without that (its stdout ended, it wrote what is not LSP, `stop`)
         self.answered = trio.Event()
         self.configured = trio.Event()  # a workspace/configuration request answered
+        self.failed = False  # it ended on an unexpected error: what was sent is unknown
         self._held = bytearray()  # frames for the session, as the server wrote them
         self._unread = bytearray()  # bytes not split into frames yet
         self._scope = trio.CancelScope()
-        self._done = trio.Event()
+        self.done = trio.Event()  # the conversation ended (`stop`, or on its own)
 
     async def run(self) -> None:
         """Read and answer until `stop` (or the server's stdout ends, or it writes what is
@@ -68,15 +69,18 @@ class Conversation:
                             return
         except (_NotLsp, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return
+        except Exception:  # a bug here must not end the daemon: the process is not used
+            log.exception("%s: the conversation before its session failed", self.name)
+            self.failed = True
         finally:
             self.answered.set()
-            self._done.set()
+            self.done.set()
 
     async def stop(self) -> bytes:
         """Stop conversing: what the server wrote that its session reads first (the frames
         kept, then the bytes not split yet)."""
         self._scope.cancel()
-        await self._done.wait()
+        await self.done.wait()
         return bytes(self._held + self._unread)
 
     def _next_frame(self) -> tuple[bytes, bytes] | None:

@@ -113,6 +113,8 @@ async def take(
     why = ""
     if process.returncode is not None:
         why = f"it exited with code {process.returncode} before it was taken"
+    elif process.conversation.failed:
+        why = "reading what it wrote failed (see above)"
     else:
         differ = differences(process.initialize, normalised(initialize))
         if differ:
