@@ -139,6 +139,8 @@ class Connection(RequestRunner):
                     nursery.start_soon(self._writer)
                     async with trio.open_nursery() as requests:
                         await self._read(requests, nursery)
+                        if self.editor is not None:  # (its relayed requests: no tasks)
+                            await self.editor.relays.drained()
                     await self.outbox.flush()  # the last replies, to a client that still reads
                     nursery.cancel_scope.cancel()
         except* Exception:

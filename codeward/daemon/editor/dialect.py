@@ -4,7 +4,8 @@
 (`codeward.protocol.lsp.is_opening`). The editor's requests run in the connection's request
 nursery (counted by `request_started`/`request_finished`, as MCP's calls), each in its own
 cancel scope: `$/cancelRequest` or a disconnect cancels it, and the service passes the
-cancellation on to the server. The diagnostics publisher runs in a background scope of the
+cancellation on to the server; the common ones go the lean way instead, with no task
+(`relay.Relays`). The diagnostics publisher runs in a background scope of the
 same nursery, cancelled when the editor stops sending.
 """
 
@@ -28,6 +29,7 @@ from codeward.daemon.editor.forward import FORWARDED, Forwarder, uri_of
 from codeward.daemon.editor.markup import Markup
 from codeward.daemon.editor.offers import PROVIDERS, command_servers, merged, registrations
 from codeward.daemon.editor.progress import Progress
+from codeward.daemon.editor.relay import Relays
 from codeward.daemon.editor.workspace import Root, Workspace, folders_of
 from codeward.daemon.lsp.positions import Encoding, LineIndex, negotiated
 from codeward.daemon.lsp.shapes import unstructure
@@ -110,6 +112,8 @@ class EditorDialect:
         self._ready = trio.Event()  # initialize answered (or failed)
         self._failure: ToolError | None = None
         self._calls: dict[Id, tuple[trio.CancelScope, str]] = {}
+        self._requests: trio.Nursery | None = None  # the connection's request nursery
+        self.relays = Relays(conn, self.machine, self._error, self._cancelled, self._spawn)
         self.asking = Asking(self.machine, conn.send_body, lambda: conn.closed)
         self._ask = self.asking.ask
         self._apply_edit = self.asking.apply_edit
@@ -131,6 +135,8 @@ class EditorDialect:
             call = self._calls.get(event.id)
             if call is not None:
                 call[0].cancel()
+            else:
+                self.relays.cancel(event.id)
         elif isinstance(event, lsp.Reply):
             self.asking.replied(event)
         elif isinstance(event, lsp.Initialize):
@@ -205,6 +211,7 @@ class EditorDialect:
             workspace, self.encoding, self._lines, self._apply_edit, self.progress.rewrite
         )
         self.forwarder.commands = commands
+        self.relays.forwarder, self.relays.markup = self.forwarder, self.markup
         self.forwarder.encodings.update((offer.server, offer.encoding) for offer in offers)
         self.publisher = diagnostics.Publisher(self._diagnostics_of, self._publish)
         self.documents = Documents(workspace, self, self.publisher.changed)
@@ -252,20 +259,25 @@ class EditorDialect:
                 "server restarts with it.", {"kind": ErrorKind.CANCELLED.value}
             ))  # fmt: skip
             return
+        self._requests = requests
+        if self.documents is not None and self.documents.is_settled and self.relays.start(event):
+            return  # (relayed: no task of its own)
+        self._spawn(event)
+
+    def _spawn(self, event: lsp.Call) -> None:
+        """`event` answered in a task of its own, in the connection's request nursery."""
+        assert self._requests is not None
         scope = trio.CancelScope()
-        self._calls[event.id] = (scope, method)
+        self._calls[event.id] = (scope, event.method)
         self.conn.request_started()
-        requests.start_soon(self._run, event, scope)
+        self._requests.start_soon(self._run, event, scope)
 
     async def _run(self, event: lsp.Call, scope: trio.CancelScope) -> None:
         try:
             with scope:
                 self.conn.send_body(await self._answer(event))
             if scope.cancelled_caught:
-                self.conn.send_body(self.machine.error_message(
-                    event.id, ErrorCode.REQUEST_CANCELLED, "Request cancelled.",
-                    {"kind": ErrorKind.CANCELLED.value},
-                ))  # fmt: skip
+                self.conn.send_body(self._cancelled(event.id))
         finally:
             self._calls.pop(event.id, None)
             self.conn.request_finished()
@@ -301,6 +313,10 @@ class EditorDialect:
             log.exception("internal error in %s", event.method)
             return self._internal(event.id)
 
+    def _cancelled(self, msg_id: Id) -> bytes:
+        return self.machine.error_message(msg_id, ErrorCode.REQUEST_CANCELLED,
+            "Request cancelled.", {"kind": ErrorKind.CANCELLED.value})  # fmt: skip
+
     def _internal(self, msg_id: Id) -> bytes:
         return self.machine.error_message(
             msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
@@ -322,6 +338,7 @@ class EditorDialect:
         for scope, method in self._calls.values():
             if writes or method != "workspace/executeCommand":
                 scope.cancel()
+        self.relays.cancel_all()
         self._background.cancel()
 
     def stop(self) -> None:
@@ -331,6 +348,7 @@ class EditorDialect:
     async def release(self) -> None:
         """The connection ends: the servers see the disk again where this editor held a
         buffer, and its sessions let go of it (the caller shields this)."""
+        self.relays.cancel_all()  # (what no cancellation reached: a closed connection's)
         if self.documents is not None:
             await self.documents.release()
         if self.workspace is not None:

@@ -67,6 +67,11 @@ class Documents:
         self._queue.append(Op("work", "", None, Path(), number=self._queued, work=work))
         self._wake()
 
+    @property
+    def is_settled(self) -> bool:
+        """Whether every op queued so far was handed over (`settled` would not wait)."""
+        return self._handed >= self._queued or self._stopped
+
     async def settled(self) -> None:
         """Wait until every op queued so far was handed over."""
         wanted = self._queued

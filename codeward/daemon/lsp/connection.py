@@ -83,6 +83,43 @@ class _Pending:
         self.result: Any = None
         self.error: Exception | None = None
 
+    @property
+    def answered(self) -> bool:
+        """Whether it has its result or error (or timed out)."""
+        return self.event.is_set()
+
+    def finish(self) -> None:
+        """The result, error or timeout is in: wake the waiting task."""
+        self.event.set()
+
+
+class Relayed(_Pending):
+    """A request no task waits for (`LspConnection.relay`): `done(self)` is called once,
+    synchronously, in the task that finishes it (the reader's on the answer, the timer's
+    on a timeout, the closer's when the server goes); its result stays raw JSON."""
+
+    __slots__ = ("done", "finished", "id", "method")
+
+    def __init__(self, method: str, deadline: float, done: Callable[[Relayed], None]) -> None:
+        self.method = method
+        self.id: Id = 0  # the server-side id, once sent
+        self.result_type = msgspec.Raw
+        self.deadline = deadline
+        self.timed_out = False
+        self.result: Any = None
+        self.error: Exception | None = None
+        self.done = done
+        self.finished = False
+
+    @property
+    def answered(self) -> bool:
+        return self.finished
+
+    def finish(self) -> None:
+        if not self.finished:
+            self.finished = True
+            self.done(self)
+
 
 def _nothing() -> None:
     pass
@@ -184,7 +221,7 @@ class LspConnection:
         """Fail every request in flight with `reason` (the server is about to be stopped)."""
         for item in self.peer.fail_all().values():
             item.error = ConnectionClosed(reason)
-            item.event.set()
+            item.finish()
 
     def notify(self, method: str, params: Any = None) -> None:
         """Queue a notification (in order with every other message); dropped once closed."""
@@ -244,6 +281,27 @@ class LspConnection:
             raise failure
         return pending.result
 
+    def relay(
+        self, method: str, params: Any, *, timeout: float, done: Callable[[Relayed], None]
+    ) -> Relayed | None:
+        """Send a request that no task waits for: `done` gets it once it is answered (raw
+        JSON), failed or timed out (see `Relayed`); None, and nothing sent, once closed.
+        The caller gives it up with `give_up` (on a timeout too: `$/cancelRequest`)."""
+        if self.closed.is_set():
+            return None
+        relayed = Relayed(method, trio.current_time() + timeout, done)
+        if relayed.deadline < self._timer.deadline:
+            self._timer.deadline = relayed.deadline
+        relayed.id, frame = self.peer.send_request(method, params, relayed)
+        self._send(frame)
+        return relayed
+
+    def give_up(self, relayed: Relayed) -> None:
+        """A relayed request cancelled by its caller or timed out: `$/cancelRequest`, its
+        late answer expected in `abandoned`; `done` is not called for it any more."""
+        self._give_up(relayed.id, relayed.method, relayed)
+        relayed.finished = True
+
     async def requests(
         self,
         calls: Sequence[tuple[str, Any, Any]],
@@ -295,7 +353,7 @@ class LspConnection:
     ) -> None:
         """For a request that timed out or whose caller left: `$/cancelRequest` (unless
         `cancel` is false) and, with `track`, its late answer expected in `abandoned`."""
-        if pending.event.is_set() and not pending.timed_out:
+        if pending.answered and not pending.timed_out:
             return  # answered (a request given up on unawaited has no event set)
         closed = self.closed.is_set()
         note = (method, trio.current_time())
@@ -315,15 +373,15 @@ class LspConnection:
         each request past its deadline (it gives up: `$/cancelRequest`, RequestTimeout)."""
         while True:
             waiting = self.peer.pending.values()
-            deadlines = [p.deadline for p in waiting if not p.event.is_set()]
+            deadlines = [p.deadline for p in waiting if not p.answered]
             self._timer = trio.CancelScope(deadline=min(deadlines, default=math.inf))
             with self._timer:
                 await trio.sleep_forever()
             now = trio.current_time()
-            for pending in self.peer.pending.values():
-                if pending.deadline <= now and not pending.event.is_set():
+            for pending in list(self.peer.pending.values()):  # (a relayed one's done may
+                if pending.deadline <= now and not pending.answered:
                     pending.timed_out = True
-                    pending.event.set()
+                    pending.finish()
 
     def _send(self, frame: bytes) -> None:
         """Write `frame` now if the pipe takes it, else after every frame queued before it."""
@@ -398,7 +456,7 @@ class LspConnection:
                 pending.error = ResponseError(
                     int(ErrorCode.INTERNAL_ERROR), f"the result does not have the LSP shape: {exc}"
                 )
-        pending.event.set()
+        pending.finish()
 
     def _answer(self, message: Incoming) -> None:
         request_id = message.id

@@ -51,6 +51,19 @@ class Gate:
         servers; held already by the calling task, it passes through)."""
         return _Shared(self)
 
+    def try_share(self) -> bool:
+        """A shared hold taken now, without waiting (a relayed request's, `lsp.relay`): False
+        while a preview has the servers or waits for them. `unshare` ends it."""
+        if self.writer or self.writers_waiting:
+            return False
+        self.readers += 1
+        return True
+
+    def unshare(self) -> None:
+        self.readers -= 1
+        if self.writers_waiting:  # only a waiting preview waits for readers to leave
+            self._notify()
+
     async def preview_waits(self) -> None:
         """Return once a preview waits for the servers: a long request (a folder's
         batches) that holds the gate only for a part of its work stops that part then,
@@ -105,10 +118,7 @@ class _Shared:
             return
         self._token = None
         _HELD.reset(token)
-        gate = self._gate
-        gate.readers -= 1
-        if gate.writers_waiting:  # only a waiting preview waits for readers to leave
-            gate._notify()
+        self._gate.unshare()
 
 
 class PreviewHost(Protocol):

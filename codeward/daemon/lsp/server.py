@@ -51,6 +51,7 @@ from codeward.daemon.lsp.changes import Changes
 from codeward.daemon.lsp.connection import (
     ConnectionClosed,
     LspConnection,
+    Relayed,
     RequestTimeout,
     ResponseError,
     Unawaited,
@@ -190,6 +191,25 @@ class LanguageServer(ServerLifecycle, WorkspaceFolders, ServerDocuments, ServerO
             return await self._request(method, params, timeout, result_type, cancel=True)
         ask = partial(self._request, method, params, timeout, result_type)
         return await self._in_turn(method, ask)
+
+    def relay(
+        self, method: str, params: Any, done: Callable[[Relayed], None]
+    ) -> tuple[LspConnection, Relayed] | None:
+        """`request`'s hot path with no task waiting: sent now to the running server, its
+        answer to `done` (`LspConnection.relay`); None, and nothing sent, when `request`
+        would wait first (a turn, new files, a server not running)."""
+        life = self._life
+        conn = life.conn
+        if method in self._turns or self._new_files.waits(method) or conn is None:
+            return None
+        if life.state is not ServerState.RUNNING or conn.closed.is_set():
+            return None
+        relayed = conn.relay(method, params, timeout=self.timeout_for(method), done=done)
+        if relayed is None:
+            return None
+        self._new_files.heard()
+        life.last_used = trio.current_time()
+        return conn, relayed
 
     async def _in_turn(self, method: str, work: Callable[..., Awaitable[T]]) -> T:
         """`await work(cancel=...)` in the caller's task once every earlier caller of

@@ -39,6 +39,9 @@ documents changed on disk get `didChange`, the named file gets `didOpen`/`didCha
   server runs, routes `method` without a wait and has the buffer open, it is sent at once
   with nothing read from the disk (the buffer is the text; the other open documents'
   changes reach the servers from the watcher's events). Anything else goes as `request`.
+- `service.relay_held(path, method, params, uri, encoding, done) -> Relay | None`: that fast
+  way with no task waiting: sent now, its answer to `done` (`lsp.relay`); None when it
+  does not apply.
 - `await service.request_together(path, [(method, params, result_type), ...]) ->
   list[Answer | ToolError]`: several requests about one file, those the first one's server
   offers sent to it at once, in one write, after one sync (hover and the definition that
@@ -74,6 +77,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from msgspec import Raw
 
 from codeward.daemon.config import Config
 from codeward.daemon.lsp.answers import (
@@ -101,8 +105,10 @@ from codeward.daemon.lsp.editors import Editors
 from codeward.daemon.lsp.file_events import FileEvents
 from codeward.daemon.lsp.folder_diagnostics import Folders
 from codeward.daemon.lsp.pool import ServerPool
+from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.preview import Previewer
 from codeward.daemon.lsp.project_listing import Listing, ProjectListing
+from codeward.daemon.lsp.relay import Relay
 from codeward.daemon.lsp.request_failures import timed_out, unawaited, worth_retrying
 from codeward.daemon.lsp.request_routing import RequestRouting
 from codeward.daemon.lsp.routing import Languages, unsupported
@@ -242,6 +248,24 @@ class LanguageService(
                     return answer
             return await self.request(path, method, params, result_type=result_type,
                                       wait_ready=False)  # fmt: skip
+
+    def relay_held(
+        self,
+        path: Path,
+        method: str,
+        params: Raw,
+        uri: str,
+        encoding: Encoding,
+        done: Callable[[Relay], None],
+    ) -> Relay | None:
+        """`request_held`'s fast way with no task waiting for the answer (`lsp.relay`), for
+        `params` about `uri` in `encoding` that pass as they are: None, and nothing sent,
+        unless the fast way applies and `uri` and `encoding` are the server's."""
+        server, doc = self._held_document(path, method)
+        if server is None or doc is None or doc.uri != uri or server.encoding != encoding:
+            return None
+        relay = Relay(self.gate, server, doc, done)
+        return relay if relay.send(method, params) else None
 
     def _held_document(
         self, path: Path, method: str
