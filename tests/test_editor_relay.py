@@ -1,8 +1,8 @@
 """The editor's requests relayed with no task of their own (`editor.relay`), in process, with
 basedpyright and the scripted server: no task started for a hover or a definition about an
-open buffer, the waiting way for what the lean one cannot do; `$/cancelRequest` reaching the server under its own id; a
-server that crashes or says nothing answered as the waiting way answers, nothing left
-pending; an editor that stops reading held by its backpressure."""
+open buffer, the waiting way for what the lean one cannot do; `$/cancelRequest` reaching
+the server under its own id; a server that crashes or says nothing answered as the waiting
+way answers, nothing left pending; an editor that stops reading held by its backpressure."""
 
 from __future__ import annotations
 
@@ -257,8 +257,8 @@ async def test_basedpyright_answers_relayed_and_the_waiting_way_alike(
         assert target["uri"] == (project / "lib.py").as_uri() and spawned == []
         # a change and the hover right after it: the change first, so the waiting way
         top = {"line": 0, "character": 0}
-        change = {"textDocument": {"uri": main.as_uri(), "version": 2},
-                  "contentChanges": [{"range": {"start": top, "end": top}, "text": "\n"}]}  # fmt: skip
+        edit = {"range": {"start": top, "end": top}, "text": "\n"}
+        change = {"textDocument": {"uri": main.as_uri(), "version": 2}, "contentChanges": [edit]}
         await wire.send(notification("textDocument/didChange", change))
         moved = {**at, "position": {"line": 3, "character": 14}}
         again, spawned = await spawning(wire, request(4, "textDocument/hover", moved))
