@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 import trio
@@ -33,13 +33,22 @@ from codeward.protocol.errors import ErrorCode, ToolError
 from codeward.protocol.messages import Id
 
 if TYPE_CHECKING:
-    from codeward.daemon.editor.dialect import Link
-    from codeward.daemon.lsp.relay import Relay
+    from codeward.daemon.lsp.service import Relay
     from codeward.daemon.session import Asking
 
 log = logging.getLogger(__name__)
 
 RELAYED = DOCUMENT - MERGED  # a document's request one server answers
+
+
+class Link(Protocol):
+    """The connection's side the relayed requests use (the dialect's `Link`, in part)."""
+
+    def send_body(self, body: bytes) -> None: ...
+
+    def request_started(self) -> None: ...
+
+    def request_finished(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -97,7 +106,7 @@ class Relays:
         if relay is None:
             return False
         asking = session.asking(workspace.client_id)
-        asking.add(relay.server.name)  # its messages meanwhile are this editor's
+        asking.add(relay.server)  # its messages meanwhile are this editor's
         self.calls[event.id] = _Call(event, root, relay, asking)
         self.conn.request_started()
         return True
@@ -149,7 +158,7 @@ class Relays:
     def _origin(self, call: _Call, relay: Relay) -> None:
         """Who answered, for the follow-ups (`Forwarder._follow`)."""
         assert self.forwarder is not None
-        server, encoding = relay.server.name, relay.server.encoding
+        server, encoding = relay.server, relay.encoding
         self.forwarder.origins[call.event.method] = Origin(call.root, server, encoding)
         self.forwarder.encodings[server] = encoding
 

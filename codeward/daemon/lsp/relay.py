@@ -20,6 +20,7 @@ from msgspec import Raw
 
 from codeward.daemon.lsp.connection import LspConnection, Relayed
 from codeward.daemon.lsp.documents import Document
+from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.request_failures import request_failure, timed_out, worth_retrying
 from codeward.daemon.lsp.server import LanguageServer
@@ -29,20 +30,22 @@ from codeward.protocol.errors import ToolError
 class Relay:
     """One relayed request (see the module docstring)."""
 
-    __slots__ = ("_conn", "_done", "_gate", "_held", "_relayed", "doc", "outcome", "server",
-                 "started")  # fmt: skip
+    __slots__ = ("_conn", "_doc", "_done", "_gate", "_held", "_relayed", "_server", "_started",
+                 "encoding", "outcome", "server")  # fmt: skip
 
     def __init__(
         self, gate: Gate, server: LanguageServer, doc: Document, done: Callable[[Relay], None]
     ) -> None:
         self._gate = gate
-        self.server = server
-        self.doc = doc
+        self._server = server
+        self._doc = doc
         self._done = done
         self._held = False
         self._conn: LspConnection | None = None
         self._relayed: Relayed | None = None
-        self.started = trio.current_time()
+        self._started = trio.current_time()
+        self.server = server.name  # who answers, in which position encoding
+        self.encoding: Encoding = server.encoding
         self.outcome: Raw | ToolError | None = None
 
     def send(self, method: str, params: Any) -> bool:
@@ -50,13 +53,13 @@ class Relay:
         both the gate (no preview has or waits for the servers) and the server take it."""
         if not self._gate.try_share():
             return False
-        sent = self.server.relay(method, params, self._ended)
+        sent = self._server.relay(method, params, self._ended)
         if sent is None:
             self._gate.unshare()
             return False
         self._held = True
         self._conn, self._relayed = sent
-        self.server.touch(self.doc.uri)
+        self._server.touch(self._doc.uri)
         return True
 
     def cancel(self) -> None:
@@ -71,16 +74,16 @@ class Relay:
         self._done(self)
 
     def _outcome(self, relayed: Relayed) -> Raw | ToolError | None:
-        server, method = self.server, relayed.method
+        server, method = self._server, relayed.method
         if relayed.timed_out:
             assert self._conn is not None
             self._conn.give_up(relayed)
-            waited = trio.current_time() - self.started
+            waited = trio.current_time() - self._started
             return timed_out(server.name, method, waited, 0.0)
         if relayed.error is not None:
             failure = request_failure(server, method, relayed.error, server.timeout_for(method))
             return None if worth_retrying(failure) else failure
-        if server.document(self.doc.uri) is not self.doc:
+        if server.document(self._doc.uri) is not self._doc:
             return None  # (changed meanwhile: asked again on the new text)
         return relayed.result
 

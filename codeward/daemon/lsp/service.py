@@ -134,6 +134,7 @@ __all__ = [
     "Offer",
     "OnEdit",
     "Previewer",
+    "Relay",
     "ServerDiagnostics",
     "SharedServers",
     "Versions",
