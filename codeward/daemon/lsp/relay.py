@@ -49,15 +49,16 @@ class Relay:
         self.outcome: Raw | ToolError | None = None
 
     def send(self, method: str, params: Any) -> bool:
-        """Send it now, the gate held until it ends; False, nothing held or sent, unless
-        both the gate (no preview has or waits for the servers) and the server take it."""
+        """Send it now, the gate held until it ends; False, nothing held, unless both the
+        gate (no preview has or waits for the servers) and the server take it (a server
+        whose pipe closed as it was written fails it at once: False too)."""
         if not self._gate.try_share():
             return False
-        sent = self._server.relay(method, params, self._ended)
-        if sent is None:
-            self._gate.unshare()
-            return False
         self._held = True
+        sent = self._server.relay(method, params, self._ended)
+        if sent is None or sent[1].finished:  # (refused, or its write closed the pipe)
+            self._release()
+            return False
         self._conn, self._relayed = sent
         self._server.touch(self._doc.uri)
         return True
@@ -69,6 +70,8 @@ class Relay:
         self._release()
 
     def _ended(self, relayed: Relayed) -> None:
+        if self._conn is None:
+            return  # (failed as it was sent: `send` says so, the caller goes the waiting way)
         self._release()
         self.outcome = self._outcome(relayed)
         self._done(self)
