@@ -140,6 +140,9 @@ async def test_a_hover_about_an_open_buffer_starts_no_task(daemon: Daemon, proje
         trio.lowlevel.remove_instrument(spawned)
     assert waited["result"] == relayed["result"]
     assert spawned.names
+    # params it cannot read: the waiting way answers them
+    await wire.send(request(4, "textDocument/hover", {"position": at}))
+    assert (await answer(wire))["error"]["code"] == -32602  # InvalidParams
     nothing_pending(conn, daemon)
     wire.close()
 

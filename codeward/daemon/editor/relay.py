@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-import msgspec
 import trio
 
 from codeward.daemon.editor.forward import DOCUMENT, MERGED, Forwarder, Origin, uri_of
@@ -88,12 +87,12 @@ class Relays:
             return False
         if b'Token"' in bytes(params):  # (a progress token: the waiting way rewrites it)
             return False
+        workspace = forwarder.workspace
         try:
             uri = uri_of(params)
-        except msgspec.DecodeError:
-            return False  # (answered there: InvalidParams)
-        workspace = forwarder.workspace
-        located = workspace.locate(uri)
+            located = workspace.locate(uri)
+        except Exception:  # (bad params, a URI of no path: the waiting way answers them)
+            return False
         if located is None or located[0].session.stopped.is_set():
             return False
         root, path = located
