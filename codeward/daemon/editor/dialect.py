@@ -165,7 +165,9 @@ class EditorDialect:
     async def _initialize(self, event: lsp.Initialize, requests: trio.Nursery) -> None:
         try:
             body = await self._initialized(event)
-            requests.start_soon(self._run_background)
+            # (its nursery exists before the editor has the answer: a document it opens
+            # next may start a registration there)
+            await requests.start(self._run_background)
         except ToolError as exc:
             self._failure = exc
             body = self._error(event.id, exc)
@@ -231,13 +233,14 @@ class EditorDialect:
         finally:
             self.conn.request_finished()
 
-    async def _run_background(self) -> None:
+    async def _run_background(self, task_status: trio.TaskStatus[None]) -> None:
         """The diagnostics publisher and the documents' task, until the editor stops."""
         assert self.publisher is not None and self.documents is not None
         assert self.progress is not None
         with self._background:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                task_status.started()
                 nursery.start_soon(self.publisher.run)
                 nursery.start_soon(self.documents.run)
                 nursery.start_soon(self.progress.run)
