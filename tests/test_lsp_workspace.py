@@ -464,3 +464,27 @@ async def test_a_servers_endless_progress_counts_against_the_calls_time(
     assert len(pulls) == 4 and len(cancelled & set(pulls[:3])) == 2
     assert [checked[i] for i in pulls] == [True, False, False, True]
 
+
+async def test_the_files_asked_first_reach_the_server_before_the_others(
+    root: Path, tmp_path: Path
+) -> None:
+    """An edit's files are asked first: `slow-pull` checks one pull at a time (1.5 s each),
+    so the edited file, asked after the others, would wait for them past its settle timeout
+    (2 s; on sympy an edited file behind eight open documents it had to check again was
+    refused as partial after 20 s). It is pulled first and answered in time; the others
+    have as long as it took, then are silent for themselves."""
+    log = tmp_path / "log"
+    config = fake_config({"fake": fake_server("slow-pull", log)}, settle_timeout=2.0)
+    edited = root / "sub" / "b.fake"
+    paths = [root / "a.fake", root / "clean.fake", edited]
+    async with running(root, config) as (manager, _):
+        with trio.fail_after(20):
+            answers = await manager.files_diagnostics(paths, [edited])
+    answer = answers[edited]
+    assert not isinstance(answer, ToolError) and not answer.partial
+    assert [d.line for d in answer.diagnostics] == [2]
+    last = answers[root / "clean.fake"]  # third in line: 4.5 s, past the 1.5 s it had
+    assert not isinstance(last, ToolError) and last.silent == ["fake"]
+    pulls = [m["params"]["textDocument"]["uri"] for m in logged(log)
+             if m.get("method") == "textDocument/diagnostic"]  # fmt: skip
+    assert pulls[0] == edited.as_uri() and len(pulls) == 3
