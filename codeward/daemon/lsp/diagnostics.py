@@ -140,11 +140,14 @@ class Diagnostics:
     ) -> dict[Path, FileDiagnostics | ToolError]:
         """Each file's diagnostics (as `file` answers them): its answer, or the error it
         failed with. The files `first` are asked at once, the others once those have their
-        answers (a type checker takes its pulls one at a time, in the order they came: on
-        sympy an edited file asked after eight others it had to check again waited 10 to
-        30 s), and their servers have as long as `first` took (at least `OTHERS_GRACE`
-        seconds), then those still without an answer are `silent` for that file: files
-        another query opened never make the wait for `first` longer."""
+        answers, one after another (a type checker takes its pulls one at a time, in the
+        order they came, and checks one it had begun even when cancelled: on sympy an
+        edited file asked after eight others it had to check again waited 10 to 30 s, and
+        the next edit's behind those cancelled), and they have as long as `first` took (at
+        least `OTHERS_GRACE` seconds), then those still without an answer are `silent` for
+        that file: files another query opened never make the wait for `first` longer, and
+        leave the server one file to finish at most. Without `first`, every file is asked
+        at once."""
         answers: dict[Path, FileDiagnostics | ToolError] = {}
         waits = _Waits()
         pending = {p for p in paths if p in first}
@@ -165,13 +168,13 @@ class Diagnostics:
 
         async with self.gate.shared(), trio.open_nursery() as nursery:
             for path in paths:
-                if path in pending:
+                if path in pending or not pending:
                     nursery.start_soon(one, path)
             if pending:
                 await answered.wait()
-            for path in paths:
-                if path not in first:
-                    nursery.start_soon(one, path)
+                for path in paths:
+                    if path not in first:
+                        await one(path)
         return answers
 
     async def _file(
