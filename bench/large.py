@@ -23,7 +23,11 @@ serve it; calls alternate. Printed:
 7. the daemon's memory at start (loaded: `tools/list` answered) and after the session
    closed (goal <= 1.2x).
 
-Run: .venv/bin/python bench/large.py [--modules 2000] [--rounds 5]
+`--only edit,diagnostics` runs those parts alone (of symbols, outline, references, edit,
+diagnostics, memory; the direct server is started all the same, and the daemon's memory
+after close is always measured).
+
+Run: .venv/bin/python bench/large.py [--modules 2000] [--rounds 5] [--only PARTS]
      LARGE_REPO=/work/sympy .venv/bin/python bench/large.py
 """
 
@@ -275,7 +279,10 @@ def alternate(rounds: int, ours: Any, theirs: Any, pid: int) -> tuple[float, flo
     return ms(mine), ms(direct), cpu / rounds * 1e3
 
 
-def run(target: Target, tmp: Path, rounds: int) -> None:
+PARTS = ("symbols", "outline", "references", "edit", "diagnostics", "memory")
+
+
+def run(target: Target, tmp: Path, rounds: int, parts: frozenset[str] = frozenset(PARTS)) -> None:
     root = target.root
     print(f"\n== {target.label}: {len(python_files(root)):,} Python files ({load()})")
     daemon = Daemon(tmp / "daemon")
@@ -289,130 +296,148 @@ def run(target: Target, tmp: Path, rounds: int) -> None:
         pid = daemon.proc.pid
 
         # 1. first and warm workspace symbols: each first call with no other server running
-        # (a server analysing the workspace meanwhile takes a core of the other's)
-        first_direct = Direct(root)
-        try:
-            begin = time.perf_counter()
-            found = first_symbols(first_direct, target.query)
-            theirs_first = time.perf_counter() - begin
-        finally:
-            first_direct.stop()
-        begin = time.perf_counter()
-        timeouts = 0
-        while True:  # as a user would: asked again after a timeout
+        if "symbols" in parts:
+            # (a server analysing the workspace meanwhile takes a core of the other's)
+            first_direct = Direct(root)
             try:
-                first = client.tool("get_symbols", {"scope": "workspace", "query": target.query})
-                break
-            except RpcFailed as exc:
-                if exc.kind != "timeout" or timeouts >= 5:
-                    raise
-                timeouts += 1
-        ours_first = time.perf_counter() - begin
-        daemon.note_servers(client)
-        direct = Direct(root)
-        first_symbols(direct, target.query)
-        waited = quiet({**servers(client), "direct": direct.proc.pid}, direct)
-        print(f"(the servers' analysis after start: quiet after {waited:.0f} s)")
-        retried = f", after {timeouts} timeouts" if timeouts else ""
-        print(f"first workspace symbols {target.query!r}: daemon {ours_first:.2f} s{retried} "
-              f"({len(first['symbols'])} shown, partial: {bool(first.get('partial'))}, "
-              f"servers asked: {first.get('languages')}); direct first non-empty "
-              f"{theirs_first:.2f} s from spawn ({len(found)} found): "
-              f"{ours_first / theirs_first:.2f}x (goal <= 1.5x)")  # fmt: skip
-        symbols = {"scope": "workspace", "query": target.query}
-        mine, theirs, cpu = alternate(
-            rounds, lambda: client.tool("get_symbols", symbols),
-            lambda: direct.request("workspace/symbol", {"query": target.query}), pid,
-        )  # fmt: skip
-        print(f"warm workspace symbols: daemon {mine:.1f} ms, direct {theirs:.1f} ms "
-              f"({mine / theirs:.2f}x), daemon CPU {cpu:.1f} ms per call (goal <= 50)")  # fmt: skip
+                begin = time.perf_counter()
+                found = first_symbols(first_direct, target.query)
+                theirs_first = time.perf_counter() - begin
+            finally:
+                first_direct.stop()
+            begin = time.perf_counter()
+            timeouts = 0
+            while True:  # as a user would: asked again after a timeout
+                try:
+                    first = client.tool(
+                        "get_symbols", {"scope": "workspace", "query": target.query}
+                    )
+                    break
+                except RpcFailed as exc:
+                    if exc.kind != "timeout" or timeouts >= 5:
+                        raise
+                    timeouts += 1
+            ours_first = time.perf_counter() - begin
+            daemon.note_servers(client)
+            direct = Direct(root)
+            first_symbols(direct, target.query)
+            waited = quiet({**servers(client), "direct": direct.proc.pid}, direct)
+            print(f"(the servers' analysis after start: quiet after {waited:.0f} s)")
+            retried = f", after {timeouts} timeouts" if timeouts else ""
+            print(f"first workspace symbols {target.query!r}: daemon {ours_first:.2f} s{retried} "
+                  f"({len(first['symbols'])} shown, partial: {bool(first.get('partial'))}, "
+                  f"servers asked: {first.get('languages')}); direct first non-empty "
+                  f"{theirs_first:.2f} s from spawn ({len(found)} found): "
+                  f"{ours_first / theirs_first:.2f}x (goal <= 1.5x)")  # fmt: skip
+            symbols = {"scope": "workspace", "query": target.query}
+            mine, theirs, cpu = alternate(
+                rounds, lambda: client.tool("get_symbols", symbols),
+                lambda: direct.request("workspace/symbol", {"query": target.query}), pid,
+            )  # fmt: skip
+            print(f"warm workspace symbols: daemon {mine:.1f} ms, direct {theirs:.1f} ms "
+                  f"({mine / theirs:.2f}x), daemon CPU {cpu:.1f} ms per call "
+                  "(goal <= 50)")  # fmt: skip
+        else:
+            direct = Direct(root)
+            direct.start([])
 
         # 2. document symbols, warm
-        direct.open(target.outline)
-        outline = {"textDocument": {"uri": direct.uri(target.outline)}}
-        client.tool("get_symbols", {"path": target.outline})
-        direct.request("textDocument/documentSymbol", outline)
-        mine, theirs, cpu = alternate(
-            rounds * 2, lambda: client.tool("get_symbols", {"path": target.outline}),
-            lambda: direct.request("textDocument/documentSymbol", outline), pid,
-        )  # fmt: skip
-        print(f"document symbols of {target.outline}: daemon {mine:.1f} ms, direct "
-              f"{theirs:.1f} ms ({mine / theirs:.2f}x), daemon CPU {cpu:.1f} ms")  # fmt: skip
+        if "outline" in parts:
+            direct.open(target.outline)
+            outline = {"textDocument": {"uri": direct.uri(target.outline)}}
+            client.tool("get_symbols", {"path": target.outline})
+            direct.request("textDocument/documentSymbol", outline)
+            mine, theirs, cpu = alternate(
+                rounds * 2, lambda: client.tool("get_symbols", {"path": target.outline}),
+                lambda: direct.request("textDocument/documentSymbol", outline), pid,
+            )  # fmt: skip
+            print(f"document symbols of {target.outline}: daemon {mine:.1f} ms, direct "
+                  f"{theirs:.1f} ms ({mine / theirs:.2f}x), daemon CPU {cpu:.1f} ms")  # fmt: skip
 
         # 3. references, warm
-        path, line, character = target.references
-        direct.open(path)
-        asked = {"path": path, "line": line, "character": character}
-        params = {**direct.params(path, line, character), "context": {"includeDeclaration": False}}
-        ours_refs = client.tool("find_references", asked)
-        theirs_refs = direct.request("textDocument/references", params) or []
-        mine, theirs, cpu = alternate(
-            rounds, lambda: client.tool("find_references", asked),
-            lambda: direct.request("textDocument/references", params), pid,
-        )  # fmt: skip
-        print(f"references at {path}:{line}:{character}: daemon {mine:.0f} ms "
-              f"({ours_refs['count']:,} found), direct {theirs:.0f} ms ({len(theirs_refs):,} "
-              f"found): {mine / theirs:.2f}x (goal <= 1.2x), daemon CPU {cpu:.0f} ms")  # fmt: skip
+        if "references" in parts:
+            path, line, character = target.references
+            direct.open(path)
+            asked = {"path": path, "line": line, "character": character}
+            params = {
+                **direct.params(path, line, character),
+                "context": {"includeDeclaration": False},
+            }
+            ours_refs = client.tool("find_references", asked)
+            theirs_refs = direct.request("textDocument/references", params) or []
+            mine, theirs, cpu = alternate(
+                rounds, lambda: client.tool("find_references", asked),
+                lambda: direct.request("textDocument/references", params), pid,
+            )  # fmt: skip
+            print(f"references at {path}:{line}:{character}: daemon {mine:.0f} ms "
+                  f"({ours_refs['count']:,} found), direct {theirs:.0f} ms ({len(theirs_refs):,} "
+                  f"found): {mine / theirs:.2f}x (goal <= 1.2x), "
+                  f"daemon CPU {cpu:.0f} ms")  # fmt: skip
 
         # 4. a safe edit with other documents open
-        for other in target.others:
-            client.tool("get_diagnostics", {"path": other})
-        text = (root / target.edit).read_text()
-        said = []
-        for label, extra in (("type error", PROBE), ("comment", HARMLESS)):
-            begin = time.perf_counter()
-            answer = client.tool(
-                "edit_file", {"path": target.edit, "content": text + extra, "mode": "safe"}
-            )
-            took = time.perf_counter() - begin
-            said.append(f"{label}: {took:.2f} s, written {answer.get('written')}, "
-                        f"reason {answer.get('reason')!r}")  # fmt: skip
-            if label == "type error" and answer.get("written"):
-                said.append("UNSAFE WRITE")
-            if answer.get("written"):
-                client.tool("edit_file", {"path": target.edit, "content": text, "mode": "apply"})
-        print(f"safe edits of {target.edit} with {len(target.others)} other documents open: "
-              + "; ".join(said))  # fmt: skip
+        if "edit" in parts:
+            for other in target.others:
+                client.tool("get_diagnostics", {"path": other})
+            text = (root / target.edit).read_text()
+            said = []
+            for label, extra in (("type error", PROBE), ("comment", HARMLESS)):
+                begin = time.perf_counter()
+                answer = client.tool(
+                    "edit_file", {"path": target.edit, "content": text + extra, "mode": "safe"}
+                )
+                took = time.perf_counter() - begin
+                said.append(f"{label}: {took:.2f} s, written {answer.get('written')}, "
+                            f"reason {answer.get('reason')!r}")  # fmt: skip
+                if label == "type error" and answer.get("written"):
+                    said.append("UNSAFE WRITE")
+                if answer.get("written"):
+                    client.tool(
+                        "edit_file", {"path": target.edit, "content": text, "mode": "apply"}
+                    )
+            print(f"safe edits of {target.edit} with {len(target.others)} other documents open: "
+                  + "; ".join(said))  # fmt: skip
 
         # 5. project diagnostics
-        print(f"project diagnostics ({load()}):")
-        for call in range(1, 6):
-            begin = time.perf_counter()
-            answer = client.tool("get_diagnostics", {"limit": 1_000_000})
-            took = time.perf_counter() - begin
-            counts: dict[str, int] = {}
-            for d in answer["diagnostics"]:
-                key = f"{d.get('source')} {d['severity']}"
-                counts[key] = counts.get(key, 0) + 1
-            checked = ", ".join(
-                f"{s['name']} {s['files_checked']:,}/{s['files_total']:,}"
-                f"{' complete' if s['complete'] else ''}"
-                f"{' stopped: ' + s['stopped'] if s.get('stopped') else ''}"
-                for s in answer.get("servers", [])
-            )
-            after = cpu_after(servers(client), direct)
-            cpu = ", ".join(f"{name} {sec}" for name, sec in after.items())
-            restarts = {s["name"]: s.get("restarts", 0) for s in listed(client)}
-            print(f"  call {call}: {took:.1f} s; {checked}; counts {counts}; errors "
-                  f"{[e.get('server') for e in answer.get('errors', [])]}; servers' CPU over "
-                  f"{IDLE_WINDOW:g} s after: {cpu}; restarts {restarts}")  # fmt: skip
-            if not answer.get("partial"):
-                break
-        expected = python_files(root)
-        took, complete = direct.project_diagnostics(expected, 900.0)
-        before = group_cpu(direct.proc.pid)
-        direct.drain(IDLE_WINDOW)
-        idle = group_cpu(direct.proc.pid) - before
-        print(f"  direct workspace pull: {took:.1f} s, complete {complete}, "
-              f"{len(direct.reports):,} files reported, {direct.errors():,} errors; CPU over "
-              f"{IDLE_WINDOW:g} s after: {idle:.2f} s")  # fmt: skip
+        if "diagnostics" in parts:
+            print(f"project diagnostics ({load()}):")
+            for call in range(1, 6):
+                begin = time.perf_counter()
+                answer = client.tool("get_diagnostics", {"limit": 1_000_000})
+                took = time.perf_counter() - begin
+                counts: dict[str, int] = {}
+                for d in answer["diagnostics"]:
+                    key = f"{d.get('source')} {d['severity']}"
+                    counts[key] = counts.get(key, 0) + 1
+                checked = ", ".join(
+                    f"{s['name']} {s['files_checked']:,}/{s['files_total']:,}"
+                    f"{' complete' if s['complete'] else ''}"
+                    f"{' stopped: ' + s['stopped'] if s.get('stopped') else ''}"
+                    for s in answer.get("servers", [])
+                )
+                after = cpu_after(servers(client), direct)
+                cpu = ", ".join(f"{name} {sec}" for name, sec in after.items())
+                restarts = {s["name"]: s.get("restarts", 0) for s in listed(client)}
+                print(f"  call {call}: {took:.1f} s; {checked}; counts {counts}; errors "
+                      f"{[e.get('server') for e in answer.get('errors', [])]}; servers' CPU over "
+                      f"{IDLE_WINDOW:g} s after: {cpu}; restarts {restarts}")  # fmt: skip
+                if not answer.get("partial"):
+                    break
+            expected = python_files(root)
+            took, complete = direct.project_diagnostics(expected, 900.0)
+            before = group_cpu(direct.proc.pid)
+            direct.drain(IDLE_WINDOW)
+            idle = group_cpu(direct.proc.pid) - before
+            print(f"  direct workspace pull: {took:.1f} s, complete {complete}, "
+                  f"{len(direct.reports):,} files reported, {direct.errors():,} errors; CPU over "
+                  f"{IDLE_WINDOW:g} s after: {idle:.2f} s")  # fmt: skip
 
         # 6. idle memory
-        direct.drain(IDLE_WINDOW)
-        memory = {name: group_rss(p) / 2**20 for name, p in servers(client).items()}
-        shown = ", ".join(f"{name} {mb:.0f} MB" for name, mb in memory.items())
-        print(f"servers' memory once idle: {shown}; direct basedpyright "
-              f"{group_rss(direct.proc.pid) / 2**20:.0f} MB")  # fmt: skip
+        if "memory" in parts:
+            direct.drain(IDLE_WINDOW)
+            memory = {name: group_rss(p) / 2**20 for name, p in servers(client).items()}
+            shown = ", ".join(f"{name} {mb:.0f} MB" for name, mb in memory.items())
+            print(f"servers' memory once idle: {shown}; direct basedpyright "
+                  f"{group_rss(direct.proc.pid) / 2**20:.0f} MB")  # fmt: skip
 
         # 7. the daemon's memory after the session closes
         peak = rss_mb(pid)
@@ -432,12 +457,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--modules", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--only", default=",".join(PARTS), help="the parts to run: " + ",".join(PARTS)
+    )
     args = parser.parse_args()
     tmp = Path(os.path.realpath(tempfile.mkdtemp(prefix="cw-bench-large-")))
     try:
         source = os.environ.get("LARGE_REPO")
         target = checkout(tmp, Path(source).resolve()) if source else generated(tmp, args.modules)
-        run(target, tmp, args.rounds)
+        run(target, tmp, args.rounds, frozenset(args.only.split(",")))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -47,9 +47,12 @@ diagnostics either. `silent-definition` offers definitions and never answers the
 hover on the first line names a module (`(module) pkg.sub`). In every mode that publishes,
 a text that begins with "mute" is never published (its analysis never ends).
 
-`slow-pull` offers pull diagnostics and never pushes; it answers each pull `SLOW_PULL`
-seconds after reading it, one at a time, reading nothing meanwhile (a type checker with
-one analysis thread: a pull waits for those before it).
+`slow-pull` offers pull diagnostics and never pushes; it checks one pull at a time, in the
+order they came, `SLOW_PULL` seconds each (a type checker with one analysis thread: a pull
+waits for those before it). A pull cancelled before its turn is answered at once as
+cancelled, unchecked; the one under way runs to its end (as basedpyright's do). Each
+answer is logged as `{"answered": ID, "checked": BOOL}`. `slow-pull-busy` also begins a
+work-done progress at `initialized` that it never ends (an analysis that seems endless).
 
 `refuse-initialize` answers initialize with an error; `talk-first` writes a
 `window/logMessage` and a `window/showMessageRequest` (id "talk-first") before its answer,
@@ -79,6 +82,7 @@ stdin = sys.stdin.buffer
 stdout = sys.stdout.buffer
 _next_id = 1000
 SLOW_PULL = 1.5  # seconds `slow-pull` takes to answer each pull
+SLOW_PULLS = ("slow-pull", "slow-pull-busy")
 _batch: list[bytes] | None = None  # frames kept to be written in one piece
 
 
@@ -120,6 +124,48 @@ def receive() -> dict[str, Any] | None:
         with open(LOG, "a") as f:
             f.write(json.dumps(message) + "\n")
     return message
+
+
+def log(entry: dict[str, Any]) -> None:
+    if LOG:
+        with open(LOG, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+class SlowPulls:
+    """`slow-pull`'s analysis thread: the pulls in the order they came, `SLOW_PULL` seconds
+    each; one cancelled before its turn is answered at once, unchecked."""
+
+    def __init__(self, texts: dict[str, str]) -> None:
+        self.texts = texts
+        self.queue: list[tuple[Any, str]] = []  # (id, uri)
+        self.cancelled: set[Any] = set()
+        self.ready = threading.Condition()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def pull(self, msg_id: Any, uri: str) -> None:
+        with self.ready:
+            self.queue.append((msg_id, uri))
+            self.ready.notify()
+
+    def cancel(self, msg_id: Any) -> None:
+        with self.ready:
+            self.cancelled.add(msg_id)
+
+    def _run(self) -> None:
+        while True:
+            with self.ready:
+                self.ready.wait_for(lambda: bool(self.queue))
+                msg_id, uri = self.queue.pop(0)
+                cancelled = msg_id in self.cancelled
+            if cancelled:
+                log({"answered": msg_id, "checked": False})
+                send({"id": msg_id, "error": {"code": -32800, "message": "Request cancelled"}})
+                continue
+            time.sleep(SLOW_PULL)  # checking the file: not interrupted
+            items = diagnostics_of(self.texts.get(uri, ""))
+            log({"answered": msg_id, "checked": True})
+            send({"id": msg_id, "result": {"kind": "full", "items": items}})
 
 
 def diagnostics_of(text: str) -> list[dict[str, Any]]:
@@ -319,6 +365,7 @@ def main() -> None:
     workspace = Workspace()
     loading = Loading() if MODE in LOADING_MODES else None
     empty_symbols = 2  # `symbols-later`: workspace symbols answered empty this many times
+    slow = SlowPulls(texts) if MODE in SLOW_PULLS else None
     while True:
         message = receive()
         if message is None:
@@ -371,7 +418,7 @@ def main() -> None:
             if MODE in ("busy-symbols", "symbols-later"):
                 capabilities["workspaceSymbolProvider"] = True
                 workspace.root = params["rootPath"]
-            if MODE in ("failing-pull", "slow-pull"):  # offers pull diagnostics, never pushes
+            if MODE in ("failing-pull", *SLOW_PULLS):  # offers pull diagnostics, never pushes
                 capabilities["diagnosticProvider"] = {
                     "interFileDependencies": False,
                     "workspaceDiagnostics": False,
@@ -392,7 +439,7 @@ def main() -> None:
         elif method == "initialized":
             if loading is not None:
                 loading.initialized()
-            if MODE == "busy-symbols":
+            if MODE in ("busy-symbols", "slow-pull-busy"):
                 ask("window/workDoneProgress/create", {"token": "index"})
                 begin = {"kind": "begin", "title": "Indexing"}
                 send({"method": "$/progress", "params": {"token": "index", "value": begin}})
@@ -444,7 +491,7 @@ def main() -> None:
                 loading.opened(doc["uri"], doc["version"], doc["text"])
             elif MODE == "diagnosing":
                 diagnose(doc["uri"], doc["version"], doc["text"])
-            elif MODE not in ("unready-silent", "failing-pull", "slow-pull"):
+            elif MODE not in ("unready-silent", "failing-pull", *SLOW_PULLS):
                 publish(doc["uri"], doc["version"], doc["text"])
             if MODE == "chatty":
                 name = doc["uri"].rsplit("/", 1)[-1]
@@ -457,7 +504,7 @@ def main() -> None:
                 loading.changed(doc["uri"], doc["version"], texts[doc["uri"]])
             elif MODE == "diagnosing":
                 diagnose(doc["uri"], doc["version"], texts[doc["uri"]])
-            elif MODE not in ("unready-silent", "failing-pull", "slow-pull"):
+            elif MODE not in ("unready-silent", "failing-pull", *SLOW_PULLS):
                 publish(doc["uri"], doc["version"], texts[doc["uri"]])
         elif method == "textDocument/diagnostic" and MODE == "off-spec":
             uri = params["textDocument"]["uri"]
@@ -465,10 +512,10 @@ def main() -> None:
             send({"id": msg_id, "result": {"kind": "full", "items": items}})
         elif method == "textDocument/diagnostic" and MODE == "workspace-busy":
             pass  # queued behind its analysis, which never ends: never answered
-        elif method == "textDocument/diagnostic" and MODE == "slow-pull":
-            time.sleep(SLOW_PULL)  # checks one file at a time, reading nothing meanwhile
-            uri = params["textDocument"]["uri"]
-            send({"id": msg_id, "result": {"kind": "full", "items": diagnostics_of(texts[uri])}})
+        elif method == "textDocument/diagnostic" and slow is not None:
+            slow.pull(msg_id, params["textDocument"]["uri"])
+        elif method == "$/cancelRequest" and slow is not None:
+            slow.cancel(params.get("id"))
         elif method == "textDocument/diagnostic" and MODE == "failing-pull":
             failure = {"code": -32603, "message": "analysis crashed"}
             send({"id": msg_id, "error": failure})

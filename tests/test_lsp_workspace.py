@@ -321,14 +321,16 @@ async def test_a_server_reporting_progress_is_not_restarted_for_cancelled_pulls(
     file's pull: the folder's batch gives up on them at the call's deadline (cancelled,
     unanswered), and the server is left to its work past `lsp.cancel_grace` (basedpyright
     on sympy was restarted for it, losing its analysis); the answer says those files were
-    not checked."""
+    not checked. (The workspace pull's settle timeout counts against the call's 1.5 s: the
+    batch has the rest.)"""
     log = tmp_path / "log"
     config = fake_config(
         {"fake": fake_server("workspace-busy", log)},
         settle_timeout=0.5, cancel_grace=0.2, check_interval=0.05,
-        folder_diagnostics_seconds=0.5,
+        folder_diagnostics_seconds=1.5,
     )  # fmt: skip
     async with running(root, config) as (manager, _):
+        await manager.pool.started("fake")
         with trio.fail_after(20):
             answer = await manager.workspace_diagnostics()
         [fake] = answer.servers
@@ -422,3 +424,78 @@ async def test_the_file_under_way_at_the_deadline_is_answered_the_others_cancell
     cancelled = [pulls[m["params"]["id"]] for m in logged(log)
                  if m.get("method") == "$/cancelRequest"]  # fmt: skip
     assert cancelled == [(root / third).as_uri()]
+
+
+async def test_a_servers_endless_progress_counts_against_the_calls_time(
+    root: Path, tmp_path: Path
+) -> None:
+    """`slow-pull-busy` began a work-done progress it never ends (basedpyright on sympy held
+    a call 20 s past its time so: 40.6 s) and checks one pull at a time, 1.5 s each. With
+    `lsp.ready_timeout` at 60 s the wait for its progress still counts against the call's
+    time: the first batch runs until one settle timeout (1 s) from the call's start, the
+    file under way has one more (answered at 1.5 s), the two waiting their turn are
+    cancelled, and the server answers them at once, unchecked: nothing is left for it to
+    check after the answer (a pull asked after it is the next file it checks)."""
+    log = tmp_path / "log"
+    config = fake_config(
+        {"fake": fake_server("slow-pull-busy", log)},
+        settle_timeout=1.0, folder_diagnostics_seconds=0.5, ready_timeout=60.0,
+    )  # fmt: skip
+    async with running(root, config) as (manager, _):
+        server = await manager.pool.started("fake")
+        with trio.fail_after(10):
+            assert await server.wait_for(lambda: not server.ready, 10)  # its progress began
+        begun = trio.current_time()
+        with trio.fail_after(10):
+            answer = await manager.workspace_diagnostics()
+        took = trio.current_time() - begun
+        # its bound: 1 s and a settle timeout more (with a margin for a loaded machine)
+        assert took < 2.0 + 2.0
+        [fake] = answer.servers
+        assert (fake.files_checked, fake.files_total, fake.stopped) == (1, 3, "time")
+        assert server.open_documents() == ()
+        with trio.fail_after(10):  # a pull taken after what the call left in its queue
+            params = {"textDocument": {"uri": (root / "a.fake").as_uri()}}
+            await server.request("textDocument/diagnostic", params, timeout=10)
+    entries = logged(log)
+    pulls = [m["id"] for m in entries if m.get("method") == "textDocument/diagnostic"]
+    cancelled = {m["params"]["id"] for m in entries if m.get("method") == "$/cancelRequest"}
+    checked = {m["answered"]: m["checked"] for m in entries if "answered" in m}
+    assert len(pulls) == 4 and len(cancelled & set(pulls[:3])) == 2
+    assert [checked[i] for i in pulls] == [True, False, False, True]
+
+
+async def test_the_files_asked_first_reach_the_server_before_the_others(
+    root: Path, tmp_path: Path
+) -> None:
+    """An edit's files are asked first: `slow-pull` checks one pull at a time (1.5 s each),
+    so the edited file, asked after the others, would wait for them past its settle timeout
+    (2 s; on sympy an edited file behind eight open documents it had to check again was
+    refused as partial after 20 s). It is pulled first and answered in time; the others
+    are pulled one after another (basedpyright checks a pull it had begun even when it is
+    cancelled: eight at once left it seconds of work) while they have as long as it took,
+    then are silent for themselves."""
+    log = tmp_path / "log"
+    config = fake_config({"fake": fake_server("slow-pull", log)}, settle_timeout=2.0)
+    edited = root / "sub" / "b.fake"
+    paths = [root / "a.fake", root / "clean.fake", edited]
+    async with running(root, config) as (manager, _):
+        with trio.fail_after(20):
+            answers = await manager.files_diagnostics(paths, [edited])
+    answer = answers[edited]
+    assert not isinstance(answer, ToolError) and not answer.partial
+    assert [d.line for d in answer.diagnostics] == [2]
+    last = answers[root / "clean.fake"]  # third in line: 4.5 s, past the 1.5 s it had
+    assert not isinstance(last, ToolError) and last.silent == ["fake"]
+    entries = logged(log)
+    pulls = [m for m in entries if m.get("method") == "textDocument/diagnostic"]
+    assert pulls[0]["params"]["textDocument"]["uri"] == edited.as_uri()
+    outstanding: set[int] = set()  # pulls sent, neither answered nor cancelled yet
+    for m in entries:
+        if m.get("method") == "textDocument/diagnostic":
+            assert not outstanding  # one after another
+            outstanding.add(m["id"])
+        elif m.get("method") == "$/cancelRequest":
+            outstanding.discard(m["params"]["id"])
+        elif "answered" in m:
+            outstanding.discard(m["answered"])

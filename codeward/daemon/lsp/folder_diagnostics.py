@@ -7,12 +7,16 @@ server's open documents stay bounded. What each server checked is kept (`coverag
 while the root's files stay as they are, so the next call goes on from there.
 
 Batches of `lsp.folder_diagnostics_files` go on while the call is within
-`lsp.folder_diagnostics_seconds` (the first batch always runs, for one `lsp.settle_timeout`
-at least); a file's answer is awaited until then. At that deadline a batch stops
-(`Pulls`): the pulls waiting their turn are cancelled, the file the server is checking
-has one settle timeout more (a type checker cancelled in the middle of a file throws away
-what it inferred), and what the batch answered is kept: a fast server that reports only
-open files (ruff) checks a whole project in one call, a slow one what the time allows.
+`lsp.folder_diagnostics_seconds` (the first batch runs until one `lsp.settle_timeout` from
+the call's start at least); a file's answer is awaited until then. Every wait of the call
+counts against that time, the one for a server's work-done progress to end included (a
+type checker's analysis that never seemed to end held a call on sympy for 20 s more): a
+call lasts at most the longer of the two, and one settle timeout more. At that deadline a
+batch stops (`Pulls`): the pulls waiting their turn are cancelled, the file the server is
+checking has one settle timeout more (a type checker cancelled in the middle of a file
+throws away what it inferred), and what the batch answered is kept: a fast server that
+reports only open files (ruff) checks a whole project in one call, a slow one what the
+time allows.
 Each batch holds the session's gate on its own: a preview waiting for the servers (a safe
 edit's) stops it the same way and goes first, and the batch goes on after it. No batch
 starts once the server's process group is past `NEAR_CAP` of its memory cap (`stopped:
@@ -106,17 +110,22 @@ class FolderBatches:
         server: LanguageServer,
         files: Sequence[tuple[str, Path]],
         deadline: float,
+        cut: float,
         done: int = 0,
         total: int | None = None,
     ) -> Batched:
         """`server`'s diagnostics of `files` (`(language, path)`), batch after batch while
-        the trio clock is before `deadline` and the server below its memory cap; `done` of
-        `total` files were checked before (for the progress reports). A batch that a
-        preview cut short is asked again after it, but for the files answered."""
+        the trio clock is before `deadline` and the server below its memory cap, the first
+        batch until `cut` (none once it passed); `done` of `total` files were checked
+        before (for the progress reports). A batch that a preview cut short is asked again
+        after it, but for the files answered."""
         size = self.lsp.folder_diagnostics_files
         total = len(files) + done if total is None else total
         batched = Batched()
         if size <= 0 or not files:
+            return batched
+        if trio.current_time() >= cut:  # the call's time went on waiting for the server
+            batched.stopped = "time"
             return batched
         token = f"codeward/diagnostics/{next(_tokens)}"
         report = _Reporter(self.on_progress, server.name, token, total)
@@ -133,15 +142,10 @@ class FolderBatches:
                 if first:
                     report.send("begin", done)
                 batch, pending = pending[:size], pending[size:]
-                # the first batch has one settle timeout at least, whatever the deadline
-                cut = (
-                    max(deadline, trio.current_time() + self.lsp.settle_timeout)
-                    if first
-                    else deadline
-                )
+                end = cut if first else deadline  # the first batch's own time: `cut`
                 first = False
                 answered = partial(report.answered, done, batched)
-                gave_way = await self._turn(server, batch, batched, cut, answered)
+                gave_way = await self._turn(server, batch, batched, end, answered)
                 report.send("report", done + batched.checked)
                 if batched.error is not None:
                     batched.stopped = "failed"
@@ -329,7 +333,9 @@ class Folders:
         """Diagnostics of every file under `folder` (default: the root) from every
         diagnostic server of its languages (default: those with files there).
 
-        Each server's work-done progress is awaited within `lsp.ready_timeout`. The files
+        Each server's work-done progress is awaited within `lsp.ready_timeout`, and only
+        while its first batch keeps one settle timeout before the end of the first batches
+        (`cut`: every wait of the call counts against its time). The files
         a server checked since the root's files last changed are answered from
         `self.coverage`. A server that pulls workspace diagnostics is pulled (unless its
         entry says `workspace_pull = false`), waiting for a report on every file of its
@@ -360,7 +366,12 @@ class Folders:
         encodings: dict[str, Encoding] = {}
         partial = not whole
         unchecked = 0
-        deadline = trio.current_time() + self.parts.lsp.folder_diagnostics_seconds
+        lsp = self.parts.lsp
+        begun = trio.current_time()
+        deadline = begun + lsp.folder_diagnostics_seconds  # no batch starts after it
+        # the end of the first batch, and of every wait before it: one settle timeout from
+        # the call's start at least (the file under way then has one more: `Pulls`)
+        cut = max(deadline, begun + lsp.settle_timeout)
         report: dict[str, ServerCoverage] = {}
 
         async def one(name: str) -> None:
@@ -369,23 +380,33 @@ class Folders:
             mine = [(lang, path) for lang in served for path in files.get(lang, ())]
             uris = [path_to_uri(path) for _, path in mine]
             covered = self.coverage.of(name, state)
+            server: LanguageServer | None = None
             try:
-                async with gate.shared():
-                    server = await self.parts.pool.started(name)
-                    await server.wait_idle(self.parts.lsp.ready_timeout)
-                    encodings[name] = server.encoding
-                    for uri, published in server.published.items():
-                        by_uri[(name, uri)] = published.diagnostics
-                    left = [f for f, u in zip(mine, uris, strict=True) if u not in covered.checked]
-                    pulls = server.config.workspace_pull is not False
-                    if left and pulls and await server.offers("workspace/diagnostic"):
-                        pulled = await self._pull(server, mine, uris, whole)
-                        covered.checked.update(pulled)
-                        left = [
-                            f for f, u in zip(mine, uris, strict=True) if u not in covered.checked
-                        ]
+                with trio.move_on_at(cut):  # a start, the gate: the call's time too
+                    async with gate.shared():
+                        server = await self.parts.pool.started(name)
+                        offered = False
+                        # the waits before its first batch leave it one settle timeout
+                        with trio.move_on_at(cut - lsp.settle_timeout):
+                            await server.wait_idle(lsp.ready_timeout)  # its analysis under way
+                            unchecked_now = any(u not in covered.checked for u in uris)
+                            if unchecked_now and server.config.workspace_pull is not False:
+                                offered = await server.offers("workspace/diagnostic")
+                        encodings[name] = server.encoding
+                        for uri, published in server.published.items():
+                            by_uri[(name, uri)] = published.diagnostics
+                        if offered:
+                            pulled = await self._pull(server, mine, uris, whole, cut)
+                            covered.checked.update(pulled)
+                left = [f for f, u in zip(mine, uris, strict=True) if u not in covered.checked]
                 done = len(mine) - len(left)
-                batched = await self.batches.check(server, left, deadline, done, len(mine))
+                if server is None or name not in encodings:  # the call's time ran out first
+                    batched = Batched(stopped="time" if left else None)
+                    known = self.parts.pool.servers.get(name)
+                    if known is not None:
+                        encodings[name] = known.encoding  # what it checked in earlier calls
+                else:
+                    batched = await self.batches.check(server, left, deadline, cut, done, len(mine))
             except ToolError as exc:
                 errors.append(exc)
                 return
@@ -395,7 +416,7 @@ class Folders:
             covered.checked.update((u, items) for u, items in answers.items() if items is not None)
             for uri in uris:
                 items = covered.checked.get(uri)
-                if items is not None:
+                if items is not None and name in encodings:
                     by_uri[(name, uri)] = items
             checked = sum(1 for uri in uris if uri in covered.checked)
             unchecked += len(uris) - checked
@@ -431,18 +452,23 @@ class Folders:
         return content_state([path for paths in files.values() for path in paths])
 
     async def _pull(
-        self, server: LanguageServer, mine: Sequence[tuple[str, Path]], uris: list[str], whole: bool
+        self,
+        server: LanguageServer,
+        mine: Sequence[tuple[str, Path]],
+        uris: list[str],
+        whole: bool,
+        cut: float,
     ) -> dict[str, Sequence[Diagnostic]]:
-        """A workspace pull, within the settle timeout: the files it checked (uri -> their
+        """A workspace pull, within the settle timeout and until `cut` (the trio clock of the
+        call's end): the files it checked (uri -> their
         diagnostics). Complete, every file of `mine` (one it did not report has none);
         else the files it reported problems in, and those it reported while no progress
         was under way: basedpyright first reports every file clean, checked or not, in a
         round under progress. The rest are opened in batches instead."""
         expected = {path for _, path in mine} if whole else None
         final: set[str] = set()
-        pulled, complete = await server.workspace_diagnostics(
-            self.parts.lsp.settle_timeout, expected, final
-        )
+        timeout = max(min(self.parts.lsp.settle_timeout, cut - trio.current_time()), 0.0)
+        pulled, complete = await server.workspace_diagnostics(timeout, expected, final)
         if complete:
             return {uri: pulled.get(uri, ()) for uri in uris}
         wanted = set(uris)
