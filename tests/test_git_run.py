@@ -445,6 +445,23 @@ async def test_hardened_environment(repo: Path, monkeypatch: pytest.MonkeyPatch)
     assert result["exit_code"] == 0
 
 
+def test_the_environment_follows_the_daemons(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment built once per set of the passed variables' values: a change to any
+    of them shows in the next one, and each call gets a dict of its own."""
+    monkeypatch.delenv("TZ", raising=False)
+    first = runner.git_env(read_only=True)
+    assert "TZ" not in first and first["GIT_OPTIONAL_LOCKS"] == "0"
+    first["TZ"] = "changed by its caller"
+    monkeypatch.setenv("TZ", "Europe/Paris")
+    monkeypatch.setenv("HOME", "/home/elsewhere")
+    env = runner.git_env(read_only=False)
+    assert env["TZ"] == "Europe/Paris" and env["HOME"] == "/home/elsewhere"
+    assert "GIT_OPTIONAL_LOCKS" not in env
+    monkeypatch.delenv("TZ")
+    assert "TZ" not in runner.git_env(read_only=True)
+    assert runner.git_env(read_only=True, base={"PATH": "/usr/bin", "TZ": "UTC"})["TZ"] == "UTC"
+
+
 # --- timeout and cancellation: the whole process group goes ------------------------------
 
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from codeward.daemon.git import settled
 from codeward.daemon.git.config_scan import ConfigEntry
 
 # What git's long format calls each change, padded to the widest label ("typechange:").
@@ -32,7 +33,6 @@ _WIDTH = max(len(label) for label in _LABELS.values()) + 1
 # Operations in progress that the long format describes and porcelain v2 does not.
 _STATE_FILES = frozenset({"MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD",
                           "REVERT_HEAD", "BISECT_LOG", "sequencer"})  # fmt: skip
-_SPARSE = os.path.join("info", "sparse-checkout")
 _UNTRACKED_MODES = {"no": "no", "normal": "normal", "all": "all", "": "all"}
 _PLAIN_PATH = re.compile(rb"[\x20\x21\x23-\x5b\x5d-\x7e]*")  # printable ASCII but quote, backslash
 _C_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
@@ -82,20 +82,43 @@ def plain(configured: bool, git_dir: Path) -> bool:
     renders from porcelain v2 (its arguments aside: `untracked_mode` says those);
     `configured`: `format_configured` of the repository's config. Told before git runs, so
     that what the parse run cannot render (an operation in progress, a detached HEAD) has
-    git's own status start with it, not after it."""
+    git's own status start with it, not after it. Each of the three things read is
+    remembered while its settled stat stands (`settled`): a status of a repository at rest
+    costs three lstats, not a listing of its git directory and a read of HEAD."""
     if configured:
         return False
+    where = str(git_dir)
+    return (
+        not settled.value(where, _in_operation)
+        and not settled.value(os.path.join(where, "info"), _sparse)
+        and settled.value(os.path.join(where, "HEAD"), _on_branch)
+    )
+
+
+def _in_operation(git_dir: str) -> bool:
+    """Whether the git directory names an operation in progress (or cannot be listed)."""
     try:
-        names = os.listdir(git_dir)
-        if not _STATE_FILES.isdisjoint(names) or os.path.lexists(os.path.join(git_dir, _SPARSE)):
-            return False
-        head = os.open(os.path.join(git_dir, "HEAD"), os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            return os.read(head, 5) == b"ref: "  # else detached: "at" or "from" only git knows
-        finally:
-            os.close(head)
+        return not _STATE_FILES.isdisjoint(os.listdir(git_dir))
     except OSError:
-        return False  # git itself says what it finds
+        return True  # git itself says what it finds
+
+
+def _sparse(info: str) -> bool:
+    return os.path.lexists(os.path.join(info, "sparse-checkout"))
+
+
+def _on_branch(head: str) -> bool:
+    """Whether HEAD names a branch (else detached: "at" or "from" only git knows)."""
+    try:
+        fd = os.open(head, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False  # no HEAD to read: git itself says why
+    try:
+        return os.read(fd, 5) == b"ref: "
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def quote(path: str) -> str:
