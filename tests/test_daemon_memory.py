@@ -4,7 +4,10 @@ the process-wide caches keyed by their paths (`caches.keyed_by_paths`)."""
 
 from __future__ import annotations
 
+import gc
 import os
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -50,6 +53,55 @@ async def test_closed_sessions_leave_nothing_behind(
         assert caches.sizes() == dict.fromkeys(caches.sizes(), 0), caches.sizes()
     assert daemon.sessions.shared._servers == {}
     assert daemon.sessions.shared._repositories == {}
+
+
+@pytest.fixture
+def collected_only_by_the_trim() -> Iterator[None]:
+    """No automatic collection: what is in reference cycles is freed by `caches.trim`'s."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("ending", ["terminate", "idle"])
+@pytest.mark.usefixtures("collected_only_by_the_trim")
+async def test_the_trim_after_a_session_ends_frees_the_session(
+    open_client: OpenClient,
+    daemon: Daemon,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ending: str,
+) -> None:
+    """A session's parts know each other (reference cycles), so a collection frees it, not
+    its last reference going: when its end collects and trims, nothing holds it any more
+    (not the task that ran it, not the close that terminated it), and what it held goes
+    back to the system then (the sympy session's 3.7x, the daemon quiet after it, so no
+    automatic collection came)."""
+    freed: list[bool] = []
+    trimmed = trio.Event()
+    trim = caches.trim
+
+    def spy() -> None:
+        trim()
+        freed.append(session() is None)
+        trio.from_thread.run_sync(trimmed.set)
+
+    monkeypatch.setattr(caches, "trim", spy)
+    (tmp_path / "a.fake").write_text("good\nbad\n")
+    client = await open_client(tmp_path)
+    with trio.fail_after(30):
+        await client.tool("get_diagnostics", path="a.fake")
+        await client.tool("edit_file", path="a.fake", content="good\n", mode="safe")
+    session = weakref.ref(next(iter(daemon.sessions.sessions.values())))
+    with trio.fail_after(30):
+        if ending == "terminate":
+            assert await client.call("session/close", {"terminate": True}) == {}
+        else:
+            await client.aclose()
+        await trimmed.wait()
+    assert freed == [True]
 
 
 def _rss() -> int:

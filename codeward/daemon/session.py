@@ -338,6 +338,10 @@ class SessionManager:
             if self._by_root.get(session.root) is session:
                 del self._by_root[session.root]
             caches.release()  # its paths and URIs are not kept by them
+            # Not held here while the trim collects it: what it held is in reference
+            # cycles (its parts know each other), freed only by a collection, and the
+            # daemon, quiet once the session closed, would not run one for a long time.
+            del session
             with trio.CancelScope(shield=True):  # what it freed goes back to the system
                 await trio.to_thread.run_sync(caches.trim)
 
@@ -369,7 +373,3 @@ class SessionManager:
                 if not session.stopped.is_set():
                     nursery.start_soon(one, session)
         return sorted(changed)
-
-    async def terminate(self, session: Session) -> None:
-        session.stop()
-        await session.stopped.wait()
