@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,9 +26,13 @@ SESSIONS = 4
 
 
 @pytest.fixture
-def daemon_config() -> Config:
-    """`*.fake` files; a session ends 50 ms after its last client left."""
-    config = fake_config({"fake": fake_server("ok")})
+def daemon_config(request: pytest.FixtureRequest) -> Config:
+    """`*.fake` files, its server a process of the session's own (or, "shared", one the
+    roots of a repository share); a session ends 50 ms after its last client left."""
+    server = fake_server("ok")
+    if getattr(request, "param", "own") == "shared":
+        server = msgspec.structs.replace(server, folders=True)
+    config = fake_config({"fake": server})
     return msgspec.structs.replace(config, daemon=DaemonConfig(idle_timeout=0.05))
 
 
@@ -66,8 +71,9 @@ def collected_only_by_the_trim() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("ending", ["terminate", "idle"])
+@pytest.mark.parametrize("daemon_config", ["own", "shared"], indirect=True)
 @pytest.mark.usefixtures("collected_only_by_the_trim")
-async def test_the_trim_after_a_session_ends_frees_the_session(
+async def test_a_trim_after_a_session_ends_frees_the_session(
     open_client: OpenClient,
     daemon: Daemon,
     tmp_path: Path,
@@ -75,33 +81,38 @@ async def test_the_trim_after_a_session_ends_frees_the_session(
     ending: str,
 ) -> None:
     """A session's parts know each other (reference cycles), so a collection frees it, not
-    its last reference going: when its end collects and trims, nothing holds it any more
-    (not the task that ran it, not the close that terminated it), and what it held goes
-    back to the system then (the sympy session's 3.7x, the daemon quiet after it, so no
-    automatic collection came)."""
-    freed: list[bool] = []
-    trimmed = trio.Event()
+    its last reference going; the daemon, quiet once it closed, runs no automatic one for a
+    long time (the sympy session's 3.7x). So its end asks for a trim once nothing holds it:
+    not the task that ran it, not the close that terminated it, not a shared process still
+    stopping after its last root left (its progress went to the session): the trim that
+    shared process's end asks for frees it then."""
+    freed = trio.Event()
     trim = caches.trim
 
     def spy() -> None:
         trim()
-        freed.append(session() is None)
-        trio.from_thread.run_sync(trimmed.set)
+        if session() is None:
+            trio.from_thread.run_sync(freed.set)
 
     monkeypatch.setattr(caches, "trim", spy)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "a.fake").write_text("good\nbad\n")
     client = await open_client(tmp_path)
     with trio.fail_after(30):
         await client.tool("get_diagnostics", path="a.fake")
         await client.tool("edit_file", path="a.fake", content="good\n", mode="safe")
-    session = weakref.ref(next(iter(daemon.sessions.sessions.values())))
+    (live,) = daemon.sessions.sessions.values()
+    assert daemon.sessions.shared.shares(live.lsp.pool.servers["fake"]) == (
+        daemon.sessions.config.servers["fake"].folders is True
+    )
+    session = weakref.ref(live)
+    del live
     with trio.fail_after(30):
         if ending == "terminate":
             assert await client.call("session/close", {"terminate": True}) == {}
         else:
             await client.aclose()
-        await trimmed.wait()
-    assert freed == [True]
+        await freed.wait()
 
 
 def _rss() -> int:
