@@ -115,6 +115,38 @@ async def test_a_trim_after_a_session_ends_frees_the_session(
         await freed.wait()
 
 
+@pytest.mark.usefixtures("collected_only_by_the_trim")
+async def test_a_client_still_bound_to_a_terminated_session_frees_it_when_it_leaves(
+    open_client: OpenClient, daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One client terminates the session another still uses: that other connection holds
+    it past the trim of its end; when it leaves (or opens a session again) a trim frees it."""
+    freed, trimmed = trio.Event(), trio.Event()
+    trim = caches.trim
+
+    def spy() -> None:
+        trim()
+        trio.from_thread.run_sync(trimmed.set)
+        if session() is None:
+            trio.from_thread.run_sync(freed.set)
+
+    monkeypatch.setattr(caches, "trim", spy)
+    (tmp_path / "a.fake").write_text("good\nbad\n")
+    closing, staying = await open_client(tmp_path), await open_client(tmp_path)
+    with trio.fail_after(30):
+        await staying.tool("get_diagnostics", path="a.fake")
+    (live,) = daemon.sessions.sessions.values()
+    session = weakref.ref(live)
+    del live
+    with trio.fail_after(30):
+        assert await closing.call("session/close", {"terminate": True}) == {}
+        await trimmed.wait()  # the trim after its end: still held
+    assert session() is not None
+    with trio.fail_after(30):
+        await staying.aclose()
+        await freed.wait()
+
+
 def _rss() -> int:
     with open("/proc/self/statm", "rb") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

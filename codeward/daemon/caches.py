@@ -59,7 +59,6 @@ class Reclaim:
 
     def __init__(self) -> None:
         self._wanted = trio.Event()
-        self.trims = 0  # trims run
 
     def request(self) -> None:
         self._wanted.set()
@@ -70,7 +69,6 @@ class Reclaim:
             await self._wanted.wait()
             self._wanted = trio.Event()
             await trio.to_thread.run_sync(trim)
-            self.trims += 1
 
 
 @functools.cache
