@@ -44,6 +44,16 @@ def alive(pid: int) -> bool:
     return True
 
 
+def wait_gone(pids: list[int], timeout: float = 60.0) -> float:
+    """Seconds until none of `pids` is alive (at most `timeout`): a session's servers, shared
+    ones stopping after it closed (basedpyright's shutdown takes seconds on a large project),
+    hold what they were given of it until then."""
+    begin = time.monotonic()
+    while any(alive(pid) for pid in pids) and time.monotonic() - begin < timeout:
+        time.sleep(0.1)
+    return time.monotonic() - begin
+
+
 _threads_seen: dict[tuple[int, str], int] = {}  # (pid, thread id) -> its CPU ns last read
 
 

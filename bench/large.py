@@ -21,7 +21,7 @@ serve it; calls alternate. Printed:
    error count, time and CPU after;
 6. the servers' memory once idle (each server's process group), the direct one's;
 7. the daemon's memory at start (loaded: `tools/list` answered) and after the session
-   closed (goal <= 1.2x).
+   closed and its servers exited (goal <= 1.2x).
 
 `--only edit,diagnostics` runs those parts alone (of symbols, outline, references, edit,
 diagnostics, memory; the direct server is started all the same, and the daemon's memory
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from common import Daemon, DaemonClient, RpcFailed, cpu_seconds  # bench/
+from common import Daemon, DaemonClient, RpcFailed, cpu_seconds, wait_gone  # bench/
 from lsp import DirectClient  # bench/
 
 from codeward.daemon.lsp.process import group_rss
@@ -441,11 +441,14 @@ def run(target: Target, tmp: Path, rounds: int, parts: frozenset[str] = frozense
 
         # 7. the daemon's memory after the session closes
         peak = rss_mb(pid)
+        running = list(servers(client).values())
         client.call("session/close", {"terminate": True})
-        time.sleep(3)
+        stopped = wait_gone(running)
+        time.sleep(2)  # the trims after the session and its servers
         end = rss_mb(pid)
         print(f"daemon RSS: start {start_mb:.1f} MB, in the session {peak:.1f} MB, after "
-              f"close {end:.1f} MB ({end / start_mb:.2f}x; goal <= 1.2x)")  # fmt: skip
+              f"close {end:.1f} MB ({end / start_mb:.2f}x; goal <= 1.2x; its servers gone "
+              f"{stopped:.1f} s after the close)")  # fmt: skip
         client.close()
     finally:
         if direct is not None:

@@ -4,7 +4,11 @@ the process-wide caches keyed by their paths (`caches.keyed_by_paths`)."""
 
 from __future__ import annotations
 
+import gc
 import os
+import subprocess
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -22,9 +26,13 @@ SESSIONS = 4
 
 
 @pytest.fixture
-def daemon_config() -> Config:
-    """`*.fake` files; a session ends 50 ms after its last client left."""
-    config = fake_config({"fake": fake_server("ok")})
+def daemon_config(request: pytest.FixtureRequest) -> Config:
+    """`*.fake` files, its server a process of the session's own (or, "shared", one the
+    roots of a repository share); a session ends 50 ms after its last client left."""
+    server = fake_server("ok")
+    if getattr(request, "param", "own") == "shared":
+        server = msgspec.structs.replace(server, folders=True)
+    config = fake_config({"fake": server})
     return msgspec.structs.replace(config, daemon=DaemonConfig(idle_timeout=0.05))
 
 
@@ -50,6 +58,93 @@ async def test_closed_sessions_leave_nothing_behind(
         assert caches.sizes() == dict.fromkeys(caches.sizes(), 0), caches.sizes()
     assert daemon.sessions.shared._servers == {}
     assert daemon.sessions.shared._repositories == {}
+
+
+@pytest.fixture
+def collected_only_by_the_trim() -> Iterator[None]:
+    """No automatic collection: what is in reference cycles is freed by `caches.trim`'s."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("ending", ["terminate", "idle"])
+@pytest.mark.parametrize("daemon_config", ["own", "shared"], indirect=True)
+@pytest.mark.usefixtures("collected_only_by_the_trim")
+async def test_a_trim_after_a_session_ends_frees_the_session(
+    open_client: OpenClient,
+    daemon: Daemon,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ending: str,
+) -> None:
+    """A session's parts know each other (reference cycles), so a collection frees it, not
+    its last reference going; the daemon, quiet once it closed, runs no automatic one for a
+    long time (the sympy session's 3.7x). So its end asks for a trim once nothing holds it:
+    not the task that ran it, not the close that terminated it, not a shared process still
+    stopping after its last root left (its progress went to the session): the trim that
+    shared process's end asks for frees it then."""
+    freed = trio.Event()
+    trim = caches.trim
+
+    def spy() -> None:
+        trim()
+        if session() is None:
+            trio.from_thread.run_sync(freed.set)
+
+    monkeypatch.setattr(caches, "trim", spy)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.fake").write_text("good\nbad\n")
+    client = await open_client(tmp_path)
+    with trio.fail_after(30):
+        await client.tool("get_diagnostics", path="a.fake")
+        await client.tool("edit_file", path="a.fake", content="good\n", mode="safe")
+    (live,) = daemon.sessions.sessions.values()
+    assert daemon.sessions.shared.shares(live.lsp.pool.servers["fake"]) == (
+        daemon.sessions.config.servers["fake"].folders is True
+    )
+    session = weakref.ref(live)
+    del live
+    with trio.fail_after(30):
+        if ending == "terminate":
+            assert await client.call("session/close", {"terminate": True}) == {}
+        else:
+            await client.aclose()
+        await freed.wait()
+
+
+@pytest.mark.usefixtures("collected_only_by_the_trim")
+async def test_a_client_still_bound_to_a_terminated_session_frees_it_when_it_leaves(
+    open_client: OpenClient, daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One client terminates the session another still uses: that other connection holds
+    it past the trim of its end; when it leaves (or opens a session again) a trim frees it."""
+    freed, trimmed = trio.Event(), trio.Event()
+    trim = caches.trim
+
+    def spy() -> None:
+        trim()
+        trio.from_thread.run_sync(trimmed.set)
+        if session() is None:
+            trio.from_thread.run_sync(freed.set)
+
+    monkeypatch.setattr(caches, "trim", spy)
+    (tmp_path / "a.fake").write_text("good\nbad\n")
+    closing, staying = await open_client(tmp_path), await open_client(tmp_path)
+    with trio.fail_after(30):
+        await staying.tool("get_diagnostics", path="a.fake")
+    (live,) = daemon.sessions.sessions.values()
+    session = weakref.ref(live)
+    del live
+    with trio.fail_after(30):
+        assert await closing.call("session/close", {"terminate": True}) == {}
+        await trimmed.wait()  # the trim after its end: still held
+    assert session() is not None
+    with trio.fail_after(30):
+        await staying.aclose()
+        await freed.wait()
 
 
 def _rss() -> int:

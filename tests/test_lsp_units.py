@@ -27,6 +27,7 @@ from codeward.daemon.lsp.initialize import initialize_params, server_capabilitie
 from codeward.daemon.lsp.overlay import Overlay
 from codeward.daemon.lsp.positions import (
     LineIndex,
+    Lines,
     line_starts,
     negotiated,
     split_lines,
@@ -69,6 +70,26 @@ def test_line_starts_and_split_lines_count_the_same_lines(text: str) -> None:
     assert [text[a:b].rstrip("\r\n") for a, b in zip(starts, ends, strict=True)] == split_lines(
         text
     )
+
+
+@given(st.text(alphabet="ab\r\n\u2028é\x00"))
+def test_lines_are_split_lines_cut_when_asked(text: str) -> None:
+    """A LineIndex's `Lines` (the text and where each line starts, not a string per line,
+    the small strings of a large project's cached texts having held the allocator's arenas
+    after the session) are the lines `split_lines` gives: each by index, from the end too,
+    in order, their count, a slice; equal to that list; out of range an IndexError."""
+    expected = split_lines(text)
+    lines = Lines(text)
+    assert len(lines) == len(expected)
+    assert [lines[n] for n in range(len(lines))] == expected
+    assert [lines[-n] for n in range(1, len(lines) + 1)] == expected[::-1]
+    assert list(lines) == expected and lines == expected and lines == Lines(text)
+    assert lines[1:3] == expected[1:3]
+    with pytest.raises(IndexError):
+        lines[len(expected)]
+    with pytest.raises(IndexError):
+        lines[-len(expected) - 1]
+    assert LineIndex(text).plain == ("\x00" not in text)
 
 
 def test_line_index() -> None:

@@ -484,7 +484,8 @@ async def test_a_closed_session_is_opened_again(daemon: Daemon, repo: Path) -> N
         status = {"name": "git_command", "arguments": {"subcommand": "status"}}
         first = await client.request("tools/call", status)
         (session,) = daemon.sessions.sessions.values()
-        await daemon.sessions.terminate(session)  # `codeward sessions close` does this
+        session.stop()  # `codeward sessions close` does this
+        await session.stopped.wait()
         again = await client.request("tools/call", status)
         assert first["result"]["isError"] is False and again["result"]["isError"] is False
         live = [s for s in daemon.sessions.sessions.values() if not s.stopped.is_set()]

@@ -2,7 +2,8 @@
 example `uris.path_to_uri`): each registers itself with `keyed_by_paths`, and `release`
 empties them all when a session ends, so a closed session's paths are not kept alive by
 them (they fill again with the live sessions' paths as those are used). `trim` then gives
-the memory the ended session freed back to the system."""
+the memory the ended session freed back to the system, run by `Reclaim` once nothing holds
+the session any more."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import ctypes
 import functools
 import gc
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
+
+import trio
 
 
 class Cache(Protocol):
@@ -44,6 +47,28 @@ def trim() -> None:
     malloc_trim = _libc_trim()
     if malloc_trim is not None:
         malloc_trim(0)
+
+
+class Reclaim:
+    """Runs `trim` in a thread of its own task when asked (`request`), one after another:
+    a session's parts know each other (reference cycles), so only a collection frees it,
+    and only once nothing holds it. The code that let go of a session (its task ending) or
+    of a server's actor serving it (a shared process stopped after its last root left: its
+    progress went to the session) asks as its last step; the collection runs later, in
+    this task, when that code's frames are gone. Requests meanwhile make one more trim."""
+
+    def __init__(self) -> None:
+        self._wanted = trio.Event()
+
+    def request(self) -> None:
+        self._wanted.set()
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self._wanted.wait()
+            self._wanted = trio.Event()
+            await trio.to_thread.run_sync(trim)
 
 
 @functools.cache

@@ -444,8 +444,11 @@ class Connection(RequestRunner):
 
     def unbind(self) -> None:
         if self.session is not None:
+            ended = self.session.stopped.is_set()  # closed by another client meanwhile
             self.session.detach(self.id)
             self.session = None
+            if ended:  # this held it after its end's trim: one more frees it now
+                self.daemon.sessions.reclaim.request()
 
     def _forward_progress(self, params: dict[str, Any]) -> None:
         self.notify_client("$/progress", params)

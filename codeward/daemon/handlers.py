@@ -132,7 +132,10 @@ async def session_close(conn: Connection, item: Incoming) -> dict[str, Any]:
     conn.unbind()
     conn.policy = None
     if params.terminate:
-        await conn.daemon.sessions.terminate(session)
+        session.stop()
+        stopped = session.stopped
+        del session  # not held while its end collects it (see `SessionManager._run_session`)
+        await stopped.wait()
     return {}
 
 

@@ -252,11 +252,15 @@ class SessionManager:
         self.sessions: dict[str, Session] = {}
         self._by_root: dict[Path, Session] = {}
         self.budget = ServerBudget(config.daemon)  # caps live servers across sessions
-        self.shared = SharedServers()  # server processes shared by a repository's roots
+        # the trims after a session (or a shared process that served it) ended
+        self.reclaim = caches.Reclaim()
+        # server processes shared by a repository's roots
+        self.shared = SharedServers(on_gone=self.reclaim.request)
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
+            await nursery.start(self.reclaim.run)
             await nursery.start(self.shared.run)
             self._nursery = nursery
             task_status.started()
@@ -338,8 +342,7 @@ class SessionManager:
             if self._by_root.get(session.root) is session:
                 del self._by_root[session.root]
             caches.release()  # its paths and URIs are not kept by them
-            with trio.CancelScope(shield=True):  # what it freed goes back to the system
-                await trio.to_thread.run_sync(caches.trim)
+            self.reclaim.request()  # what it freed goes back to the system
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
@@ -369,7 +372,3 @@ class SessionManager:
                 if not session.stopped.is_set():
                     nursery.start_soon(one, session)
         return sorted(changed)
-
-    async def terminate(self, session: Session) -> None:
-        session.stop()
-        await session.stopped.wait()

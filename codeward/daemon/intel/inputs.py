@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ class SourceFile:
     path: Path  # canonical, inside the root
     shown: str  # root-relative, for results and messages
     language: str
-    lines: list[str]
+    lines: Sequence[str]  # a LineIndex's `Lines`, or `split_lines`'
 
     @property
     def line_count(self) -> int:

@@ -18,7 +18,7 @@ import trio
 
 from codeward.daemon.files import Stat, stat_key
 from codeward.daemon.intel.indicators import go_env, indicator, typeshed_module
-from codeward.daemon.lsp.positions import Encoding, LineIndex, to_code_points
+from codeward.daemon.lsp.positions import Encoding, LineIndex, Lines, to_code_points
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.types import Location as LspLocation
 from codeward.daemon.lsp.types import PositionLike, Range, RangeLike
@@ -27,6 +27,7 @@ from codeward.daemon.paths import scrub
 
 Location = dict[str, Any]
 _MISSING = object()
+NO_LINES = Lines("")  # of a location with no text to read (never read: its count is -1)
 
 
 class Shown(msgspec.Struct, gc=False):
@@ -214,7 +215,7 @@ class Locator:
         add = None
         last_uri: str | None = None
         shown = ""
-        lines: list[str] = []
+        lines = NO_LINES
         count = 0
         units = encoding == "utf-32"  # every line counts code points, as the tools do
         for item in items:
@@ -224,7 +225,7 @@ class Locator:
                 place = self.place(uri)
                 shown = place[0] if place is not None else ""
                 index = self.index(uri) if shown else None
-                lines = index.lines if index is not None else []
+                lines = index.lines if index is not None else NO_LINES
                 count = len(lines) if index is not None else -1
                 units = encoding == "utf-32" or (index is not None and index.ascii)
                 add = files.setdefault(shown, set()).add if shown else None
@@ -236,14 +237,11 @@ class Locator:
             if count < 0:  # no text to read: 0-based units, shown 1-based
                 add((line + 1, char + 1, end_line + 1, end_char + 1, ""))
                 continue
-            text = lines[line] if 0 <= line < count else ""
+            text = lines.get(line)
             if end_line == line and units and 0 <= char <= end_char <= len(text):
                 add((line + 1, char + 1, line + 1, end_char + 1, text.strip()))  # the usual one
                 continue
-            if end_line == line:
-                end_text = text
-            else:
-                end_text = lines[end_line] if 0 <= end_line < count else ""
+            end_text = text if end_line == line else lines.get(end_line)
             if units:
                 size, end_size = len(text), len(end_text)
                 first = char if 0 <= char <= size else 0 if char < 0 else size

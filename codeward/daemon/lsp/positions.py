@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import re
-from typing import Literal
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Literal, overload
 
 Encoding = Literal["utf-8", "utf-16", "utf-32"]
 ENCODINGS: tuple[Encoding, ...] = ("utf-8", "utf-16", "utf-32")
@@ -13,6 +16,67 @@ _EOL = re.compile(r"\r\n|\r|\n")  # what ends a line, as LSP counts lines
 def split_lines(text: str) -> list[str]:
     """The lines of `text` as LSP counts them (`\\n`, `\\r\\n` and `\\r` end a line)."""
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+class Lines(Sequence[str]):
+    """The lines of a text as `split_lines` gives them, each cut from the text when asked: the
+    text and an array of where each line starts, not a string per line (the texts a session
+    kept of a large project's files were a million small strings; what the daemon kept
+    beside them after the session, in the same allocator arenas, held those arenas)."""
+
+    __slots__ = ("_starts", "_text")
+
+    def __init__(self, text: str) -> None:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")  # the same object when no CR
+        self._text = text
+        # line n is text[starts[n]:starts[n + 1] - 1]: each start one past the line before
+        # it and its "\n" (the pieces of the split last only for this expression)
+        lengths = map(len, text.split("\n"))
+        self._starts = array("q", itertools.accumulate(map((1).__add__, lengths), initial=0))
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        count = len(self._starts) - 1
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError("line index out of range")
+        return self._text[self._starts[index] : self._starts[index + 1] - 1]
+
+    def get(self, index: int) -> str:
+        """Line `index` (0-based), or "" past either end."""
+        starts = self._starts
+        if 0 <= index < len(starts) - 1:
+            return self._text[starts[index] : starts[index + 1] - 1]
+        return ""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._text.split("\n"))
+
+    def __eq__(self, other: object) -> bool:
+        """The same lines as `other`'s (another `Lines`, or a list as `split_lines` gives)."""
+        if isinstance(other, Lines):
+            return self._text == other._text
+        if isinstance(other, list):
+            return list(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # as a list's: equal to one
+
+    @property
+    def text(self) -> str:
+        """The text, its lines ended by "\n" alone."""
+        return self._text
 
 
 def line_starts(text: str) -> list[int]:
@@ -60,7 +124,7 @@ class LineIndex:
     """Converts positions in one text between code points (1-based) and server units (0-based)."""
 
     def __init__(self, text: str) -> None:
-        self.lines = split_lines(text)
+        self.lines = Lines(text)
         self.ascii = text.isascii()  # one unit per character in every encoding (known: O(1))
         self._plain: bool | None = None
 
@@ -69,12 +133,13 @@ class LineIndex:
         """Whether the text has no NUL and no U+FFFD: decoded with replacement, it then surely
         came from valid UTF-8 without NUL bytes."""
         if self._plain is None:
-            self._plain = not any("\x00" in line or "\ufffd" in line for line in self.lines)
+            text = self.lines.text
+            self._plain = "\x00" not in text and "\ufffd" not in text
         return self._plain
 
     def line(self, number: int) -> str:
         """The 0-based line `number`, or "" past the end."""
-        return self.lines[number] if 0 <= number < len(self.lines) else ""
+        return self.lines.get(number)
 
     def to_server(self, line: int, character: int, encoding: Encoding) -> dict[str, int]:
         """An LSP Position from 1-based `line` and `character` (code points)."""
@@ -86,9 +151,8 @@ class LineIndex:
     ) -> tuple[int, int, int, int, str]:
         """`to_client` of a server range's start and end, and the start line trimmed (a
         location's preview): in one step, as a 1,000-location answer needs it."""
-        lines, count = self.lines, len(self.lines)
-        text = lines[line] if 0 <= line < count else ""
-        end_text = lines[end_line] if 0 <= end_line < count else ""
+        text = self.lines.get(line)
+        end_text = text if end_line == line else self.lines.get(end_line)
         if encoding == "utf-32" or (text.isascii() and end_text.isascii()):
             first = min(max(character, 0), len(text))  # one unit per character
             last = min(max(end_character, 0), len(end_text))

@@ -86,8 +86,11 @@ class SharedServers:
     """Key -> the actor of a shared server process, run in the nursery of `run`; and the
     gate and previews of each repository's sessions."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_gone: Callable[[], None] | None = None) -> None:
         self._servers: dict[Key, LanguageServer] = {}
+        # called when an actor's run ended (what it held, its roots' sinks among it, is
+        # garbage once this returns: the daemon's `caches.Reclaim.request`)
+        self._on_gone = on_gone
         self._repositories: dict[str, Repository] = {}
         self._nursery: trio.Nursery | None = None
 
@@ -143,6 +146,8 @@ class SharedServers:
         finally:
             if self._servers.get(key) is server:
                 del self._servers[key]
+            if self._on_gone is not None:
+                self._on_gone()
 
     def release(self, server: LanguageServer, root: Path) -> bool:
         """`root` no longer uses `server`: it serves it no more, and the process is

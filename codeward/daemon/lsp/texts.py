@@ -28,7 +28,7 @@ RACY_NS = 50_000_000  # a stat is trusted once the file is this much older than 
 # `LINE_COST` beside its characters), so references across a few thousand files of a large
 # project are not read again on every call
 CACHED_BYTES = 64 * 1024 * 1024
-LINE_COST = 64
+LINE_COST = 8  # where it starts, in its `Lines`
 
 
 class Texts:
