@@ -61,7 +61,9 @@ registers `textDocument/definition`.
 
 `chatty` speaks to the people: a `window/showMessage` at each didOpen ("opened NAME"); at each
 hover a `window/showMessage`, a `window/logMessage` and a `window/showMessageRequest` ("hover
-in NAME"), then a markdown hover (a code block, a link, emphasis).
+in NAME", actions "OK" and "Later", the second with properties of its own), then a markdown
+hover (a code block, a link, emphasis); the answer to its question comes back as a
+`window/showMessage` ("chose " and the result's JSON as it came).
 """
 
 from __future__ import annotations
@@ -211,10 +213,11 @@ def diagnose(uri: str, version: int, text: str) -> None:
     progress(token, "end")
 
 
-def ask(method: str, params: Any) -> None:
+def ask(method: str, params: Any) -> int:
     global _next_id
     _next_id += 1
     send({"id": _next_id, "method": method, "params": params})
+    return _next_id
 
 
 class Workspace:
@@ -366,6 +369,7 @@ def main() -> None:
     loading = Loading() if MODE in LOADING_MODES else None
     empty_symbols = 2  # `symbols-later`: workspace symbols answered empty this many times
     slow = SlowPulls(texts) if MODE in SLOW_PULLS else None
+    questions: set[int] = set()  # `chatty`: its showMessageRequests awaiting their answer
     while True:
         message = receive()
         if message is None:
@@ -430,6 +434,12 @@ def main() -> None:
                     "workspaceDiagnostics": True,
                 }
             send({"id": msg_id, "result": {"capabilities": capabilities}})
+        elif method is None and msg_id in questions:  # `chatty`: says what was chosen
+            questions.discard(msg_id)
+            chose = json.dumps(message.get("result"), separators=(",", ":"))
+            send(
+                {"method": "window/showMessage", "params": {"type": 3, "message": f"chose {chose}"}}
+            )
         elif method is None and msg_id is not None:  # an answer to one of our requests
             if msg_id == _next_id and workspace.rest:
                 workspace.acknowledged()
@@ -640,8 +650,9 @@ def main() -> None:
                 said = f"hover in {params['textDocument']['uri'].rsplit('/', 1)[-1]}"
                 send({"method": "window/showMessage", "params": {"type": 2, "message": said}})
                 send({"method": "window/logMessage", "params": {"type": 4, "message": said}})
-                ask("window/showMessageRequest",
-                    {"type": 1, "message": said, "actions": [{"title": "OK"}]})  # fmt: skip
+                actions = [{"title": "OK"}, {"title": "Later", "id": 7, "at": {"in": [1, "2"]}}]
+                question = {"type": 1, "message": said, "actions": actions}
+                questions.add(ask("window/showMessageRequest", question))
                 shown = "```python\ndef f(x: int) -> str\n```\n---\n"
                 shown += "See [the **docs**](http://x.org) `f`."
                 send({"id": msg_id, "result": {"contents": {"kind": "markdown", "value": shown}}})
