@@ -59,6 +59,10 @@ work-done progress at `initialized` that it never ends (an analysis that seems e
 and at `initialized` asks `workspace/configuration` (sections `fake.answer` and none), then
 registers `textDocument/definition`.
 
+`follow-ups` registers completion, inlay hints and call hierarchies, answers the first request
+of each (unregistering it just before: the next goes to the language's next server) with
+items carrying FOLLOW_UP_DATA, and answers their follow-ups on the item it receives.
+
 `chatty` speaks to the people: a `window/showMessage` at each didOpen ("opened NAME"); at each
 hover a `window/showMessage`, a `window/logMessage` and a `window/showMessageRequest` ("hover
 in NAME", actions "OK" and "Later", the second with properties of its own), then a markdown
@@ -333,6 +337,47 @@ class Loading:
             send({"method": "language/status", "params": {"type": "ServiceReady"}})
 
 
+# `follow-ups`: the requests it registers, answers once (unregistering each first) with
+# items whose `data` is FOLLOW_UP_DATA, and their follow-ups, answered on the item received
+FOLLOW_UP_DATA = {"z": [1, 2.5, "é😀", None, True], "a": {"codewardServer": "lookalike"}}
+FOLLOW_UP_REGISTRATIONS = [
+    {"id": "c", "method": "textDocument/completion", "registerOptions": {"resolveProvider": True}},
+    {"id": "h", "method": "textDocument/inlayHint", "registerOptions": {"resolveProvider": True}},
+    {"id": "k", "method": "textDocument/prepareCallHierarchy"},
+]
+FOLLOW_UPS = {r["method"]: r["id"] for r in FOLLOW_UP_REGISTRATIONS} | {
+    "completionItem/resolve": "",
+    "inlayHint/resolve": "",
+    "callHierarchy/incomingCalls": "",
+}
+
+
+def follow_up(method: str, msg_id: Any, params: dict[str, Any]) -> None:
+    """`follow-ups`' answers (see FOLLOW_UP_DATA)."""
+    start = {"line": 0, "character": 0}
+    where = {"start": start, "end": {"line": 0, "character": 4}}
+    if FOLLOW_UPS[method]:  # asked once: the next goes to the language's next server
+        gone = {"id": FOLLOW_UPS[method], "method": method}
+        ask("client/unregisterCapability", {"unregisterations": [gone]})
+    result: Any
+    if method == "textDocument/completion":
+        result = {"isIncomplete": False, "items": [
+            {"label": "fake_item", "data": FOLLOW_UP_DATA}, {"label": "fake_bare"}
+        ]}  # fmt: skip
+    elif method == "textDocument/inlayHint":
+        result = [{"position": start, "label": "fake hint", "data": FOLLOW_UP_DATA}]
+    elif method == "textDocument/prepareCallHierarchy":
+        uri = params["textDocument"]["uri"]
+        item = {"name": "fake_fn", "kind": 12, "uri": uri, "range": where}
+        result = [{**item, "selectionRange": where, "data": FOLLOW_UP_DATA}]
+    elif method == "callHierarchy/incomingCalls":  # its caller carries the data received
+        caller = {**params["item"], "name": "fake_caller"}
+        result = [{"from": caller, "fromRanges": [where]}]
+    else:  # the resolves: the item received, resolved
+        result = {**params, "detail": "resolved by fake", "tooltip": "resolved by fake"}
+    send({"id": msg_id, "result": result})
+
+
 def command(msg_id: Any, params: dict[str, Any], texts: dict[str, str]) -> None:
     """workspace/executeCommand: `edit` asks for `arguments[0]` as an edit, then answers;
     `answer-then-edit` answers first; `edit-then-crash` asks, then exits before answering;
@@ -434,6 +479,8 @@ def main() -> None:
                     "workspaceDiagnostics": True,
                 }
             send({"id": msg_id, "result": {"capabilities": capabilities}})
+        elif MODE == "follow-ups" and method in FOLLOW_UPS:
+            follow_up(method, msg_id, params)
         elif method is None and msg_id in questions:  # `chatty`: says what was chosen
             questions.discard(msg_id)
             chose = json.dumps(message.get("result"), separators=(",", ":"))
@@ -447,6 +494,8 @@ def main() -> None:
         elif method == "workspace/diagnostic":
             workspace.start(msg_id, params)
         elif method == "initialized":
+            if MODE == "follow-ups":
+                ask("client/registerCapability", {"registrations": FOLLOW_UP_REGISTRATIONS})
             if loading is not None:
                 loading.initialized()
             if MODE in ("busy-symbols", "slow-pull-busy"):

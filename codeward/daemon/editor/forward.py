@@ -7,8 +7,8 @@ their answers are merged. The editor's params and the server's result pass as ra
 the server's position encoding is the editor's and the URI is the server's spelling of it;
 otherwise they are converted (`convert.Converter`). A follow-up (`completionItem/resolve`,
 `codeAction/resolve`, the hierarchies' calls, `inlayHint/resolve`) goes to the server that
-gave the item: a merged code action carries its server in its `data`; the others go to the
-server that answered the last request of their kind.
+gave the item: each item's `data` carries its server (`tagging`); an item without `data`
+goes to the server that answered the last request of its kind.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import msgspec
 import trio
 from msgspec import Raw, Struct
 
+from codeward.daemon.editor import tagging
 from codeward.daemon.editor.convert import Converter, tokens
 from codeward.daemon.editor.offers import PROVIDERS
 from codeward.daemon.editor.workspace import Root, Workspace
@@ -48,7 +49,6 @@ FOLLOWS = {
 DOCUMENT = frozenset(m for m in PROVIDERS if m.startswith("textDocument/"))
 WORKSPACE = frozenset({"workspace/symbol", "workspace/executeCommand"})
 FORWARDED = DOCUMENT | WORKSPACE | frozenset(FOLLOWS)
-_TAG = "codewardServer"  # in a merged code action's `data`: the server that gave it
 # answers the editor gets when no server can be asked about its document (outside every
 # root, or of no language): LSP's "nothing here"
 NOTHING: Any = None
@@ -103,6 +103,8 @@ class Forwarder:
         self.origins: dict[str, Origin] = {}  # by request method: who answered the last
         self.encodings: dict[str, Encoding] = {}  # each server's that answered
         self.commands: dict[str, tuple[Root, str]] = {}  # command -> its root and server
+        self._numbers: dict[Path, int] = {}  # roots as items' tags name them (`tagging`)
+        self._marks: dict[tuple[Path, str], tagging.Mark] = {}
 
     async def request(self, method: str, params: Raw) -> Any:
         """The result for the editor (raw JSON or data); raises `ToolError`."""
@@ -139,6 +141,8 @@ class Forwarder:
         self.encodings[answer.server] = answer.encoding
         if method in TOKENS and answer.encoding != self.encoding:
             return self._tokens_result(answer.result, answer.encoding, uri)
+        if method in tagging.TAGGED:
+            return self._tagged(method, answer.result, answer.encoding, uri, root, answer.server)
         return self._result(answer.result, answer.encoding, uri)
 
     def _tokens_result(self, result: Raw, encoding: Encoding, uri: str) -> Any:
@@ -199,10 +203,10 @@ class Forwarder:
             found = self._data(answer.result, answer.encoding, uri)
             if not isinstance(found, list):
                 continue
+            if method == "textDocument/codeAction":
+                items += tagging.tag(method, found, self._mark(root, answer.server))
+                continue
             for item in found:
-                if method == "textDocument/codeAction":
-                    items.append(_tagged(item, answer.server))
-                    continue
                 flat = isinstance(item, dict) and "location" in item
                 if shape is None:
                     shape = flat
@@ -212,28 +216,60 @@ class Forwarder:
 
     # -- follow-ups and workspace requests ----------------------------------------------
 
-    async def _follow(self, method: str, params: Raw) -> Any:
-        data = self._tokens(msgspec.json.decode(params))
+    def _mark(self, root: Root, server: str) -> tagging.Mark:
+        """The tag of the items `server` of `root` gives."""
+        mark = self._marks.get((root.path, server))
+        if mark is None:
+            number = self._numbers.setdefault(root.path, len(self._numbers))
+            mark = self._marks[root.path, server] = tagging.Mark(server, number)
+        return mark
+
+    def _tagged(
+        self, method: str, result: Raw, encoding: Encoding, uri: str | None, root: Root, server: str
+    ) -> Any:
+        """A result whose items name their server (`tagging`), in the editor's encoding."""
+        mark = self._mark(root, server)
+        if encoding == self.encoding:
+            return tagging.tag_raw(method, result, mark)
+        return tagging.tag(method, self._data(result, encoding, uri), mark)
+
+    def _source(self, method: str, data: Any) -> tuple[Root, str, Encoding]:
+        """The root and server a follow-up goes to (its item's tag, else the last answer
+        of its kind), and that server's encoding; the item's `data` put back."""
+        tagged = tagging.untag(method, data)
         origin = self.origins.get(FOLLOWS[method])
-        server = _untagged(data) if method == "codeAction/resolve" else None
-        if origin is None:
+        if tagged is not None:
+            server, number = tagged
+            root = next((r for r in self.workspace.roots if self._numbers.get(r.path) == number),
+                        None)  # fmt: skip
+            if root is None:
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    f"The item of this {method} came from a folder no longer in the "
+                    f"workspace; send {FOLLOWS[method]} again.",
+                )
+        elif origin is None:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS,
                 f"{method} follows {FOLLOWS[method]}, which no server answered on this "
                 "connection yet; send that request first.",
             )
-        server = server or origin.server
-        encoding = self.encodings.get(server, origin.encoding)
+        else:
+            root, server = origin.root, origin.server
+        fallback = origin.encoding if origin is not None else self.encoding
+        return root, server, self.encodings.get(server, fallback)
+
+    async def _follow(self, method: str, params: Raw) -> Any:
+        data = self._tokens(msgspec.json.decode(params))
+        root, server, encoding = self._source(method, data)
         uri = _uri_in(data)
         if encoding != self.encoding:
             data = Converter(self.encoding, encoding, self.lines)(data, uri)
-        session = await self.workspace.session(origin.root)
+        session = await self.workspace.session(root)
         with session.asking(self.workspace.client_id) as asking:
             asking(server)
             answer = await session.lsp.ask(server, method, data, result_type=Raw)
-        if method == "codeAction/resolve":
-            return _tagged(self._data(answer.result, encoding, uri), server)
-        return self._result(answer.result, encoding, uri)
+        return self._tagged(method, answer.result, encoding, uri, root, server)
 
     async def _workspace_symbols(self, params: Raw) -> Any:
         data = self._tokens(msgspec.json.decode(params))
@@ -273,22 +309,6 @@ class Forwarder:
             asking(server)
             await service.execute_command(server, call, on_edit)
         return None  # (the service keeps what the command did: its edits went to the editor)
-
-
-def _tagged(action: Any, server: str) -> Any:
-    """A code action whose `data` also names the server that gave it."""
-    if not isinstance(action, dict) or "data" not in action:
-        return action
-    return {**action, "data": {_TAG: server, "data": action["data"]}}
-
-
-def _untagged(action: Any) -> str | None:
-    """The server a code action's `data` names (its own `data` put back), if any."""
-    data = action.get("data") if isinstance(action, dict) else None
-    if isinstance(data, dict) and isinstance(data.get(_TAG), str):
-        action["data"] = data.get("data")
-        return data[_TAG]
-    return None
 
 
 def _uri_in(data: Any) -> str | None:
