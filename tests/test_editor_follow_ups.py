@@ -2,7 +2,8 @@
 (`follow-ups`) first, real basedpyright second. The scripted one answers the first
 completion, inlay hints and call hierarchy and then withdraws each, so basedpyright answers
 the next: an item of either list, resolved afterwards, goes back to the server that gave it,
-its `data` as that server sent it."""
+its `data` as that server sent it (the scripted server's items, the first of their kind,
+pass untagged; basedpyright's carry its name)."""
 
 from __future__ import annotations
 
@@ -82,10 +83,9 @@ def at(path: Path, line: int, character: int) -> dict[str, Any]:
     return {"textDocument": {"uri": path.as_uri()}, "position": position}
 
 
-def inner(item: dict[str, Any], server: str) -> Any:
-    """The data an item of `server` carries to the editor (its tag checked)."""
-    assert item["data"]["codewardServer"] == server, item
-    return item["data"]["data"]
+def tag(item: dict[str, Any]) -> str:
+    """The server an item's `data` names."""
+    return item["data"]["codewardServer"]
 
 
 def received(log: Path, method: str) -> list[Any]:
@@ -106,19 +106,20 @@ async def test_each_item_is_followed_up_by_the_server_that_gave_it(
                    "text": path.read_text()}  # fmt: skip
             await editor.notify("textDocument/didOpen", {"textDocument": doc})
 
-        # completions: the scripted server's list, then basedpyright's
+        # completions: the scripted server's list (the kind's own server: as it came),
+        # then basedpyright's (its items name it)
         scripted = (await editor.call("textDocument/completion", at(main, 3, 10)))["items"]
-        assert [i["label"] for i in scripted] == ["fake_item", "fake_bare"]
-        assert inner(scripted[0], "fake") == DATA and "data" not in scripted[1]
+        assert scripted == [{"label": "fake_item", "data": DATA}, {"label": "fake_bare"}]
         real = await editor.call("textDocument/completion", at(main, 3, 10))
         real = real["items"] if isinstance(real, dict) else real
         (deposit,) = [i for i in real if i["label"] == "deposit"]
         # the older list's item goes to the scripted server, its data as it was sent
         resolved = await editor.call("completionItem/resolve", scripted[0])
-        assert resolved["detail"] == "resolved by fake" and inner(resolved, "fake") == DATA
+        assert resolved == {**scripted[0], "detail": "resolved by fake",
+                            "tooltip": "resolved by fake"}  # fmt: skip
         (sent,) = received(log, "completionItem/resolve")
         assert json.dumps(sent["data"]) == json.dumps(DATA)  # (key order kept too)
-        assert sent["label"] == "fake_item"
+        assert {tag(i) for i in real} == {"basedpyright"}  # (those without data too)
         # basedpyright's item goes to basedpyright, which finds its symbol by its data
         resolved = await editor.call("completionItem/resolve", deposit)
         assert "Add money." in json.dumps(resolved.get("documentation"))
@@ -126,27 +127,29 @@ async def test_each_item_is_followed_up_by_the_server_that_gave_it(
 
         # call hierarchy: the scripted server's item, then basedpyright's
         (fake_fn,) = await editor.call("textDocument/prepareCallHierarchy", at(models, 1, 9))
-        assert inner(fake_fn, "fake") == DATA
+        assert fake_fn["data"] == DATA
         (method,) = await editor.call("textDocument/prepareCallHierarchy", at(models, 1, 9))
-        assert method["name"] == "deposit"
+        assert method["name"] == "deposit" and tag(method) == "basedpyright"
         (call,) = await editor.call("callHierarchy/incomingCalls", {"item": fake_fn})
-        assert call["from"]["name"] == "fake_caller" and inner(call["from"], "fake") == DATA
+        assert call["from"]["name"] == "fake_caller" and call["from"]["data"] == DATA
         (again,) = await editor.call("callHierarchy/incomingCalls", {"item": call["from"]})
         assert again["from"]["name"] == "fake_caller"  # a result's item follows up too
         assert [json.dumps(p["item"]["data"]) for p in
                 received(log, "callHierarchy/incomingCalls")] == [json.dumps(DATA)] * 2  # fmt: skip
         calls = await editor.call("callHierarchy/incomingCalls", {"item": method})
         assert "use" in [c["from"]["name"] for c in calls]  # basedpyright's own answer
+        assert {tag(c["from"]) for c in calls} == {"basedpyright"}
 
-        # inlay hints: the scripted server's; its resolve goes back to it
-        (hint,) = await editor.call("textDocument/inlayHint", {
-            "textDocument": {"uri": main.as_uri()},
-            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 4, "character": 0}},
-        })  # fmt: skip
-        assert hint["label"] == "fake hint"
-        await editor.call("textDocument/completion", at(main, 3, 10))  # basedpyright answers
+        # inlay hints: the scripted server's, then basedpyright's; the first's resolve
+        # goes back to it
+        lines = {"textDocument": {"uri": main.as_uri()}, "range": {
+            "start": {"line": 0, "character": 0}, "end": {"line": 4, "character": 0}}}  # fmt: skip
+        (hint,) = await editor.call("textDocument/inlayHint", lines)
+        assert hint["label"] == "fake hint" and hint["data"] == DATA
+        hints = await editor.call("textDocument/inlayHint", lines)
+        assert hints and {tag(h) for h in hints} == {"basedpyright"}
         resolved = await editor.call("inlayHint/resolve", hint)
-        assert resolved["tooltip"] == "resolved by fake" and inner(resolved, "fake") == DATA
+        assert resolved == {**hint, "detail": "resolved by fake", "tooltip": "resolved by fake"}
         assert [json.dumps(p["data"]) for p in received(log, "inlayHint/resolve")] == [
             json.dumps(DATA)
         ]

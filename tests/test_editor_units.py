@@ -190,7 +190,7 @@ def test_each_item_carries_its_server_and_root_and_gets_its_data_back_as_it_was(
     method: str, shape: Any, follow: str, wrap: str | None
 ) -> None:
     items = [{"label": f"i{n}", "data": data} for n, data in enumerate(ODD_DATA)]
-    items.append({"label": "bare"})  # nothing to tag: the last answer's server takes it
+    items.append({"label": "bare"})  # no data: given one naming its server alone
     mark = tagging.Mark('odd "name"', 3)
     for tagged in raw_and_data(method, shape(items), mark):
         inner = tagged["items"] if isinstance(tagged, dict) and "items" in tagged else tagged
@@ -198,28 +198,25 @@ def test_each_item_carries_its_server_and_root_and_gets_its_data_back_as_it_was(
         found = [f.get("from") or f.get("to") or f for f in found]
         for item, original in zip(found, items, strict=False):
             params = {"item": item} if wrap else item
-            if "data" not in original:
-                assert item == original and tagging.untag(follow, params) is None
-                continue
-            assert item["data"] != original["data"]
+            assert item.get("data") != original.get("data")
             assert tagging.untag(follow, params) == ('odd "name"', 3)
             assert item == original  # its data put back, as it was
             assert tagging.untag(follow, params) is None  # (once)
 
 
-def test_a_completion_lists_default_data_is_tagged_and_results_without_data_pass_raw() -> None:
+def test_a_completion_lists_default_data_is_tagged_and_its_items_left_to_take_it() -> None:
     mark = tagging.Mark("basedpyright", 0)
     result = {"isIncomplete": True, "itemDefaults": {"data": {"k": 1}}, "items": [{"label": "a"}]}
     for tagged in raw_and_data("textDocument/completion", result, mark):
+        assert tagged["items"] == [{"label": "a"}]
         item = {**tagged["items"][0], **tagged["itemDefaults"]}  # (as the editor applies it)
         assert tagging.untag("completionItem/resolve", item) == ("basedpyright", 0)
         assert item == {"label": "a", "data": {"k": 1}}
-    plain = msgspec.Raw(b'[{"label": "a"}]')
-    assert tagging.tag_raw("textDocument/completion", plain, mark) is plain
     odd = msgspec.Raw(b'[1, {"data": 2}]')  # off the LSP shape: passed on as it came
     assert tagging.tag_raw("textDocument/inlayHint", odd, mark) is odd
-    # an editor's data that only looks tagged (no wrapped `data`) is left alone
-    assert tagging.untag("codeAction/resolve", {"data": {"codewardServer": "x"}}) is None
+    # an editor's own data that only looks tagged is left alone
+    for data in ({"codewardServer": "x"}, {"codewardServer": "x", "codewardRoot": 0, "y": 1}):
+        assert tagging.untag("codeAction/resolve", {"data": data}) is None
 
 
 async def test_progress_goes_to_the_editor_it_concerns() -> None:

@@ -7,14 +7,14 @@ their answers are merged. The editor's params and the server's result pass as ra
 the server's position encoding is the editor's and the URI is the server's spelling of it;
 otherwise they are converted (`convert.Converter`). A follow-up (`completionItem/resolve`,
 `codeAction/resolve`, the hierarchies' calls, `inlayHint/resolve`) goes to the server that
-gave the item: each item's `data` carries its server (`tagging`); an item without `data`
-goes to the server that answered the last request of its kind.
+gave the item: the first server to answer a kind of request on the connection is that
+kind's own, its items passed as they came; any other server's items carry it in their
+`data` (`tagging`); a follow-up whose item names no server goes to the kind's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,13 +77,6 @@ def uri_of(params: Raw) -> str:
     return _document_params.decode(params).text_document.uri
 
 
-@dataclass
-class Origin:
-    root: Root
-    server: str
-    encoding: Encoding
-
-
 class Forwarder:
     """Sends one editor's requests (see the module docstring)."""
 
@@ -100,11 +93,11 @@ class Forwarder:
         self.lines = lines  # the editor's text of a URI (its buffer, else the servers')
         self.apply_edit = apply_edit
         self.rewrite = rewrite  # an editor's workDoneToken, as its server gets it
-        self.origins: dict[str, Origin] = {}  # by request method: who answered the last
         self.encodings: dict[str, Encoding] = {}  # each server's that answered
         self.commands: dict[str, tuple[Root, str]] = {}  # command -> its root and server
         self._numbers: dict[Path, int] = {}  # roots as items' tags name them (`tagging`)
         self._marks: dict[tuple[Path, str], tagging.Mark] = {}
+        self._own: dict[str, tuple[Root, str]] = {}  # by request: its first server's
 
     async def request(self, method: str, params: Raw) -> Any:
         """The result for the editor (raw JSON or data); raises `ToolError`."""
@@ -133,11 +126,9 @@ class Forwarder:
             answers, errors = await service.request_all(path, method, build, result_type=Raw)
             if not answers and errors:
                 raise errors[0]
-            self.origins[method] = Origin(root, answers[0].server, answers[0].encoding)
             self.encodings.update((a.server, a.encoding) for a in answers)
             return self._merged(method, root, answers, uri)
         answer = await service.request_held(path, method, build, result_type=Raw)
-        self.origins[method] = Origin(root, answer.server, answer.encoding)
         self.encodings[answer.server] = answer.encoding
         if method in TOKENS and answer.encoding != self.encoding:
             return self._tokens_result(answer.result, answer.encoding, uri)
@@ -204,7 +195,8 @@ class Forwarder:
             if not isinstance(found, list):
                 continue
             if method == "textDocument/codeAction":
-                items += tagging.tag(method, found, self._mark(root, answer.server))
+                mark = self._mark(method, root, answer.server)
+                items += found if mark is None else tagging.tag(method, found, mark)
                 continue
             for item in found:
                 flat = isinstance(item, dict) and "location" in item
@@ -216,8 +208,12 @@ class Forwarder:
 
     # -- follow-ups and workspace requests ----------------------------------------------
 
-    def _mark(self, root: Root, server: str) -> tagging.Mark:
-        """The tag of the items `server` of `root` gives."""
+    def _mark(self, method: str, root: Root, server: str) -> tagging.Mark | None:
+        """The tag of the items `server` of `root` gives in answer to `method`; None for
+        the first server to answer that kind of request (its items pass untagged)."""
+        own = self._own.setdefault(FOLLOWS.get(method, method), (root, server))
+        if own[1] == server and own[0].path == root.path:
+            return None
         mark = self._marks.get((root.path, server))
         if mark is None:
             number = self._numbers.setdefault(root.path, len(self._numbers))
@@ -228,16 +224,18 @@ class Forwarder:
         self, method: str, result: Raw, encoding: Encoding, uri: str | None, root: Root, server: str
     ) -> Any:
         """A result whose items name their server (`tagging`), in the editor's encoding."""
-        mark = self._mark(root, server)
+        mark = self._mark(method, root, server)
+        if mark is None:
+            return self._result(result, encoding, uri)
         if encoding == self.encoding:
             return tagging.tag_raw(method, result, mark)
         return tagging.tag(method, self._data(result, encoding, uri), mark)
 
     def _source(self, method: str, data: Any) -> tuple[Root, str, Encoding]:
-        """The root and server a follow-up goes to (its item's tag, else the last answer
-        of its kind), and that server's encoding; the item's `data` put back."""
+        """The root and server a follow-up goes to (its item's tag, else its kind's own
+        server), and that server's encoding; the item's `data` put back."""
         tagged = tagging.untag(method, data)
-        origin = self.origins.get(FOLLOWS[method])
+        own = self._own.get(FOLLOWS[method])
         if tagged is not None:
             server, number = tagged
             root = next((r for r in self.workspace.roots if self._numbers.get(r.path) == number),
@@ -248,16 +246,15 @@ class Forwarder:
                     f"The item of this {method} came from a folder no longer in the "
                     f"workspace; send {FOLLOWS[method]} again.",
                 )
-        elif origin is None:
+        elif own is None:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS,
                 f"{method} follows {FOLLOWS[method]}, which no server answered on this "
                 "connection yet; send that request first.",
             )
         else:
-            root, server = origin.root, origin.server
-        fallback = origin.encoding if origin is not None else self.encoding
-        return root, server, self.encodings.get(server, fallback)
+            root, server = own
+        return root, server, self.encodings.get(server, self.encoding)
 
     async def _follow(self, method: str, params: Raw) -> Any:
         data = self._tokens(msgspec.json.decode(params))

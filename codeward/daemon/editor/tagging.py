@@ -2,11 +2,15 @@
 follow-up (`completionItem/resolve`, `codeAction/resolve`, `inlayHint/resolve`, the call
 and type hierarchies' calls) goes back to that server, whatever answered since.
 
-An item's `data` is sent to the editor wrapped, `{"codewardServer": NAME, "codewardRoot": N,
-"data": DATA}` (N: the editor's root, numbered by the `Forwarder`), and put back as it was
-before the server sees the follow-up. Items without `data` are left as they are: their
-follow-up goes to the server that answered the last request of their kind. A completion
-list's `itemDefaults.data` (what its items without `data` of their own take) is wrapped too.
+The first server (of a root) to answer a kind of request on a connection is that kind's
+own: its items pass as they came (nothing decoded: the common case of one server per kind
+costs nothing), and a follow-up whose item names no server goes to it. Any other server's
+items are tagged (`tag`, `tag_raw`): an item's `data` goes to the editor wrapped,
+`{"codewardServer": NAME, "codewardRoot": N, "data": DATA}` (N: the editor's root, numbered
+by the `Forwarder`), and an item without `data` gets one naming its server alone; `untag`
+puts the item back as it was before the server sees its follow-up. A completion list's
+`itemDefaults.data` (what its items without `data` of their own take) is wrapped too, and
+those items are left to take it.
 """
 
 from __future__ import annotations
@@ -42,13 +46,14 @@ _lists = msgspec.json.Decoder(list[dict[str, Raw]] | dict[str, Raw] | None)
 class Mark:
     """Where items came from: a server of one of the editor's roots (numbered)."""
 
-    __slots__ = ("_head", "root", "server")
+    __slots__ = ("_head", "bare", "root", "server")
 
     def __init__(self, server: str, root: int) -> None:
         self.server = server
         self.root = root
         name = msgspec.json.encode(server)
         self._head = b'{"%s":%s,"%s":%d,"data":' % (SERVER.encode(), name, ROOT.encode(), root)
+        self.bare = Raw(b'{"%s":%s,"%s":%d}' % (SERVER.encode(), name, ROOT.encode(), root))
 
     def wrap(self, data: Any) -> Any:
         """`data` wrapped (raw JSON stays raw: spliced, never decoded)."""
@@ -57,24 +62,28 @@ class Mark:
         return {SERVER: self.server, ROOT: self.root, "data": data}
 
 
-def tag(method: str, result: Any, mark: Mark) -> Any:
-    """`method`'s result (data) with its items' `data` wrapped."""
+def tag(method: str, result: Any, mark: Mark, *, raw: bool = False) -> Any:
+    """`method`'s result (data; `raw`: its items' values raw JSON) with its items' `data`
+    wrapped, or made."""
+    defaults = result.get("itemDefaults") if isinstance(result, dict) else None
+    inherited = isinstance(defaults, dict) and "data" in defaults  # (items take it)
+    bare = mark.bare if raw else {SERVER: mark.server, ROOT: mark.root}
     for item in _items(method, result):
         if "data" in item:
             item["data"] = mark.wrap(item["data"])
+        elif not inherited:
+            item["data"] = bare
     return result
 
 
 def tag_raw(method: str, result: Raw, mark: Mark) -> Any:
-    """`method`'s raw result with its items' `data` wrapped; only their fields are decoded
-    (their values stay raw JSON), and only when the result has a `data` at all."""
-    if b'"data"' not in bytes(result):  # (a copy: far cheaper than a decode)
-        return result
+    """`method`'s raw result tagged (`tag`); only its items' fields are decoded (their
+    values stay raw JSON)."""
     try:
         shaped = _shaped(method, result)
     except msgspec.DecodeError:  # (off the LSP shape: as the server sent it)
         return result
-    return tag(method, shaped, mark)
+    return tag(method, shaped, mark, raw=True)
 
 
 def untag(method: str, params: Any) -> tuple[str, int] | None:
@@ -86,11 +95,16 @@ def untag(method: str, params: Any) -> tuple[str, int] | None:
     if not isinstance(item, dict):
         return None
     data = item.get("data")
-    if isinstance(data, dict) and isinstance(data.get(SERVER), str) and "data" in data:
-        root = data.get(ROOT)
+    if not isinstance(data, dict) or not isinstance(data.get(SERVER), str):
+        return None
+    root = data.get(ROOT)
+    if not isinstance(root, int) or not data.keys() <= {SERVER, ROOT, "data"}:
+        return None  # (the editor's own data, which only looks tagged)
+    if "data" in data:
         item["data"] = data["data"]
-        return data[SERVER], root if isinstance(root, int) else 0
-    return None
+    else:  # (it had none)
+        del item["data"]
+    return data[SERVER], root
 
 
 def _shaped(method: str, result: Raw) -> Any:
