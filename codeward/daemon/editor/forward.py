@@ -31,7 +31,7 @@ from codeward.daemon.lsp.shapes import unstructure
 from codeward.protocol.errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
-    from codeward.daemon.lsp.service import Answer, DocumentContext, Versions
+    from codeward.daemon.lsp.service import Answer, DocumentContext, Relay, Versions
 
 MERGED = frozenset({"textDocument/codeAction", "textDocument/documentSymbol"})
 # whole semantic tokens, converted apart (a delta is offered only where none is needed)
@@ -135,6 +135,14 @@ class Forwarder:
         if method in tagging.TAGGED:
             return self._tagged(method, answer.result, answer.encoding, uri, root, answer.server)
         return self._result(answer.result, answer.encoding, uri)
+
+    def relayed(self, method: str, root: Root, relay: Relay, result: Raw) -> Any:
+        """A relayed answer (`relay.Relays`), its server noted for the follow-ups: as
+        `_document` answers it (its items tagged when `tagging` says)."""
+        self.encodings[relay.server] = relay.encoding
+        if method in tagging.TAGGED:
+            return self._tagged(method, result, relay.encoding, None, root, relay.server)
+        return result
 
     def _tokens_result(self, result: Raw, encoding: Encoding, uri: str) -> Any:
         data = msgspec.json.decode(result)
