@@ -59,9 +59,15 @@ work-done progress at `initialized` that it never ends (an analysis that seems e
 and at `initialized` asks `workspace/configuration` (sections `fake.answer` and none), then
 registers `textDocument/definition`.
 
+`follow-ups` registers completion, inlay hints and call hierarchies, answers the first request
+of each (unregistering it just before: the next goes to the language's next server) with
+items carrying FOLLOW_UP_DATA, and answers their follow-ups on the item it receives.
+
 `chatty` speaks to the people: a `window/showMessage` at each didOpen ("opened NAME"); at each
 hover a `window/showMessage`, a `window/logMessage` and a `window/showMessageRequest` ("hover
-in NAME"), then a markdown hover (a code block, a link, emphasis).
+in NAME", actions "OK" and "Later", the second with properties of its own), then a markdown
+hover (a code block, a link, emphasis); the answer to its question comes back as a
+`window/showMessage` ("chose " and the result's JSON as it came).
 """
 
 from __future__ import annotations
@@ -211,10 +217,11 @@ def diagnose(uri: str, version: int, text: str) -> None:
     progress(token, "end")
 
 
-def ask(method: str, params: Any) -> None:
+def ask(method: str, params: Any) -> int:
     global _next_id
     _next_id += 1
     send({"id": _next_id, "method": method, "params": params})
+    return _next_id
 
 
 class Workspace:
@@ -330,6 +337,47 @@ class Loading:
             send({"method": "language/status", "params": {"type": "ServiceReady"}})
 
 
+# `follow-ups`: the requests it registers, answers once (unregistering each first) with
+# items whose `data` is FOLLOW_UP_DATA, and their follow-ups, answered on the item received
+FOLLOW_UP_DATA = {"z": [1, 2.5, "é😀", None, True], "a": {"codewardServer": "lookalike"}}
+FOLLOW_UP_REGISTRATIONS = [
+    {"id": "c", "method": "textDocument/completion", "registerOptions": {"resolveProvider": True}},
+    {"id": "h", "method": "textDocument/inlayHint", "registerOptions": {"resolveProvider": True}},
+    {"id": "k", "method": "textDocument/prepareCallHierarchy"},
+]
+FOLLOW_UPS = {r["method"]: r["id"] for r in FOLLOW_UP_REGISTRATIONS} | {
+    "completionItem/resolve": "",
+    "inlayHint/resolve": "",
+    "callHierarchy/incomingCalls": "",
+}
+
+
+def follow_up(method: str, msg_id: Any, params: dict[str, Any]) -> None:
+    """`follow-ups`' answers (see FOLLOW_UP_DATA)."""
+    start = {"line": 0, "character": 0}
+    where = {"start": start, "end": {"line": 0, "character": 4}}
+    if FOLLOW_UPS[method]:  # asked once: the next goes to the language's next server
+        gone = {"id": FOLLOW_UPS[method], "method": method}
+        ask("client/unregisterCapability", {"unregisterations": [gone]})
+    result: Any
+    if method == "textDocument/completion":
+        result = {"isIncomplete": False, "items": [
+            {"label": "fake_item", "data": FOLLOW_UP_DATA}, {"label": "fake_bare"}
+        ]}  # fmt: skip
+    elif method == "textDocument/inlayHint":
+        result = [{"position": start, "label": "fake hint", "data": FOLLOW_UP_DATA}]
+    elif method == "textDocument/prepareCallHierarchy":
+        uri = params["textDocument"]["uri"]
+        item = {"name": "fake_fn", "kind": 12, "uri": uri, "range": where}
+        result = [{**item, "selectionRange": where, "data": FOLLOW_UP_DATA}]
+    elif method == "callHierarchy/incomingCalls":  # its caller carries the data received
+        caller = {**params["item"], "name": "fake_caller"}
+        result = [{"from": caller, "fromRanges": [where]}]
+    else:  # the resolves: the item received, resolved
+        result = {**params, "detail": "resolved by fake", "tooltip": "resolved by fake"}
+    send({"id": msg_id, "result": result})
+
+
 def command(msg_id: Any, params: dict[str, Any], texts: dict[str, str]) -> None:
     """workspace/executeCommand: `edit` asks for `arguments[0]` as an edit, then answers;
     `answer-then-edit` answers first; `edit-then-crash` asks, then exits before answering;
@@ -366,6 +414,7 @@ def main() -> None:
     loading = Loading() if MODE in LOADING_MODES else None
     empty_symbols = 2  # `symbols-later`: workspace symbols answered empty this many times
     slow = SlowPulls(texts) if MODE in SLOW_PULLS else None
+    questions: set[int] = set()  # `chatty`: its showMessageRequests awaiting their answer
     while True:
         message = receive()
         if message is None:
@@ -430,6 +479,14 @@ def main() -> None:
                     "workspaceDiagnostics": True,
                 }
             send({"id": msg_id, "result": {"capabilities": capabilities}})
+        elif MODE == "follow-ups" and method in FOLLOW_UPS:
+            follow_up(method, msg_id, params)
+        elif method is None and msg_id in questions:  # `chatty`: says what was chosen
+            questions.discard(msg_id)
+            chose = json.dumps(message.get("result"), separators=(",", ":"))
+            send(
+                {"method": "window/showMessage", "params": {"type": 3, "message": f"chose {chose}"}}
+            )
         elif method is None and msg_id is not None:  # an answer to one of our requests
             if msg_id == _next_id and workspace.rest:
                 workspace.acknowledged()
@@ -437,6 +494,8 @@ def main() -> None:
         elif method == "workspace/diagnostic":
             workspace.start(msg_id, params)
         elif method == "initialized":
+            if MODE == "follow-ups":
+                ask("client/registerCapability", {"registrations": FOLLOW_UP_REGISTRATIONS})
             if loading is not None:
                 loading.initialized()
             if MODE in ("busy-symbols", "slow-pull-busy"):
@@ -640,8 +699,9 @@ def main() -> None:
                 said = f"hover in {params['textDocument']['uri'].rsplit('/', 1)[-1]}"
                 send({"method": "window/showMessage", "params": {"type": 2, "message": said}})
                 send({"method": "window/logMessage", "params": {"type": 4, "message": said}})
-                ask("window/showMessageRequest",
-                    {"type": 1, "message": said, "actions": [{"title": "OK"}]})  # fmt: skip
+                actions = [{"title": "OK"}, {"title": "Later", "id": 7, "at": {"in": [1, "2"]}}]
+                question = {"type": 1, "message": said, "actions": actions}
+                questions.add(ask("window/showMessageRequest", question))
                 shown = "```python\ndef f(x: int) -> str\n```\n---\n"
                 shown += "See [the **docs**](http://x.org) `f`."
                 send({"id": msg_id, "result": {"contents": {"kind": "markdown", "value": shown}}})

@@ -1,9 +1,12 @@
 """The editor dialect with a scripted server (`chatty`): the servers' messages for the people
 reach the editor whose request caused them, else every editor of the root, never an agent;
-hover contents in the format the editor takes."""
+their questions are asked of the editor whose request caused them, else of the first editor
+that declared `window.showMessage`, and the item chosen goes back to the server; hover
+contents in the format the editor takes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +14,7 @@ import pytest
 import trio
 
 from codeward.daemon.config import Config
+from codeward.daemon.editor import asking
 from codeward.daemon.server import Daemon
 from codeward.protocol.framing import Framing
 from tests.conftest import OpenClient
@@ -84,8 +88,7 @@ async def test_a_servers_messages_reach_the_editor_that_asked_else_every_editor(
         assert shown(said) == [
             ("window/showMessage", 2, "fake: hover in a.fake"),
             ("window/logMessage", 4, "fake: hover in a.fake"),
-            ("window/showMessage", 1, "fake: hover in a.fake"),  # (a showMessageRequest)
-        ]
+        ]  # (and its question: see the test below)
         await second.send(hover(2, b))
         said = await until(second, lambda m: m.get("id") == 2)
         assert ("window/showMessage", 2, "fake: hover in b.fake") in shown(said)
@@ -101,6 +104,106 @@ async def test_a_servers_messages_reach_the_editor_that_asked_else_every_editor(
     second.close()
 
 
+LATER = {"title": "Later", "id": 7, "at": {"in": [1, "2"]}}  # (the fake's, as it sent it)
+ACTIONS = [{"title": "OK"}, LATER]
+
+
+def asked(messages: list[Any]) -> list[dict[str, Any]]:
+    """The questions (`window/showMessageRequest`) among `messages`."""
+    return [m for m in messages if m.get("method") == "window/showMessageRequest"]
+
+
+def reply(question: dict[str, Any], result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": question["id"], "result": result}
+
+
+def chose(message: dict[str, Any]) -> bool:
+    return message.get("method") == "window/showMessage" and message["params"][
+        "message"
+    ].startswith("fake: chose")
+
+
+async def question_of(wire: Wire, msg_id: int) -> dict[str, Any]:
+    """The question the hover `msg_id` caused, once the hover is answered too (the server's
+    next message then goes to every editor, as no request of theirs is in flight)."""
+    seen: list[Any] = []
+    while not asked(seen) or not [m for m in seen if m.get("id") == msg_id and "result" in m]:
+        seen.append(await wire.next())
+    (question,) = asked(seen)
+    return question
+
+
+async def test_a_servers_question_is_asked_of_the_editor_that_caused_it_and_its_choice_returned(
+    daemon: Daemon, project: Path, open_client: OpenClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(asking, "APPLY_TIMEOUT", 1.0)  # (the editor's time to answer)
+    a = project / "a.fake"
+    a.write_text("alpha\n")
+    agent = await open_client(project)
+    first = await editor(daemon, project)  # declares nothing
+    declared = {"window": {"showMessage": {"messageActionItem": {}}}}
+    second = await editor(daemon, project, declared)
+    with trio.fail_after(30):
+        # the first editor's hover: its question is the first's, whatever it declared
+        await first.send(hover(2, a))
+        question = await question_of(first, 2)
+        assert question["params"] == {
+            "type": 1,
+            "message": "fake: hover in a.fake",
+            "actions": ACTIONS,
+        }
+        # the person picks "Later": the server gets its own item back, as it sent it
+        await first.send(reply(question, {"title": "Later"}))
+        said = await until(first, chose)
+        told = f"fake: chose {json.dumps(LATER, separators=(',', ':'))}"
+        assert said[-1]["params"]["message"] == told
+        assert not asked(await until(second, chose))  # told of the choice, never asked
+        # an error from the editor: no action
+        await first.send(hover(3, a))
+        question = await question_of(first, 3)
+        await first.send({"jsonrpc": "2.0", "id": question["id"],
+                          "error": {"code": -32601, "message": "no"}})  # fmt: skip
+        assert (await until(first, chose))[-1]["params"]["message"] == "fake: chose null"
+        await until(second, chose)
+        # no answer in time: no action
+        await first.send(hover(4, a))
+        await question_of(first, 4)
+        assert (await until(first, chose))[-1]["params"]["message"] == "fake: chose null"
+        await until(second, chose)
+        # an agent's hover (no editor's request in flight): the editor that declared it
+        result = await agent.tool("get_hover_info", path="a.fake", line=1, character=1)
+        assert result["status"] == "found"
+        (question,) = asked(await until(second, lambda m: asked([m]) != []))
+        await second.send(reply(question, {"title": "OK"}))
+        said = await until(first, chose)
+        assert said[-1]["params"]["message"] == 'fake: chose {"title":"OK"}'
+        assert not asked(said)
+        await until(second, chose)
+        # the editor asked goes away without answering: no action
+        await second.send(hover(5, a))
+        await question_of(second, 5)
+        second.close()
+        assert (await until(first, chose))[-1]["params"]["message"] == "fake: chose null"
+    first.close()
+
+
+async def test_with_no_editor_to_ask_the_question_is_shown_and_answered_with_no_action(
+    daemon: Daemon, project: Path, open_client: OpenClient
+) -> None:
+    a = project / "a.fake"
+    a.write_text("alpha\n")
+    agent = await open_client(project)
+    quiet = await editor(daemon, project)  # declares no window.showMessage
+    with trio.fail_after(30):
+        result = await agent.tool("get_hover_info", path="a.fake", line=1, character=1)
+        assert result["status"] == "found"
+        said = await until(quiet, chose)
+        assert not asked(said)
+        assert ("window/showMessage", 1, "fake: hover in a.fake") in shown(said)
+        assert said[-1]["params"]["message"] == "fake: chose null"
+    quiet.close()
+
+
 async def test_hover_comes_in_the_markup_the_editor_takes(daemon: Daemon, project: Path) -> None:
     (project / "a.fake").write_text("alpha\n")
     plain = await editor(
@@ -112,8 +215,8 @@ async def test_hover_comes_in_the_markup_the_editor_takes(daemon: Daemon, projec
     with trio.fail_after(30):
         for msg_id, wire in enumerate((plain, rich), 2):
             await wire.send(hover(msg_id, project / "a.fake"))
-        (told,) = [m for m in await until(plain, lambda m: "id" in m) if "id" in m]
-        (rich_told,) = [m for m in await until(rich, lambda m: "id" in m) if "id" in m]
+        (told,) = [m for m in await until(plain, lambda m: "result" in m) if "result" in m]
+        (rich_told,) = [m for m in await until(rich, lambda m: "result" in m) if "result" in m]
     assert told["result"]["contents"] == {
         "kind": "plaintext",
         "value": "def f(x: int) -> str\n\nSee [the **docs**](http://x.org) `f`.",

@@ -1,5 +1,5 @@
 """The editor dialect's parts without I/O: buffers, position conversion, the merged
-capabilities and registrations, the routing of progress, code actions' servers, answers in
+capabilities and registrations, the routing of progress, the servers items came from, answers in
 the markup the editor takes."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import pytest
 import trio
 from lsprotocol import types as lsp
 
-from codeward.daemon.editor import diagnostics
+from codeward.daemon.editor import diagnostics, tagging
 from codeward.daemon.editor.buffers import BadChange, Buffers
 from codeward.daemon.editor.convert import Converter, tokens
-from codeward.daemon.editor.forward import _tagged, _untagged
 from codeward.daemon.editor.markup import Markup
 from codeward.daemon.editor.offers import merged, registrations
 from codeward.daemon.editor.progress import Progress
@@ -153,13 +152,71 @@ def test_a_later_servers_capabilities_are_registered_for_its_language() -> None:
     assert registrations(later, announced, "toml", client) == []  # told once
 
 
-def test_code_actions_carry_their_server() -> None:
-    action = {"title": "fix", "data": {"x": 1}}
-    tagged = _tagged(action, "ruff")
-    assert tagged["data"] != action["data"]
-    assert _untagged(tagged) == "ruff" and tagged["data"] == {"x": 1}
-    assert _tagged({"title": "t", "edit": {}}, "ruff") == {"title": "t", "edit": {}}
-    assert _untagged({"title": "t", "data": {"x": 1}}) is None
+ODD_DATA = [{"x": 1, "y": [1.5, "é😀", None]}, "text", 7, None, [], {}]  # data of every kind
+
+
+def raw_and_data(method: str, result: Any, mark: tagging.Mark) -> list[Any]:
+    """`result` tagged both ways (from raw JSON, and as data), as the editor decodes it."""
+    raw = tagging.tag_raw(method, msgspec.Raw(msgspec.json.encode(result)), mark)
+    data = tagging.tag(method, msgspec.json.decode(msgspec.json.encode(result)), mark)
+    return [msgspec.json.decode(msgspec.json.encode(raw)), data]
+
+
+@pytest.mark.parametrize(
+    ("method", "shape", "follow", "wrap"),
+    [
+        ("textDocument/completion", lambda items: items, "completionItem/resolve", None),
+        ("textDocument/completion", lambda items: {"isIncomplete": False, "items": items},
+         "completionItem/resolve", None),
+        ("completionItem/resolve", lambda items: items[0], "completionItem/resolve", None),
+        ("textDocument/inlayHint", lambda items: items, "inlayHint/resolve", None),
+        ("inlayHint/resolve", lambda items: items[0], "inlayHint/resolve", None),
+        ("textDocument/codeAction", lambda items: items, "codeAction/resolve", None),
+        ("codeAction/resolve", lambda items: items[0], "codeAction/resolve", None),
+        ("textDocument/prepareCallHierarchy", lambda items: items,
+         "callHierarchy/incomingCalls", "item"),
+        ("callHierarchy/incomingCalls", lambda items: [{"from": i, "fromRanges": []}
+                                                       for i in items],
+         "callHierarchy/outgoingCalls", "item"),
+        ("callHierarchy/outgoingCalls", lambda items: [{"to": i, "fromRanges": []}
+                                                       for i in items],
+         "callHierarchy/incomingCalls", "item"),
+        ("textDocument/prepareTypeHierarchy", lambda items: items, "typeHierarchy/subtypes",
+         "item"),
+        ("typeHierarchy/supertypes", lambda items: items, "typeHierarchy/supertypes", "item"),
+    ],
+)  # fmt: skip
+def test_each_item_carries_its_server_and_root_and_gets_its_data_back_as_it_was(
+    method: str, shape: Any, follow: str, wrap: str | None
+) -> None:
+    items = [{"label": f"i{n}", "data": data} for n, data in enumerate(ODD_DATA)]
+    items.append({"label": "bare"})  # no data: given one naming its server alone
+    mark = tagging.Mark('odd "name"', 3)
+    for tagged in raw_and_data(method, shape(items), mark):
+        inner = tagged["items"] if isinstance(tagged, dict) and "items" in tagged else tagged
+        found = inner if isinstance(inner, list) else [inner]
+        found = [f.get("from") or f.get("to") or f for f in found]
+        for item, original in zip(found, items, strict=False):
+            params = {"item": item} if wrap else item
+            assert item.get("data") != original.get("data")
+            assert tagging.untag(follow, params) == ('odd "name"', 3)
+            assert item == original  # its data put back, as it was
+            assert tagging.untag(follow, params) is None  # (once)
+
+
+def test_a_completion_lists_default_data_is_tagged_and_its_items_left_to_take_it() -> None:
+    mark = tagging.Mark("basedpyright", 0)
+    result = {"isIncomplete": True, "itemDefaults": {"data": {"k": 1}}, "items": [{"label": "a"}]}
+    for tagged in raw_and_data("textDocument/completion", result, mark):
+        assert tagged["items"] == [{"label": "a"}]
+        item = {**tagged["items"][0], **tagged["itemDefaults"]}  # (as the editor applies it)
+        assert tagging.untag("completionItem/resolve", item) == ("basedpyright", 0)
+        assert item == {"label": "a", "data": {"k": 1}}
+    odd = msgspec.Raw(b'[1, {"data": 2}]')  # off the LSP shape: passed on as it came
+    assert tagging.tag_raw("textDocument/inlayHint", odd, mark) is odd
+    # an editor's own data that only looks tagged is left alone
+    for data in ({"codewardServer": "x"}, {"codewardServer": "x", "codewardRoot": 0, "y": 1}):
+        assert tagging.untag("codeAction/resolve", {"data": data}) is None
 
 
 async def test_progress_goes_to_the_editor_it_concerns() -> None:

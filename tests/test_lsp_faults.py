@@ -181,12 +181,17 @@ async def test_server_requests_are_answered(
     assert answers[1008]["result"] == {"success": False}
     assert answers[1009]["error"]["code"] == -32602  # invalid params
     notices = [p for p in progress if "notice" in p]  # messages for the people, routed apart
+    questions = [notices.pop(i) for i in (1, 0) if "question" in notices[i]]
     assert [(p["kind"], p["title"]) for p in progress if "notice" not in p] == [
         ("begin", "Indexing"),
         ("end", "Indexing"),
     ]
-    # a message request: logged, nothing chosen, and shown to the people as a message
+    # a message request: logged, offered to the editors (asked, then who declared it: no
+    # one here), nothing chosen, and shown to the people as a message
     assert "fake: hello" in caplog.messages
+    assert [(q["notice"], q["message"], q["question"].taken) for q in questions] == [
+        ("window/showMessageRequest", "hello", False)
+    ] * 2
     assert notices == [
         {"server": "fake", "notice": "window/showMessage", "type": 1, "message": "hello"}
     ]

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 
 from codeward.daemon.config import Config, DaemonConfig, ServerConfig
-from codeward.daemon.lsp import supervisor
+from codeward.daemon.lsp import server_watch, supervisor
 from codeward.daemon.lsp.budget import ServerBudget
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.service import LanguageService
@@ -116,7 +116,7 @@ async def test_a_server_near_its_cap_closes_the_documents_opened_for_the_daemon(
     tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rss = {"mb": 10}  # what the server's process group uses, as the supervisor reads it
-    monkeypatch.setattr(supervisor, "group_rss", lambda pid: rss["mb"] * 1024 * 1024)
+    monkeypatch.setattr(server_watch, "group_rss", lambda pid: rss["mb"] * 1024 * 1024)
     own = [tmp_path / f"f{i}.fake" for i in range(3)]
     for path in own:
         path.write_text("bad\n")

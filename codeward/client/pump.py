@@ -204,8 +204,10 @@ def _shutdown(sock: _socket.socket, how: int) -> None:
         pass  # already closed by the other side
 
 
-def copy(sock: _socket.socket, in_fd: int, out_fd: int) -> bool:
-    """Copy stdin to the socket and the socket to stdout until either side closes.
+def copy(sock: _socket.socket, in_fd: int, out_fd: int, answered: str = "") -> bool:
+    """Copy stdin to the socket and the socket to stdout until either side closes
+    (`answered`: the JSON id of the `initialize` `greet` answered, whose answer from the
+    daemon, which cannot know, is dropped).
 
     Returns True when the host closed stdin (or stdout) first, False when the daemon closed
     the connection. After stdin closes, the socket's write half is shut so the daemon sees
@@ -229,16 +231,55 @@ def copy(sock: _socket.socket, in_fd: int, out_fd: int) -> bool:
 
     threading.Thread(target=upstream, name="stdin", daemon=True).start()
     try:
+        if answered:
+            _skip_answer(sock, out_fd, answered)
         while data := sock.recv(CHUNK):
-            view = memoryview(data)
-            while view:
-                view = view[os.write(out_fd, view) :]
+            _write(out_fd, data)
     except BrokenPipeError:
         host_done.set()  # the host stopped reading: it is going away
     except OSError:
         pass
     daemon_done.set()
     return host_done.is_set()
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _skip_answer(sock: _socket.socket, out_fd: int, answered: str) -> None:
+    """Copy the socket to stdout up to the daemon's answer to the `initialize` of JSON id
+    `answered`, which is dropped (or up to the end)."""
+    kept = b""  # a line begun
+    while True:
+        data = sock.recv(CHUNK)
+        passed, kept, dropped = _drop_answer(kept + data, answered, ended=not data)
+        _write(out_fd, passed)
+        if dropped or not data:
+            return
+
+
+def _drop_answer(read: bytes, answered: str, ended: bool) -> tuple[bytes, bytes, bool]:
+    """The daemon's bytes `read` to pass on, those held back (a line not whole yet, unless
+    the daemon `ended`) and whether the answer to `answered` was among the lines, dropped."""
+    import json  # (only in a copied session whose initialize `greet` answered)
+
+    wanted = json.loads(answered)
+    lines = read.split(b"\n")
+    kept = lines.pop()  # (what follows the last newline)
+    for i, line in enumerate(lines):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        found = message.get("id") if isinstance(message, dict) else None
+        if type(found) is type(wanted) and found == wanted and "method" not in message:
+            rest = lines[:i] + lines[i + 1 :]
+            return b"".join(line + b"\n" for line in rest) + kept, b"", True
+    passed = b"".join(line + b"\n" for line in lines)
+    return (passed + kept, b"", False) if ended else (passed, kept, False)
 
 
 def run(
@@ -276,7 +317,7 @@ def run(
                 sock = connect(socket_file(socket_arg), autostart=False)
         if host_first is None:
             sock.sendall(binding_line(root) + greeted[0])
-            host_first = copy(sock, in_fd, out_fd)
+            host_first = copy(sock, in_fd, out_fd, greeted[1])
     except Unreachable as exc:
         err.write(f"codeward: {exc.message}\n")
         return EXIT_UNREACHABLE

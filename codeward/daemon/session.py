@@ -23,6 +23,7 @@ from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.edits.writer import RootWriter
 from codeward.daemon.lsp import LanguageService, SharedServers, repository_of
 from codeward.daemon.lsp.budget import ServerBudget
+from codeward.daemon.lsp.questions import Question
 from codeward.daemon.lua import LuaActor
 from codeward.daemon.project_config import effective_config
 from codeward.daemon.trust import TrustStore
@@ -181,7 +182,8 @@ class Session:
     ) -> None:
         """`notices`: the servers' messages for the people (`window/showMessage`,
         `logMessage`): those a server sends while the client's request is in flight on it
-        (`asking`), and those sent while no client's request is."""
+        (`asking`), and those sent while no client's request is; its questions
+        (`window/showMessageRequest`, `questions.Question`) are offered the same way."""
         self.clients.add(client_id)
         if progress is not None:
             self.progress_listeners[client_id] = progress
@@ -221,12 +223,31 @@ class Session:
         message = {"session_id": self.id, **params}
         if "notice" in params:  # a message for the people (see `attach`)
             asking = self._asking.get(params.get("server", ""))
+            question = params.get("question")
+            if isinstance(question, Question):
+                self._offer(question, asking, message)
+                return
             for client_id, listener in list(self.notice_listeners.items()):
                 if not asking or client_id in asking:
                     listener(message)
             return
         for listener in list(self.progress_listeners.values()):
             listener(message)
+
+    def _offer(
+        self, question: Question, asking: Counter[int] | None, message: dict[str, Any]
+    ) -> None:
+        """A server's question, to the editors of its stage (`questions`) until one takes
+        it: those whose request is in flight on the server, else any (which declared)."""
+        if asking:
+            question.in_flight = True
+        elif question.stage != "declared":
+            return
+        for client_id, listener in list(self.notice_listeners.items()):
+            if question.taken:
+                return
+            if not asking or client_id in asking:
+                listener(message)
 
     def info(self) -> dict[str, Any]:
         return {

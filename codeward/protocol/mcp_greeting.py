@@ -37,15 +37,22 @@ def instructions(root: str | None) -> str:
     )
 
 
+MAX_DEPTH = 64  # nesting taken here (the daemon decodes far deeper: no doubt left to it)
+FIELDS = frozenset({"jsonrpc", "id", "method", "params"})
+
+
 def answer(line: bytes, root: str) -> tuple[bytes, int | str] | None:
     """The answer line to `line` and its id when `line` is a well-formed MCP `initialize`
-    request (as the daemon would take it), for a session of `root`; None for anything
-    else (the daemon answers that itself)."""
+    request (as the daemon takes it: strict JSON, see `_strict`), for a session of `root`;
+    None for anything else (the daemon answers that itself: a line answered here and
+    refused there would be answered twice, the session left uninitialized)."""
     try:
-        message = json.loads(line)
-    except ValueError:  # (UnicodeDecodeError and JSONDecodeError among them)
+        message = _strict(line)
+    except (ValueError, RecursionError):  # (UnicodeDecodeError and JSONDecodeError too)
         return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    if not message.keys() <= FIELDS:  # (a `result` or an `error` is the daemon's to judge)
         return None
     msg_id = message.get("id")
     params = message.get("params")
@@ -60,6 +67,48 @@ def answer(line: bytes, root: str) -> tuple[bytes, int | str] | None:
     }
     reply = {"jsonrpc": "2.0", "id": msg_id, "result": result}
     return json.dumps(reply, separators=(",", ":")).encode() + b"\n", msg_id
+
+
+def _strict(line: bytes) -> object:
+    """`line` as JSON read as strictly as the daemon reads it (RFC 8259: UTF-8 without a
+    byte order mark, no NaN or infinities, no lone surrogates), no key twice in an object
+    and no nesting past `MAX_DEPTH`; raises ValueError for anything else."""
+    value = json.loads(
+        line.decode("utf-8"),
+        parse_constant=_not_json,
+        parse_float=_finite,
+        object_pairs_hook=_unique,
+    )
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError("nested too deeply")
+        if isinstance(item, str):
+            item.encode("utf-8")  # (a lone surrogate raises UnicodeEncodeError)
+        elif isinstance(item, dict):
+            stack += [(k, depth) for k in item] + [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+    return value
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is beyond a double")
+    return value
+
+
+def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("a key twice in one object")
+    return found
 
 
 def _is_id(value: object) -> bool:

@@ -27,6 +27,7 @@ class Asking:
         self.send = send  # a body to the editor
         self.closed = closed  # whether the connection is closed
         self._asked: dict[Id, trio.MemorySendChannel[lsp.Reply]] = {}
+        self._stopped = False  # the editor sends nothing more: no reply will come
 
     def replied(self, reply: lsp.Reply) -> None:
         """The editor's reply to one of these requests."""
@@ -34,9 +35,15 @@ class Asking:
         if waiting is not None:
             waiting.send_nowait(reply)  # (a buffer of one: never blocks)
 
+    def close(self) -> None:
+        """The editor stopped sending: the requests awaiting its replies get None."""
+        self._stopped = True
+        for waiting in self._asked.values():
+            waiting.close()
+
     async def ask(self, method: str, params: Any) -> lsp.Reply | None:
         """A request to the editor; its reply, or None (no answer in time, or gone)."""
-        if self.closed():
+        if self._stopped or self.closed():
             return None
         msg_id, body = self.machine.request_message(method, params)
         send, receive = trio.open_memory_channel[lsp.Reply](1)
@@ -44,7 +51,10 @@ class Asking:
         try:
             self.send(body)
             with trio.move_on_after(APPLY_TIMEOUT):
-                return await receive.receive()
+                try:
+                    return await receive.receive()
+                except trio.EndOfChannel:  # (`close`)
+                    return None
             return None
         finally:
             self._asked.pop(msg_id, None)

@@ -187,6 +187,7 @@ class EditorDialect:
             isinstance(window, dict) and window.get("workDoneProgress") is True,
             self._notify_editor,
             self._ask,
+            questions=isinstance(window, dict) and isinstance(window.get("showMessage"), dict),
         )
         workspace = Workspace(self.conn.daemon.sessions, self.conn.id, self.progress.published,
                               self.progress.notice)  # fmt: skip
@@ -345,8 +346,9 @@ class EditorDialect:
         self._background.cancel()
 
     def stop(self) -> None:
-        """The editor stopped sending: no more diagnostics to push."""
+        """The editor stopped sending: no more diagnostics to push, no reply to wait for."""
         self._background.cancel()
+        self.asking.close()
 
     async def release(self) -> None:
         """The connection ends: the servers see the disk again where this editor held a

@@ -7,14 +7,14 @@ their answers are merged. The editor's params and the server's result pass as ra
 the server's position encoding is the editor's and the URI is the server's spelling of it;
 otherwise they are converted (`convert.Converter`). A follow-up (`completionItem/resolve`,
 `codeAction/resolve`, the hierarchies' calls, `inlayHint/resolve`) goes to the server that
-gave the item: a merged code action carries its server in its `data`; the others go to the
-server that answered the last request of their kind.
+gave the item: the first server to answer a kind of request on the connection is that
+kind's own, its items passed as they came; any other server's items carry it in their
+`data` (`tagging`); a follow-up whose item names no server goes to the kind's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ import msgspec
 import trio
 from msgspec import Raw, Struct
 
+from codeward.daemon.editor import tagging
 from codeward.daemon.editor.convert import Converter, tokens
 from codeward.daemon.editor.offers import PROVIDERS
 from codeward.daemon.editor.workspace import Root, Workspace
@@ -30,7 +31,7 @@ from codeward.daemon.lsp.shapes import unstructure
 from codeward.protocol.errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
-    from codeward.daemon.lsp.service import Answer, DocumentContext, Versions
+    from codeward.daemon.lsp.service import Answer, DocumentContext, Relay, Versions
 
 MERGED = frozenset({"textDocument/codeAction", "textDocument/documentSymbol"})
 # whole semantic tokens, converted apart (a delta is offered only where none is needed)
@@ -48,7 +49,6 @@ FOLLOWS = {
 DOCUMENT = frozenset(m for m in PROVIDERS if m.startswith("textDocument/"))
 WORKSPACE = frozenset({"workspace/symbol", "workspace/executeCommand"})
 FORWARDED = DOCUMENT | WORKSPACE | frozenset(FOLLOWS)
-_TAG = "codewardServer"  # in a merged code action's `data`: the server that gave it
 # answers the editor gets when no server can be asked about its document (outside every
 # root, or of no language): LSP's "nothing here"
 NOTHING: Any = None
@@ -77,13 +77,6 @@ def uri_of(params: Raw) -> str:
     return _document_params.decode(params).text_document.uri
 
 
-@dataclass
-class Origin:
-    root: Root
-    server: str
-    encoding: Encoding
-
-
 class Forwarder:
     """Sends one editor's requests (see the module docstring)."""
 
@@ -100,9 +93,11 @@ class Forwarder:
         self.lines = lines  # the editor's text of a URI (its buffer, else the servers')
         self.apply_edit = apply_edit
         self.rewrite = rewrite  # an editor's workDoneToken, as its server gets it
-        self.origins: dict[str, Origin] = {}  # by request method: who answered the last
         self.encodings: dict[str, Encoding] = {}  # each server's that answered
         self.commands: dict[str, tuple[Root, str]] = {}  # command -> its root and server
+        self._numbers: dict[Path, int] = {}  # roots as items' tags name them (`tagging`)
+        self._marks: dict[tuple[Path, str], tagging.Mark] = {}
+        self._own: dict[str, tuple[Root, str]] = {}  # by request: its first server's
 
     async def request(self, method: str, params: Raw) -> Any:
         """The result for the editor (raw JSON or data); raises `ToolError`."""
@@ -131,15 +126,23 @@ class Forwarder:
             answers, errors = await service.request_all(path, method, build, result_type=Raw)
             if not answers and errors:
                 raise errors[0]
-            self.origins[method] = Origin(root, answers[0].server, answers[0].encoding)
             self.encodings.update((a.server, a.encoding) for a in answers)
             return self._merged(method, root, answers, uri)
         answer = await service.request_held(path, method, build, result_type=Raw)
-        self.origins[method] = Origin(root, answer.server, answer.encoding)
         self.encodings[answer.server] = answer.encoding
         if method in TOKENS and answer.encoding != self.encoding:
             return self._tokens_result(answer.result, answer.encoding, uri)
+        if method in tagging.TAGGED:
+            return self._tagged(method, answer.result, answer.encoding, uri, root, answer.server)
         return self._result(answer.result, answer.encoding, uri)
+
+    def relayed(self, method: str, root: Root, relay: Relay, result: Raw) -> Any:
+        """A relayed answer (`relay.Relays`), its server noted for the follow-ups: as
+        `_document` answers it (its items tagged when `tagging` says)."""
+        self.encodings[relay.server] = relay.encoding
+        if method in tagging.TAGGED:
+            return self._tagged(method, result, relay.encoding, None, root, relay.server)
+        return result
 
     def _tokens_result(self, result: Raw, encoding: Encoding, uri: str) -> Any:
         data = msgspec.json.decode(result)
@@ -199,10 +202,11 @@ class Forwarder:
             found = self._data(answer.result, answer.encoding, uri)
             if not isinstance(found, list):
                 continue
+            if method == "textDocument/codeAction":
+                mark = self._mark(method, root, answer.server)
+                items += found if mark is None else tagging.tag(method, found, mark)
+                continue
             for item in found:
-                if method == "textDocument/codeAction":
-                    items.append(_tagged(item, answer.server))
-                    continue
                 flat = isinstance(item, dict) and "location" in item
                 if shape is None:
                     shape = flat
@@ -212,28 +216,65 @@ class Forwarder:
 
     # -- follow-ups and workspace requests ----------------------------------------------
 
-    async def _follow(self, method: str, params: Raw) -> Any:
-        data = self._tokens(msgspec.json.decode(params))
-        origin = self.origins.get(FOLLOWS[method])
-        server = _untagged(data) if method == "codeAction/resolve" else None
-        if origin is None:
+    def _mark(self, method: str, root: Root, server: str) -> tagging.Mark | None:
+        """The tag of the items `server` of `root` gives in answer to `method`; None for
+        the first server to answer that kind of request (its items pass untagged)."""
+        own = self._own.setdefault(FOLLOWS.get(method, method), (root, server))
+        if own[1] == server and own[0].path == root.path:
+            return None
+        mark = self._marks.get((root.path, server))
+        if mark is None:
+            number = self._numbers.setdefault(root.path, len(self._numbers))
+            mark = self._marks[root.path, server] = tagging.Mark(server, number)
+        return mark
+
+    def _tagged(
+        self, method: str, result: Raw, encoding: Encoding, uri: str | None, root: Root, server: str
+    ) -> Any:
+        """A result whose items name their server (`tagging`), in the editor's encoding."""
+        mark = self._mark(method, root, server)
+        if mark is None:
+            return self._result(result, encoding, uri)
+        if encoding == self.encoding:
+            return tagging.tag_raw(method, result, mark)
+        return tagging.tag(method, self._data(result, encoding, uri), mark)
+
+    def _source(self, method: str, data: Any) -> tuple[Root, str, Encoding]:
+        """The root and server a follow-up goes to (its item's tag, else its kind's own
+        server), and that server's encoding; the item's `data` put back."""
+        tagged = tagging.untag(method, data)
+        own = self._own.get(FOLLOWS[method])
+        if tagged is not None:
+            server, number = tagged
+            root = next((r for r in self.workspace.roots if self._numbers.get(r.path) == number),
+                        None)  # fmt: skip
+            if root is None:
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    f"The item of this {method} came from a folder no longer in the "
+                    f"workspace; send {FOLLOWS[method]} again.",
+                )
+        elif own is None:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS,
                 f"{method} follows {FOLLOWS[method]}, which no server answered on this "
                 "connection yet; send that request first.",
             )
-        server = server or origin.server
-        encoding = self.encodings.get(server, origin.encoding)
+        else:
+            root, server = own
+        return root, server, self.encodings.get(server, self.encoding)
+
+    async def _follow(self, method: str, params: Raw) -> Any:
+        data = self._tokens(msgspec.json.decode(params))
+        root, server, encoding = self._source(method, data)
         uri = _uri_in(data)
         if encoding != self.encoding:
             data = Converter(self.encoding, encoding, self.lines)(data, uri)
-        session = await self.workspace.session(origin.root)
+        session = await self.workspace.session(root)
         with session.asking(self.workspace.client_id) as asking:
             asking(server)
             answer = await session.lsp.ask(server, method, data, result_type=Raw)
-        if method == "codeAction/resolve":
-            return _tagged(self._data(answer.result, encoding, uri), server)
-        return self._result(answer.result, encoding, uri)
+        return self._tagged(method, answer.result, encoding, uri, root, server)
 
     async def _workspace_symbols(self, params: Raw) -> Any:
         data = self._tokens(msgspec.json.decode(params))
@@ -273,22 +314,6 @@ class Forwarder:
             asking(server)
             await service.execute_command(server, call, on_edit)
         return None  # (the service keeps what the command did: its edits went to the editor)
-
-
-def _tagged(action: Any, server: str) -> Any:
-    """A code action whose `data` also names the server that gave it."""
-    if not isinstance(action, dict) or "data" not in action:
-        return action
-    return {**action, "data": {_TAG: server, "data": action["data"]}}
-
-
-def _untagged(action: Any) -> str | None:
-    """The server a code action's `data` names (its own `data` put back), if any."""
-    data = action.get("data") if isinstance(action, dict) else None
-    if isinstance(data, dict) and isinstance(data.get(_TAG), str):
-        action["data"] = data.get("data")
-        return data[_TAG]
-    return None
 
 
 def _uri_in(data: Any) -> str | None:

@@ -8,10 +8,12 @@ to every editor of the root: each editor that declared `window.workDoneProgress`
 under a token made with `window/workDoneProgress/create`, its `begin` sent once the editor
 answered that request, in order.
 
-The servers' messages for the people (`window/showMessage`, `window/logMessage`; a
-`window/showMessageRequest` comes as a `showMessage`: the server is answered with no action)
-come the same way: the session hands one to the editors whose request was in flight on that
-server when it was sent, else to every editor of the root (`notice`).
+The servers' messages for the people (`window/showMessage`, `window/logMessage`) come the
+same way: the session hands one to the editors whose request was in flight on that server
+when it was sent, else to every editor of the root (`notice`). A server's question
+(`window/showMessageRequest`) is offered likewise (`lsp.questions`): the editor that takes it
+asks its person, and the action item chosen goes back to the server (null when the editor
+answers with an error, takes too long or goes).
 """
 
 from __future__ import annotations
@@ -19,19 +21,26 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
 import trio
+
+from codeward.daemon.lsp.questions import Question
+from codeward.protocol.lsp import Reply
 
 PREFIX = "codeward-editor-"
 Send = Callable[[str, Any], None]  # a notification to the editor
-Ask = Callable[[str, Any], Awaitable[object]]  # a request to the editor, its reply awaited
+Ask = Callable[[str, Any], Awaitable[Reply | None]]  # a request to the editor, its reply
 
 
 class Progress:
     """One editor's share of its roots' progress (see the module docstring)."""
 
-    def __init__(self, connection: int, supported: bool, send: Send, ask: Ask) -> None:
+    def __init__(
+        self, connection: int, supported: bool, send: Send, ask: Ask, questions: bool = False
+    ) -> None:
         self.mine = f"{PREFIX}{connection}-"
         self.supported = supported  # the editor declared window.workDoneProgress
+        self.questions = questions  # it declared window.showMessage (showMessageRequest)
         self.send = send
         self.ask = ask
         self.tokens: dict[str, int | str] = {}  # rewritten -> the editor's own token
@@ -66,10 +75,29 @@ class Progress:
     def notice(self, params: dict[str, Any]) -> None:
         """A server's message for the people (the session's notice listener)."""
         method, message = params.get("notice"), params.get("message")
+        question = params.get("question")
+        if isinstance(question, Question):
+            if question.stage == "asked" or self.questions:
+                server = str(params.get("server"))
+                question.take(lambda asked: self._choose(server, asked))
+            return
         if method in ("window/showMessage", "window/logMessage") and isinstance(message, str):
             kind = params.get("type")
             self.send(method, {"type": kind if isinstance(kind, int) else 4,
                                "message": f"{params.get('server')}: {message}"})  # fmt: skip
+
+    async def _choose(self, server: str, asked: dict[str, Any]) -> Any:
+        """Ask the person (`window/showMessageRequest`): the action item chosen, or None."""
+        params = {"type": asked["type"], "message": f"{server}: {asked['message']}"}
+        if asked.get("actions"):
+            params["actions"] = asked["actions"]
+        reply = await self.ask("window/showMessageRequest", params)
+        if reply is None or reply.error is not None or reply.result is None:
+            return None
+        try:
+            return msgspec.json.decode(reply.result)
+        except msgspec.DecodeError:
+            return None
 
     async def run(self) -> None:
         """Tell the root's own progress, in order (owner: the dialect's background scope)."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from codeward.daemon.editor.forward import DOCUMENT, MERGED, Forwarder, Origin, uri_of
+from codeward.daemon.editor.forward import DOCUMENT, MERGED, Forwarder, uri_of
 from codeward.daemon.editor.markup import Markup
 from codeward.daemon.editor.workspace import Root
 from codeward.protocol import lsp
@@ -145,21 +145,15 @@ class Relays:
             elif outcome is None:
                 self.fallback(call.event)
             else:
-                self._origin(call, relay)
-                body = self.machine.result_message(msg_id, outcome)
+                assert self.forwarder is not None
+                result = self.forwarder.relayed(call.event.method, call.root, relay, outcome)
+                body = self.machine.result_message(msg_id, result)
         except Exception:  # (a bug: answered, the server's reader goes on)
             log.exception("internal error in a relayed %s", call.event.method)
             body = self.machine.error_message(
                 msg_id, ErrorCode.INTERNAL_ERROR, "Internal error; the daemon log has details."
             )
         self._finish(call, body)
-
-    def _origin(self, call: _Call, relay: Relay) -> None:
-        """Who answered, for the follow-ups (`Forwarder._follow`)."""
-        assert self.forwarder is not None
-        server, encoding = relay.server, relay.encoding
-        self.forwarder.origins[call.event.method] = Origin(call.root, server, encoding)
-        self.forwarder.encodings[server] = encoding
 
     def _finish(self, call: _Call, body: bytes) -> None:
         call.asking.__exit__(None, None, None)

@@ -48,7 +48,7 @@ from codeward.daemon.lsp.process import group_rss
 from codeward.daemon.lsp.project import project_files
 from codeward.daemon.lsp.routing import Languages, in_routing_order
 from codeward.daemon.lsp.server import LanguageServer
-from codeward.daemon.lsp.supervisor import NEAR_CAP
+from codeward.daemon.lsp.server_watch import NEAR_CAP
 from codeward.daemon.lsp.texts import Texts
 from codeward.daemon.lsp.uris import path_to_uri, uri_to_path
 from codeward.protocol.errors import ToolError

@@ -131,6 +131,7 @@ class LanguageServer(ServerLifecycle, WorkspaceFolders, ServerDocuments, ServerO
             freshness=self._freshness,
             capture=lambda: self._capture,
             notice=self._notice,
+            question=self._question,
         )
         self._life = Supervisor(
             name,

@@ -18,6 +18,7 @@ from codeward.daemon.lsp.connection import ResponseError
 from codeward.daemon.lsp.early_initialize import setting
 from codeward.daemon.lsp.freshness import Freshness, left_out
 from codeward.daemon.lsp.initialize import folders
+from codeward.daemon.lsp.questions import Question
 from codeward.daemon.lsp.shapes import OffSpec, lenient, structure, unstructure
 from codeward.daemon.lsp.sync import DocumentSync
 from codeward.protocol.messages import Incoming
@@ -41,6 +42,7 @@ class ServerRequests:
         freshness: Freshness,
         capture: Callable[[], EditCapture | None],
         notice: Callable[[str, dict[str, Any]], None],
+        question: Callable[[dict[str, Any]], Question],
     ) -> None:
         self.name = name
         self._folders = folders  # its workspace folders now
@@ -51,6 +53,7 @@ class ServerRequests:
         self._freshness = freshness
         self._capture = capture
         self._notice = notice  # a message for the people (window/showMessage, logMessage)
+        self._question = question  # a question for them, offered to the editors
 
     def on_request(self, method: str, message: Incoming) -> Any:
         """The answer to the server's request (a value, or an awaitable of it)."""
@@ -79,8 +82,12 @@ class ServerRequests:
         if method == "window/showMessageRequest":
             shown = self._params(message, lsp.ShowMessageRequestParams)
             log.debug("%s: %s", self.name, shown.message)
-            # shown to the editors as a message; no one chooses for the server: no action
-            self._notice("window/showMessage", {"type": int(shown.type), "message": shown.message})
+            said = {"type": int(shown.type), "message": shown.message}
+            actions = message.decode().get("actions") or []  # (as sent: extra properties too)
+            question = self._question({**said, "actions": actions})
+            if question.taken:  # an editor asks its person
+                return _chosen(question, actions)
+            self._notice("window/showMessage", said)  # no one chooses for it: no action
             return None
         if method == "window/showDocument":
             return unstructure(lsp.ShowDocumentResult(success=False))
@@ -143,3 +150,10 @@ class ServerRequests:
         except OffSpec as exc:
             log.warning("%s: %s off the LSP spec: %s", self.name, message.method, exc.detail)
             return None
+
+
+async def _chosen(question: Question, actions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The server's own action item the person chose (by its title), or None."""
+    item = await question.answer()
+    title = item.get("title") if isinstance(item, dict) else None
+    return next((action for action in actions if action.get("title") == title), None)

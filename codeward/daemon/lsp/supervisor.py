@@ -19,7 +19,6 @@ import os
 import shlex
 import signal
 from collections.abc import Callable, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,9 @@ from codeward.daemon.lsp.connection import (
 from codeward.daemon.lsp.defaults import command_available
 from codeward.daemon.lsp.early_process import Handover
 from codeward.daemon.lsp.initialize import initialize_params, server_capabilities
-from codeward.daemon.lsp.process import ServerProcess, group_cpu, group_rss, is_stopped
+from codeward.daemon.lsp.process import ServerProcess, is_stopped
+from codeward.daemon.lsp.server_state import ServerState
+from codeward.daemon.lsp.server_watch import ServerWatch
 from codeward.daemon.lsp.shapes import OffSpec
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
@@ -50,22 +51,6 @@ BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
 CRASH_WINDOW = 300.0
 FAILED_COOLDOWN = 30.0
-NEAR_CAP = 0.8  # of max_rss_mb: the server is told to drop what it can
-WORKING_SHARE = 0.1  # of a core over a check: a server using this much is working, not hung
-HUNG_AFTER = 10  # times lsp.cancel_grace: a request this long unanswered restarts it anyway
-
-
-class ServerState(StrEnum):
-    IDLE = "idle"  # not started yet: servers start on first need
-    STARTING = "starting"
-    RUNNING = "running"
-    RESTARTING = "restarting"  # crashed; waiting out the backoff
-    FAILED = "failed"  # too many crashes; waits for a request after the cool-down
-    UNAVAILABLE = "unavailable"  # its program is not installed
-    STOPPED = "stopped"
-    # Not a state of the actor: how `status()` shows a running server that does not answer
-    # (stopped by a signal, or a request past its timeout still unanswered).
-    UNRESPONSIVE = "unresponsive"
 
 
 class _StartFailed(Exception):
@@ -75,7 +60,7 @@ class _StartFailed(Exception):
 OnRunning = Callable[[LspConnection, Capabilities], None]
 
 
-class Supervisor:
+class Supervisor(ServerWatch):
     """Owns the process and its connection; `state` says where in its life it is.
 
     `on_spawn()` runs when a new process is up (before the handshake), `on_running(conn,
@@ -361,73 +346,6 @@ class Supervisor:
                 conn.notify("workspace/didChangeConfiguration", settings)
         self._on_running(conn, capabilities)
         conn.release()
-
-    async def _watch(self, process: ServerProcess, conn: LspConnection) -> None:
-        """Every `lsp.check_interval` seconds: stop the running server when no request used
-        it for `lsp.idle_stop` seconds (parked: it starts again on its next need); restart it
-        when its process group uses more memory than its cap (once no request is in flight,
-        or after one request timeout), or when a request it was told to cancel stays
-        unanswered for `lsp.cancel_grace` seconds while it shows no work (no work-done
-        progress active, and under `WORKING_SHARE` of a core since the last check:
-        basedpyright busy with a large project answers a cancelled request only once its
-        analysis gets there, minutes on sympy), or `HUNG_AFTER` times as long. Past
-        `NEAR_CAP` of its cap it is first told to drop what it can (the documents opened
-        for the daemon's own purposes)."""
-        cap = self.config.max_rss_mb or self.lsp.max_rss_mb
-        over_since: float | None = None
-        shed = False  # told to drop what it can since it last was below NEAR_CAP
-        cpu: tuple[float, float] | None = None  # (its CPU seconds, when) while it owes one
-        while not conn.closed.is_set():
-            await trio.sleep(self.lsp.check_interval)
-            if self.state is not ServerState.RUNNING:
-                continue
-            if self._idle(conn):
-                idle = self.lsp.idle_stop
-                self.halt(
-                    f"unused for {idle:g} s (lsp.idle_stop); it starts again on its next need",
-                    park=True,
-                )
-                return
-            overdue = conn.oldest_abandoned()
-            working = False
-            if overdue is None:
-                cpu = None
-            else:  # it owes an answer to a cancelled request: is it working or hung?
-                now = (await trio.to_thread.run_sync(group_cpu, process.pid), trio.current_time())
-                if cpu is not None and now[1] > cpu[1]:
-                    working = (now[0] - cpu[0]) >= WORKING_SHARE * (now[1] - cpu[1])
-                working = working or self._working()
-                cpu = now
-            grace = self.lsp.cancel_grace
-            if overdue is not None and (
-                (overdue[1] >= grace and not working) or overdue[1] >= grace * HUNG_AFTER
-            ):
-                self.halt(
-                    f"it left a cancelled {overdue[0]} unanswered for {overdue[1]:.0f} s",
-                    graceful=False,
-                )
-                return
-            rss = await trio.to_thread.run_sync(group_rss, process.pid)
-            if rss <= cap * NEAR_CAP * 1024 * 1024:
-                shed = False
-            elif not shed:  # near its cap: told once to drop what it can
-                shed = True
-                closed = self._shed()
-                log.info("%s: near its memory cap: %d documents closed", self.name, closed)
-                self.changes.touch()
-            if rss <= cap * 1024 * 1024:
-                over_since = None
-                continue
-            now = trio.current_time()
-            over_since = now if over_since is None else over_since
-            if conn.in_flight == 0 or now - over_since >= self.lsp.request_timeout:
-                self.halt(f"it used {rss // (1024 * 1024)} MB, above its max_rss_mb of {cap}")
-                return
-
-    def _idle(self, conn: LspConnection) -> bool:
-        """Whether no request used it for `lsp.idle_stop` seconds (and none is in flight)."""
-        idle = self.lsp.idle_stop
-        return bool(idle) and conn.in_flight == 0 and trio.current_time() - self.last_used >= idle
 
     async def _stop(
         self, process: ServerProcess, conn: LspConnection, *, graceful: bool = True

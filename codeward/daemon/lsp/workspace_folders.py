@@ -4,7 +4,8 @@ Its workspace `folders` are the roots not nested in another (a nested root's fil
 parent's: one folder, so the server answers them as the parent's project), kept current
 with `workspace/didChangeWorkspaceFolders`; the documents no root holds any more are
 closed; progress, and the server's messages for the people (`window/showMessage`,
-`logMessage`, marked `notice`), go to every root's sink.
+`logMessage`, marked `notice`; its questions, `window/showMessageRequest`, offered the same
+way), go to every root's sink.
 
 `WorkspaceFolders` is the part of `server.LanguageServer` (one of its bases) that keeps
 them: its methods are the actor's own, the state they share declared below."""
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codeward.daemon.lsp.initialize import folders_changed
+from codeward.daemon.lsp.questions import Question, offered
 
 if TYPE_CHECKING:
     from codeward.daemon.lsp.documents import Document
@@ -41,6 +43,12 @@ class WorkspaceFolders:
         """A message of the server for the people (`window/showMessage`, `logMessage`):
         to every root's sink, as progress, marked `notice` (the sessions route it)."""
         self._progress({"server": self.name, "notice": method, **params})
+
+    def _question(self, params: dict[str, Any]) -> Question:
+        """A question of the server for the people (`window/showMessageRequest`), offered
+        to every root's sink as a `notice` carrying it (`questions.offered`)."""
+        notice = {"server": self.name, "notice": "window/showMessageRequest", **params}
+        return offered(params, lambda question: self._progress({**notice, "question": question}))
 
     @property
     def roots(self) -> list[Path]:
