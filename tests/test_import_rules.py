@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import codeward
+import codeward.daemon.lsp as layer
 from codeward.daemon.lsp import service
 
 PACKAGE = Path(codeward.__file__).parent
@@ -20,9 +21,7 @@ LSP = "codeward.daemon.lsp"
 
 # What the rest of the daemon may import from the layer, module by module (None: any name).
 PUBLIC: dict[str, frozenset[str] | None] = {
-    LSP: frozenset(
-        {"Answer", "DocumentContext", "LanguageService", "SharedServers", "repository_of"}
-    ),
+    LSP: frozenset(layer.__all__),  # (the service's names, loaded on first use)
     f"{LSP}.service": frozenset(service.__all__),
     f"{LSP}.types": None,  # value types of the servers' replies (Location, Diagnostic...)
     f"{LSP}.shapes": None,  # lsprotocol types at the seam: converter, typed answers, params
@@ -304,3 +303,10 @@ def test_no_module_imports_itself_through_others() -> None:
 def test_circles_are_found() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e", "d"}}
     assert _circles(graph) == [{"a", "b", "c"}]
+
+
+def test_the_layers_names_are_the_services() -> None:
+    """`from codeward.daemon.lsp import X` gives the service's X, for every name it lists."""
+    assert set(layer.__all__) <= set(service.__all__)
+    for name in layer.__all__:
+        assert getattr(layer, name) is getattr(service, name)

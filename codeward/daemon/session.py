@@ -21,9 +21,8 @@ from codeward.daemon import caches, child_path
 from codeward.daemon.config import Config, PolicyConfig
 from codeward.daemon.edits.history import DiagnosticsHistory
 from codeward.daemon.edits.writer import RootWriter
-from codeward.daemon.lsp import LanguageService, SharedServers, repository_of
+from codeward.daemon.lsp import LanguageService, Question, SharedServers, repository_of
 from codeward.daemon.lsp.budget import ServerBudget
-from codeward.daemon.lsp.questions import Question
 from codeward.daemon.lua import LuaActor
 from codeward.daemon.project_config import effective_config
 from codeward.daemon.trust import TrustStore

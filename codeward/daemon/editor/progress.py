@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 import trio
 
-from codeward.daemon.lsp.questions import Question
+from codeward.daemon.lsp.service import Question
 from codeward.protocol.lsp import Reply
 
 PREFIX = "codeward-editor-"

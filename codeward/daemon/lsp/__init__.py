@@ -16,11 +16,19 @@ if TYPE_CHECKING:
         Answer,
         DocumentContext,
         LanguageService,
+        Question,
         SharedServers,
         repository_of,
     )
 
-__all__ = ["Answer", "DocumentContext", "LanguageService", "SharedServers", "repository_of"]
+__all__ = [
+    "Answer",
+    "DocumentContext",
+    "LanguageService",
+    "Question",
+    "SharedServers",
+    "repository_of",
+]
 
 
 def __getattr__(name: str) -> Any:

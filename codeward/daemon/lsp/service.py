@@ -108,6 +108,7 @@ from codeward.daemon.lsp.held_requests import HeldRequests
 from codeward.daemon.lsp.pool import ServerPool
 from codeward.daemon.lsp.preview import Previewer
 from codeward.daemon.lsp.project_listing import Listing, ProjectListing
+from codeward.daemon.lsp.questions import Question
 from codeward.daemon.lsp.relay import Relay
 from codeward.daemon.lsp.request_failures import timed_out, unawaited, worth_retrying
 from codeward.daemon.lsp.request_routing import RequestRouting
@@ -133,6 +134,7 @@ __all__ = [
     "Offer",
     "OnEdit",
     "Previewer",
+    "Question",
     "Relay",
     "ServerDiagnostics",
     "SharedServers",
