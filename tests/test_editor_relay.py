@@ -29,11 +29,13 @@ MODES = {  # the scripted server's mode, by test
     "test_a_hover_about_an_open_buffer_starts_no_task": "ok",
     "test_the_editors_cancellation_reaches_the_server_under_its_id": "silent-hover",
     "test_a_relayed_request_that_gets_no_answer_times_out": "silent-hover",
+    "test_an_editor_leaving_gives_up_its_relayed_requests": "silent-hover",
     "test_a_server_that_crashes_mid_request_answers_it_and_nothing_stays_pending": (
         "crash-on-hover"
     ),
     "test_an_editor_that_stops_reading_holds_its_relayed_requests": "huge",
 }
+NO_TIMEOUT = {"test_an_editor_leaving_gives_up_its_relayed_requests"}
 
 
 @pytest.fixture
@@ -45,8 +47,10 @@ def log(tmp_path: Path) -> Path:
 def daemon_config(request: pytest.FixtureRequest, log: Path) -> Config:
     if request.node.name not in MODES:  # basedpyright's
         return Config(daemon=DaemonConfig(idle_timeout=600.0))
+    # (a hover times out in 1 s; one given up before that gets no timeout to end it)
+    timeout = 600.0 if request.node.name in NO_TIMEOUT else 1.0
     config = fake_config({"fake": fake_server(MODES[request.node.name], log)},
-                         method_timeouts={"textDocument/hover": 1.0})  # fmt: skip
+                         method_timeouts={"textDocument/hover": timeout})  # fmt: skip
     limits = DaemonConfig(idle_timeout=600.0, max_queued_reply_bytes=QUEUE_LIMIT,
                           max_requests_in_flight=IN_FLIGHT)  # fmt: skip
     return Config(daemon=limits, lsp=config.lsp, servers=config.servers,
@@ -163,6 +167,23 @@ async def test_the_editors_cancellation_reaches_the_server_under_its_id(
     assert cancel["params"] == {"id": asked["id"]}  # the server's id, not the editor's
     nothing_pending(conn, daemon)
     wire.close()
+
+
+async def test_an_editor_leaving_gives_up_its_relayed_requests(
+    daemon: Daemon, project: Path, log: Path
+) -> None:
+    """An editor that disconnects with a relayed request in flight: the server is told to
+    cancel it under its own id, and nothing of it stays behind (calls, count, gate)."""
+    wire, path = await open_editor(daemon, project)
+    conn = await connection_of(daemon)
+    await wire.send(hover(9, path))
+    (asked,) = await until(lambda: received(log, "textDocument/hover"))
+    assert conn.editor is not None and list(conn.editor.relays.calls) == [9]
+    wire.close()
+    (cancel,) = await until(lambda: received(log, "$/cancelRequest"))
+    assert cancel["params"] == {"id": asked["id"]}
+    await until(lambda: conn.editor is not None and not conn.editor.relays.calls)
+    nothing_pending(conn, daemon)
 
 
 async def test_a_relayed_request_that_gets_no_answer_times_out(
