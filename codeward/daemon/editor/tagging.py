@@ -111,7 +111,7 @@ def _shaped(method: str, result: Raw) -> Any:
     """A raw result decoded down to its items' fields (as `_items` walks it)."""
     if method in ONE:
         return _fields.decode(result)
-    value = _lists.decode(result)
+    value: Any = _lists.decode(result)  # (its items' `data` are rewritten in place)
     if method == COMPLETION and isinstance(value, dict):
         for key in ("items", "itemDefaults"):
             if key in value:
