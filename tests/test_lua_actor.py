@@ -13,7 +13,7 @@ import trio.testing
 from codeward.daemon.config import LuaConfig
 from codeward.daemon.intel.locations import Shown
 from codeward.daemon.lua import LuaActor
-from codeward.daemon.tools.git_tool import SOURCE, ByReference
+from codeward.daemon.tools.git_tool import SOURCE, ByReference, chunk_arguments
 from codeward.protocol.errors import ErrorKind, ToolError
 
 GitHandler = Callable[[str, list[str], dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -266,6 +266,29 @@ async def test_scripts_cannot_reach_a_constant_chunks_environment(nursery: trio.
     fresh = "return {string.x == nil, leak == nil, type(string.rep), codeward.git('diff').output}"
     assert await run(actor, fresh, host=host) == [True, True, "function", "diff"]
     assert [call[0] for call in host.git_calls] == ["status", "status", "diff"]
+
+
+async def test_git_command_chunk_hands_its_json_texts_on_and_scripts_cannot(
+    actor: LuaActor,
+) -> None:
+    """git_command's chunk passes the daemon's JSON texts to the host unencoded, checked
+    there as a script's arguments are; `codeward.git_json` exists only for constant chunks."""
+    host = RecordingHost()
+    texts = chunk_arguments("log", ["-n", "2", "--", 'a "b"'], allow_destructive=True)
+    with trio.fail_after(20):
+        result = await actor.eval(SOURCE, texts, ByReference(host), constant=True)
+    assert result == 1
+    assert host.git_calls == [("log", ["-n", "2", "--", 'a "b"'], {"allow_destructive": True})]
+    for bad in (["1", "[]", "{}"], ['"log"', '["-n", 2]', "{}"]):  # what a script's would fail
+        with pytest.raises(ToolError) as info, trio.fail_after(20):
+            await actor.eval(SOURCE, bad, host, constant=True)
+        assert info.value.kind is ErrorKind.INVALID_ARGUMENTS
+    with pytest.raises(ToolError) as info, trio.fail_after(20):
+        await actor.eval(SOURCE, [1, 2, 3], host, constant=True)
+    assert "three JSON texts" in info.value.message
+    script = "return {codeward.git_json == nil, type(codeward.git)}"
+    assert await run(actor, script, host=host) == [True, "function"]
+    assert len(host.git_calls) == 1
 
 
 async def test_constant_chunk_that_does_not_compile(actor: LuaActor) -> None:
@@ -559,7 +582,8 @@ async def test_a_constant_chunk_is_bounded_by_its_host_call_not_the_wall_time(
 
     host = ByReference(RecordingHost(git=approved_late))
     with trio.fail_after(20):
-        ref = await actor.eval(SOURCE, ["commit", False, "-m", "x"], host, constant=True)
+        texts = chunk_arguments("commit", ["-m", "x"], allow_destructive=False)
+        ref = await actor.eval(SOURCE, texts, host, constant=True)
     assert host.results[ref - 1]["output"] == "committed"
     assert host.host.git_calls == [("commit", ["-m", "x"], {"allow_destructive": False})]
     with pytest.raises(ToolError) as info:  # a script doing the same is held to wall_seconds

@@ -434,9 +434,20 @@ function driver.reset()
 end
 function driver.memory_tripped() tripped = tripped or "memory" end
 
+-- `codeward.git` for the daemon's own git_command chunk: its arguments are the JSON texts
+-- the daemon encoded from the tool's validated arguments, handed on as they are (the host
+-- decodes and checks them as it does a script's). No script can reach it.
+local function cw_git_json(subcommand, git_args, opts)
+  if type(subcommand) ~= "string" or type(git_args) ~= "string" or type(opts) ~= "string" then
+    error("codeward.git_json: pass three JSON texts", 2)
+  end
+  return host_call("git", subcommand, git_args, opts)
+end
+
 -- The daemon's own constant chunks (never a script's): each compiled once per runtime, all
 -- run in one environment holding only the codeward functions, made once.
-local CONSTANT_ENV = {codeward = {git = cw_git, call = cw_call, log = cw_log, null = null}}
+local CONSTANT_ENV = {codeward = {git = cw_git, git_json = cw_git_json, call = cw_call,
+                                  log = cw_log, null = null}}
 local CONSTANTS_MAX = 16
 local constants, constants_n = {}, 0
 

@@ -12,13 +12,14 @@ from codeward.daemon.tools.registry import ToolContext, tool
 if TYPE_CHECKING:
     from codeward.daemon.lua import LuaActor, LuaHost
 
-# The chunk receives the tool's arguments as one flat list (a single table to hand over):
-# {subcommand, allow_destructive, arg1, arg2, ...}.
+# The chunk receives the tool's arguments as the JSON texts of `codeward.git`'s three
+# arguments, encoded here from the validated arguments: it hands them to the host as they
+# are (`codeward.git_json`, which only the daemon's own chunks see), where a script's
+# tables would be encoded in Lua first.
 SOURCE = """local a = ...
-local args = {}
-for i = 3, #a do args[i - 2] = a[i] end
-return codeward.git(a[1], args, {allow_destructive = a[2]})
+return codeward.git_json(a[1], a[2], a[3])
 """
+_encode = msgspec.json.encode
 
 
 class ByReference:
@@ -41,13 +42,19 @@ class ByReference:
         self.host.log(message)
 
 
+def chunk_arguments(subcommand: str, args: list[str], allow_destructive: bool) -> list[str]:
+    """What `SOURCE` takes: the JSON texts of `codeward.git`'s subcommand, args and opts."""
+    opts = {"allow_destructive": allow_destructive}
+    return [_encode(subcommand).decode(), _encode(args).decode(), _encode(opts).decode()]
+
+
 async def run_chunk(lua: LuaActor, host: LuaHost, arguments: list[Any]) -> dict[str, Any]:
     """Evaluate the git_command chunk in the sandbox for `arguments` ([subcommand, args,
     opts]); the git result it returned."""
     subcommand, args, opts = arguments
     by_reference = ByReference(host)
-    flat = [subcommand, bool(opts.get("allow_destructive", False)), *args]
-    ref = await lua.eval(SOURCE, flat, by_reference, constant=True)
+    texts = chunk_arguments(subcommand, args, bool(opts.get("allow_destructive", False)))
+    ref = await lua.eval(SOURCE, texts, by_reference, constant=True)
     if type(ref) is not int or not 1 <= ref <= len(by_reference.results):
         raise AssertionError(f"the git_command chunk returned {ref!r}")
     return by_reference.results[ref - 1]
