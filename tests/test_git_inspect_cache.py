@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from codeward.daemon.git import index_gitlinks, repository
+from codeward.daemon.git import command, index_gitlinks, repository
 from codeward.protocol.errors import ErrorKind, ToolError
-from tests.git_repos import commit_all, git, git_home, make_repo, write
+from tests.git_repos import commit_all, git, git_home, make_repo, run, write
 
 __all__ = ["git_home"]
 
@@ -106,14 +107,18 @@ def test_a_fifo_index_is_not_waited_on(tmp_path: Path) -> None:
 
 async def test_a_refreshed_index_keeps_the_inspection(repo: Path) -> None:
     first = await repository.inspect(GIT, repo)
+    kept = repository._cache[repo].repo  # (`first` may carry this call's listing)
+    assert first == kept
     index = repo / ".git" / "index"
     before = index.stat()
     os.utime(repo / "d0" / "file 0.txt", ns=(1_000_000_000, 1_000_000_000))
     git(repo, "update-index", "-q", "--refresh")  # what a user's `git status` does
     assert index.stat().st_mtime_ns != before.st_mtime_ns
-    assert await repository.inspect(GIT, repo) is first
+    assert await repository.inspect(GIT, repo) == first
+    assert repository._cache[repo].repo is kept
     git(repo, "add", "-A")  # a new stat again, no gitlink
-    assert await repository.inspect(GIT, repo) is first
+    assert await repository.inspect(GIT, repo) == first
+    assert repository._cache[repo].repo is kept
 
 
 async def test_a_gitlink_added_or_removed_redoes_the_nested_part(repo: Path) -> None:
@@ -173,3 +178,48 @@ async def test_the_containment_part_by_its_own_key(repo: Path, tmp_path: Path) -
     with pytest.raises(ToolError) as info:
         await repository.inspect(GIT, repo)
     assert info.value.kind is ErrorKind.UNSAFE_REPOSITORY_CONFIG
+
+
+async def test_status_after_an_index_change_lists_the_git_directory_once(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every index git writes changes `.git`'s stat: the containment part lists it again,
+    and status takes what that listing says (an operation in progress) from it rather than
+    listing it a second time; a call that listed nothing hands on no names."""
+    git_dir = repo / ".git"
+    await run(repo, "status")
+    listings: list[str] = []
+    listdir, scandir = os.listdir, os.scandir
+
+    def counted_listdir(path: str) -> list[str]:
+        listings.append(str(path))
+        return listdir(path)
+
+    def counted_scandir(path: str) -> Any:
+        listings.append(str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "listdir", counted_listdir)
+    monkeypatch.setattr(os, "scandir", counted_scandir)
+    renders: list[bool] = []
+    renderer = command._renderer
+
+    def rendering(*args: Any) -> Any:
+        render = renderer(*args)
+        renders.append(render is not None)
+        return render
+
+    monkeypatch.setattr(command, "_renderer", rendering)
+    for stamp in (1, 2):  # what an editor's save and a user's `git status` do
+        os.utime(repo / "d0" / "file 0.txt", ns=(stamp * 10**9, stamp * 10**9))
+        git(repo, "update-index", "-q", "--refresh")
+        listings.clear()
+        result = await run(repo, "status")
+        assert listings.count(str(git_dir)) == 1
+        assert "On branch main" in result["output"] and renders[-1]
+    found = await repository.inspect(GIT, repo)  # nothing changed: nothing listed
+    assert found.git_dir_names is None and found is repository._cache[repo].repo
+    (git_dir / "MERGE_HEAD").write_text(git(repo, "rev-parse", "HEAD"))  # a merge under way
+    found = await repository.inspect(GIT, repo)  # a new entry: the containment part reruns
+    assert found.git_dir_names is not None and "MERGE_HEAD" in found.git_dir_names
+    assert not renderer(command.classify(repo, "status", []), found)  # git's own words

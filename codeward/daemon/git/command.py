@@ -389,7 +389,7 @@ def _renderer(decision: Decision, repo: Repository) -> Render | None:
     mode = status.untracked_mode(args)
     if mode is None or repo.gitlinks:  # submodules: their state is git's to word
         return None
-    if not status.plain(repo.fact(status.format_configured), repo.git_dir):
+    if not status.plain(repo.fact(status.format_configured), repo.git_dir, repo.git_dir_names):
         return None
 
     def long_format(data: bytes) -> bytes | None:

@@ -38,6 +38,7 @@ GITLINK_MODE = b"160000"
 INLINE_INDEX_BYTES = 1024 * 1024  # a larger index is read in a thread, off the event loop
 
 Stat = tuple[int, int, int, int] | None
+_Entries = frozenset[tuple[str, str | None]]  # a directory's names, each with its link's target
 T = TypeVar("T")
 
 
@@ -48,6 +49,9 @@ class Repository:
     entries: list[config_scan.ConfigEntry]
     watched: tuple[Path, ...] = ()  # nested `.git`s and config files seen by the scan
     gitlinks: bool = False  # its index holds a submodule or a repository added inside it
+    # the git directory's entries when the containment part listed it during this call
+    # (`inspect`'s result only, never the cached one): status reads no second listing
+    git_dir_names: frozenset[str] | None = field(default=None, compare=False, repr=False)
     _facts: dict[Callable[[list[config_scan.ConfigEntry]], Any], Any] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -106,8 +110,10 @@ async def inspect(git: str, root: Path, *, nested: bool = True) -> Repository:
         found = cached
     else:
         found = await _with_nested(git, root, cached)
-    if found is not cached or not _contained_stands(found):
-        found = await _contained(root, found)
+    listed: dict[str, _Entries] = {}  # the directories the containment part lists now
+    if found is not cached or not _contained_stands(found, listed):
+        listed.clear()
+        found = await _contained(root, found, listed)
     if found is not cached:  # a part ran again: its entries are checked
         unsafe = config_scan.find_unsafe(found.repo.entries, found.places)
         if unsafe:
@@ -115,7 +121,10 @@ async def inspect(git: str, root: Path, *, nested: bool = True) -> Repository:
     if len(_cache) >= CACHE_SIZE:
         _cache.pop(next(iter(_cache)))
     _cache[root] = found
-    return found.repo
+    names = listed.get(str(found.repo.git_dir))
+    if names is None:
+        return found.repo
+    return dataclasses.replace(found.repo, git_dir_names=frozenset(name for name, _ in names))
 
 
 async def _inspect(git: str, root: Path) -> _Inspected:
@@ -186,16 +195,21 @@ async def _with_nested(git: str, root: Path, inspected: _Inspected) -> _Inspecte
     )
 
 
-async def _contained(root: Path, inspected: _Inspected) -> _Inspected:
+async def _contained(root: Path, inspected: _Inspected, listed: dict[str, _Entries]) -> _Inspected:
     """The containment part (`containment.check`, in a thread: it walks the git
-    directories), run again when the other parts were or what it read changed."""
+    directories), run again when the other parts were or what it read changed; the
+    directories' entries it lists go into `listed` too."""
     repo = inspected.repo
     nested = [path for path in repo.watched if path.name == ".git"]
     read = await trio.to_thread.run_sync(
         containment.check, root, repo.git_dir, repo.common_dir, repo.entries, nested
     )
     paths = tuple(str(path) for path in read)
-    return dataclasses.replace(inspected, contained=paths, contained_key=_identities(paths))
+    key = _identities(paths)
+    for path, (_, names) in zip(paths, key, strict=True):
+        if names is not None:
+            listed[path] = names
+    return dataclasses.replace(inspected, contained=paths, contained_key=key)
 
 
 def _identities(paths: tuple[str, ...]) -> tuple[Any, ...]:
@@ -204,7 +218,7 @@ def _identities(paths: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple((_stat(path), _entries(path)) for path in paths)
 
 
-def _entries(path: str) -> frozenset[tuple[str, str | None]] | None:
+def _entries(path: str) -> _Entries | None:
     """A directory's entries (lock files aside: git makes and removes them), each with its
     link's target if it is a symbolic link; None for anything else."""
     try:
@@ -218,10 +232,11 @@ def _entries(path: str) -> frozenset[tuple[str, str | None]] | None:
         return None
 
 
-def _contained_stands(inspected: _Inspected) -> bool:
+def _contained_stands(inspected: _Inspected, listed: dict[str, _Entries]) -> bool:
     """Whether what the containment check read is as it was: the same stats, or (a
     directory whose stat changed: every index git writes in a `.git` changes it, through
-    `index.lock`) the same entries, its new stat then remembered."""
+    `index.lock`) the same entries, its new stat then remembered (and its entries put in
+    `listed`)."""
     key = list(inspected.contained_key)
     for i, (path, (seen, names)) in enumerate(zip(inspected.contained, key, strict=True)):
         now = _stat(path)
@@ -230,6 +245,7 @@ def _contained_stands(inspected: _Inspected) -> bool:
         if names is None or now is None or now[3] != seen[3] or _entries(path) != names:
             return False
         key[i] = (now, names)
+        listed[path] = names
     inspected.contained_key = tuple(key)
     return True
 

@@ -77,19 +77,26 @@ def quote_path_configured(entries: Sequence[ConfigEntry]) -> bool:
     return any(entry.key.lower() == "core.quotepath" for entry in entries)
 
 
-def plain(configured: bool, git_dir: Path) -> bool:
+def plain(configured: bool, git_dir: Path, names: frozenset[str] | None = None) -> bool:
     """Whether, in the repository's present state, `git status` prints what `long_format`
     renders from porcelain v2 (its arguments aside: `untracked_mode` says those);
     `configured`: `format_configured` of the repository's config. Told before git runs, so
     that what the parse run cannot render (an operation in progress, a detached HEAD) has
     git's own status start with it, not after it. Each of the three things read is
     remembered while its settled stat stands (`settled`): a status of a repository at rest
-    costs three lstats, not a listing of its git directory and a read of HEAD."""
+    costs three lstats, not a listing of its git directory and a read of HEAD. `names`:
+    the git directory's entries when they were listed during this call (the repository's
+    inspection lists it when its stat changed, as every index git writes changes it): not
+    listed again."""
     if configured:
         return False
     where = str(git_dir)
+    if names is not None:
+        in_operation = not _STATE_FILES.isdisjoint(names)
+    else:
+        in_operation = settled.value(where, _in_operation)
     return (
-        not settled.value(where, _in_operation)
+        not in_operation
         and not settled.value(os.path.join(where, "info"), _sparse)
         and settled.value(os.path.join(where, "HEAD"), _on_branch)
     )
