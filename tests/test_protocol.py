@@ -202,6 +202,26 @@ def test_content_length_ignores_other_headers() -> None:
     assert decoder.feed(frame) == [b"{}"]
 
 
+def test_content_length_whole_frames_however_the_reads_cut_them() -> None:
+    """A read holding one whole frame (the common case, taken without the buffer) and any
+    other cut of the same bytes give the same frames; a body read after its header alone
+    is a body even when it reads like a header."""
+    bodies = [b"{}", b'{"id":1}', b"Content-Length: 3\r\n\r\nabc", b"x" * 70]
+    headers = [b"Content-Length: %d\r\n\r\n", b"Content-Type: a/b\r\nContent-Length: %d\r\n\r\n"]
+    wire = [headers[i % 2] % len(body) + body for i, body in enumerate(bodies)]
+    for each in wire:  # one frame a read
+        assert ContentLengthDecoder().feed(each) in ([body] for body in bodies)
+    joined = b"".join(wire)
+    for cut in range(len(joined) + 1):
+        decoder = ContentLengthDecoder()
+        assert decoder.feed(joined[:cut]) + decoder.feed(joined[cut:]) == bodies
+    decoder, inner = ContentLengthDecoder(), b"Content-Length: 3\r\n\r\nabc"
+    assert decoder.feed(b"Content-Length: %d\r\n\r\n" % len(inner)) == []
+    assert decoder.feed(inner) == [inner]
+    with pytest.raises(FrameError, match="limit"):
+        ContentLengthDecoder(max_message=2).feed(b"Content-Length: 3\r\n\r\nabc")
+
+
 def test_tool_error_data() -> None:
     exc = ToolError(ErrorKind.TIMEOUT, "Try again.", seconds=3)
     assert exc.to_data() == {"kind": "timeout", "seconds": 3}

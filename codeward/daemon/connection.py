@@ -215,7 +215,11 @@ class Connection(RequestRunner):
             if frames and self._first_frame:
                 self._reader.deadline = math.inf  # the first message arrived
             for frame in frames:
-                await self._dispatch_frame(frame, requests)
+                dialect = self.mcp or self.editor
+                if dialect is not None and not self._passed and not self._full():
+                    dialect.receive(frame, requests)  # (the common case, with no coroutine)
+                else:
+                    await self._dispatch_frame(frame, requests)
 
     async def _receive_first(self, sock: trio.socket.SocketType) -> bytes:
         """Bytes before the first message is whole, with the descriptors they carry (the
@@ -325,7 +329,8 @@ class Connection(RequestRunner):
 
     def send_body(self, body: bytes) -> None:
         """Queue one encoded message (the MCP dialect's replies and notifications)."""
-        self._queue(body)
+        if self.peer.framing is not None:
+            self.outbox.put(self.peer.frame(body))
 
     def _queue(self, body: bytes) -> None:
         if self.peer.framing is not None:

@@ -32,11 +32,13 @@ class Outbox:
         """Send `frame` after every frame before it; dropped once the outbox is closed."""
         if self.closed:
             return
-        if not self._frames and self._direct is not None and self._direct.fileno() >= 0:
+        direct = self._direct
+        fd = direct.fileno() if direct is not None and not self._frames else -1
+        if fd >= 0:
             # Nothing waits to be written: write now (synchronously, so no cancellation can
             # cut a frame); what the socket cannot take yet goes to the writer, in order.
             try:
-                written = os.write(self._direct.fileno(), frame)
+                written = os.write(fd, frame)
             except BlockingIOError:
                 written = 0
             except OSError as exc:

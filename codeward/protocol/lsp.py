@@ -188,7 +188,7 @@ class LspMachine:
         self.frames += 1
         if self.state is State.EXITED:
             return None
-        if frame.lstrip()[:1] == b"[":
+        if frame[:1] != b"{" and frame.lstrip()[:1] == b"[":
             return self._error(None, ErrorCode.INVALID_REQUEST, "LSP has no batches; send one "
                                "message a frame.")  # fmt: skip
         try:

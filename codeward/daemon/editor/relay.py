@@ -156,9 +156,9 @@ class Relays:
         self._finish(call, body)
 
     def _finish(self, call: _Call, body: bytes) -> None:
-        call.asking.__exit__(None, None, None)
         if body:
-            self.conn.send_body(body)
+            self.conn.send_body(body)  # (first: nothing below is on the reply's way)
+        call.asking.__exit__(None, None, None)
         self.conn.request_finished()
         if not self.calls and self._idle is not None:
             self._idle.set()

@@ -98,13 +98,16 @@ class Relayed(_Pending):
     synchronously, in the task that finishes it (the reader's on the answer, the timer's
     on a timeout, the closer's when the server goes); its result stays raw JSON."""
 
-    __slots__ = ("done", "finished", "id", "method")
+    __slots__ = ("done", "finished", "id", "method", "sent")
 
-    def __init__(self, method: str, deadline: float, done: Callable[[Relayed], None]) -> None:
+    def __init__(
+        self, method: str, sent: float, timeout: float, done: Callable[[Relayed], None]
+    ) -> None:
         self.method = method
         self.id: Id = 0  # the server-side id, once sent
         self.result_type = msgspec.Raw
-        self.deadline = deadline
+        self.sent = sent  # trio time
+        self.deadline = sent + timeout
         self.timed_out = False
         self.result: Any = None
         self.error: Exception | None = None
@@ -289,11 +292,11 @@ class LspConnection:
         The caller gives it up with `give_up` (on a timeout too: `$/cancelRequest`)."""
         if self.closed.is_set():
             return None
-        relayed = Relayed(method, trio.current_time() + timeout, done)
+        relayed = Relayed(method, trio.current_time(), timeout, done)
+        relayed.id, frame = self.peer.send_request(method, params, relayed)
+        self._send(frame)  # (first: nothing below is on the way to the server)
         if relayed.deadline < self._timer.deadline:
             self._timer.deadline = relayed.deadline
-        relayed.id, frame = self.peer.send_request(method, params, relayed)
-        self._send(frame)
         return relayed
 
     def give_up(self, relayed: Relayed) -> None:
@@ -411,10 +414,11 @@ class LspConnection:
                 self.close(f"it wrote output that is not LSP ({exc})")
                 return
             chunk = b""
+            hold = self._hold
             for event in events:
                 if not self._dispatch(event):
                     return
-                if isinstance(event, ResponseReceived) and event.id == self._hold:
+                if hold is not None and isinstance(event, ResponseReceived) and event.id == hold:
                     await self._released.wait()  # (the owner acts on the reply first)
 
     def _dispatch(self, event: Event) -> bool:

@@ -102,7 +102,7 @@ class HeldRequests:
         server, doc = self._held_document(path, method)
         if server is None or doc is None or doc.uri != uri or server.encoding != encoding:
             return None
-        relay = Relay(self.gate, server, doc, done)
+        relay = Relay(self.gate, server, doc, encoding, done)
         return relay if relay.send(method, params) else None
 
     def _held_document(

@@ -193,7 +193,8 @@ class ServerPool:
             server = self.servers.get(name)
             if server is None or not server.running:
                 return None
-            self._consulted(name)
+            if self.restricted:
+                self._consulted(name)
             offers = server.offers_now(method)
             if offers is None:
                 return None

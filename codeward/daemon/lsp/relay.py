@@ -30,11 +30,16 @@ from codeward.protocol.errors import ToolError
 class Relay:
     """One relayed request (see the module docstring)."""
 
-    __slots__ = ("_conn", "_doc", "_done", "_gate", "_held", "_relayed", "_server", "_started",
+    __slots__ = ("_conn", "_doc", "_done", "_gate", "_held", "_relayed", "_server",
                  "encoding", "outcome", "server")  # fmt: skip
 
     def __init__(
-        self, gate: Gate, server: LanguageServer, doc: Document, done: Callable[[Relay], None]
+        self,
+        gate: Gate,
+        server: LanguageServer,
+        doc: Document,
+        encoding: Encoding,
+        done: Callable[[Relay], None],
     ) -> None:
         self._gate = gate
         self._server = server
@@ -43,9 +48,8 @@ class Relay:
         self._held = False
         self._conn: LspConnection | None = None
         self._relayed: Relayed | None = None
-        self._started = trio.current_time()
         self.server = server.name  # who answers, in which position encoding
-        self.encoding: Encoding = server.encoding
+        self.encoding: Encoding = encoding  # (the server's)
         self.outcome: Raw | ToolError | None = None
 
     def send(self, method: str, params: Any) -> bool:
@@ -72,16 +76,18 @@ class Relay:
     def _ended(self, relayed: Relayed) -> None:
         if self._conn is None:
             return  # (failed as it was sent: `send` says so, the caller goes the waiting way)
-        self._release()
         self.outcome = self._outcome(relayed)
-        self._done(self)
+        try:
+            self._done(self)  # (the reply on its way first: no other task runs meanwhile)
+        finally:
+            self._release()
 
     def _outcome(self, relayed: Relayed) -> Raw | ToolError | None:
         server, method = self._server, relayed.method
         if relayed.timed_out:
             assert self._conn is not None
             self._conn.give_up(relayed)
-            waited = trio.current_time() - self._started
+            waited = trio.current_time() - relayed.sent
             return timed_out(server.name, method, waited, 0.0)
         if relayed.error is not None:
             failure = request_failure(server, method, relayed.error, server.timeout_for(method))

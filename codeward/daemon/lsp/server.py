@@ -209,7 +209,7 @@ class LanguageServer(ServerLifecycle, WorkspaceFolders, ServerDocuments, ServerO
         if relayed is None:
             return None
         self._new_files.heard()
-        life.last_used = trio.current_time()
+        life.last_used = relayed.sent
         return conn, relayed
 
     async def _in_turn(self, method: str, work: Callable[..., Awaitable[T]]) -> T:

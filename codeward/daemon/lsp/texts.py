@@ -83,8 +83,6 @@ class Texts:
 
     def held(self, path: Path) -> Held | None:
         """The buffer an editor holds for `path`, recorded as read (see `overlay.record`)."""
-        if path not in self.overlay:
-            return None
         held = self.overlay.held(path)
         if held is not None:
             record(held)
