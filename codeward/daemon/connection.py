@@ -206,7 +206,6 @@ class Connection(RequestRunner):
                 return "reset"
             if not data:
                 return "eof"
-            self.last_active = trio.current_time()
             try:
                 frames = self.peer.frames(data)
             except FrameError as exc:
@@ -219,7 +218,9 @@ class Connection(RequestRunner):
                 if dialect is not None and not self._passed and not self._full():
                     dialect.receive(frame, requests)  # (the common case, with no coroutine)
                 else:
+                    self.last_active = trio.current_time()  # (before any wait)
                     await self._dispatch_frame(frame, requests)
+            self.last_active = trio.current_time()  # (after: not on a relayed request's way)
 
     async def _receive_first(self, sock: trio.socket.SocketType) -> bytes:
         """Bytes before the first message is whole, with the descriptors they carry (the

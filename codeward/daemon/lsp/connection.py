@@ -100,14 +100,12 @@ class Relayed(_Pending):
 
     __slots__ = ("done", "finished", "id", "method", "sent")
 
-    def __init__(
-        self, method: str, sent: float, timeout: float, done: Callable[[Relayed], None]
-    ) -> None:
+    def __init__(self, method: str, done: Callable[[Relayed], None]) -> None:
         self.method = method
         self.id: Id = 0  # the server-side id, once sent
         self.result_type = msgspec.Raw
-        self.sent = sent  # trio time
-        self.deadline = sent + timeout
+        self.sent = 0.0  # trio time, once sent
+        self.deadline = math.inf  # (until sent)
         self.timed_out = False
         self.result: Any = None
         self.error: Exception | None = None
@@ -292,9 +290,11 @@ class LspConnection:
         The caller gives it up with `give_up` (on a timeout too: `$/cancelRequest`)."""
         if self.closed.is_set():
             return None
-        relayed = Relayed(method, trio.current_time(), timeout, done)
+        relayed = Relayed(method, done)
         relayed.id, frame = self.peer.send_request(method, params, relayed)
         self._send(frame)  # (first: nothing below is on the way to the server)
+        relayed.sent = trio.current_time()
+        relayed.deadline = relayed.sent + timeout
         if relayed.deadline < self._timer.deadline:
             self._timer.deadline = relayed.deadline
         return relayed

@@ -203,7 +203,7 @@ class LanguageServer(ServerLifecycle, WorkspaceFolders, ServerDocuments, ServerO
         conn = life.conn
         if method in self._turns or self._new_files.waits(method) or conn is None:
             return None
-        if life.state is not ServerState.RUNNING or conn.closed.is_set():
+        if life.state is not ServerState.RUNNING:  # (a closed connection sends nothing)
             return None
         relayed = conn.relay(method, params, timeout=self.timeout_for(method), done=done)
         if relayed is None:
