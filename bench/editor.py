@@ -132,13 +132,16 @@ def answered(client: DirectClient, case: Case) -> None:
 def measure(
     sides: dict[str, DirectClient], batch: list[Case], rounds: int, daemons: dict[str, int]
 ) -> None:
-    """Calls with the sides' order rotated every round; through a daemon (`daemons`: its
-    pid by side), the daemon's CPU per call too (/proc schedstat), a figure the machine's
-    load disturbs less than wall time."""
+    """Calls with the sides' order rotated every round, and the requests' order every
+    few rounds (an editor asks in no fixed order: a hover always asked after a completion's
+    long answer would always find the daemon's caches cold); through a daemon (`daemons`:
+    its pid by side), the daemon's CPU per call too (/proc schedstat), a figure the
+    machine's load disturbs less than wall time."""
     ways = list(sides)
     for round_ in range(rounds):
         order = ways[round_ % len(ways) :] + ways[: round_ % len(ways)]
-        for case in batch:
+        first = round_ // len(ways) % len(batch)  # each request follows each of the others
+        for case in batch[first:] + batch[:first]:
             for way in order:
                 daemon = daemons.get(way)
                 cpu = cpu_seconds(daemon) if daemon is not None else 0.0
@@ -155,7 +158,8 @@ def ms(values: list[float]) -> float:
 
 def report(batch: list[Case], rounds: int) -> None:
     through = [way for way in batch[0].times if way != "direct"]
-    print(f"1. median of {rounds} rounds, the sides' order rotated, the same client on each;")
+    print(f"1. median of {rounds} rounds, the sides' and requests' orders rotated,")
+    print("   the same client on each;")
     print("   the daemon's CPU per call through codeward (mean, /proc schedstat)")
     for way in through:
         if len(through) > 1:

@@ -215,12 +215,14 @@ async def test_a_server_that_crashes_mid_request_answers_it_and_nothing_stays_pe
     assert reply["id"] == 5 and reply["error"]["code"] == -32803  # RequestFailed
     assert reply["error"]["data"]["kind"] == "lsp_error"
     assert "stopped during textDocument/hover" in reply["error"]["message"]
+    await trio.testing.wait_all_tasks_blocked()  # (the request's task ends after its answer)
     nothing_pending(conn, daemon)
     # the server restarts with the buffer: the next hover is relayed again (and crashes it)
     await held(daemon, path)
     await wire.send(hover(6, path))
     assert (await answer(wire))["error"]["data"]["kind"] == "lsp_error"
     assert len(received(log, "textDocument/hover")) == 2
+    await trio.testing.wait_all_tasks_blocked()
     nothing_pending(conn, daemon)
     wire.close()
 
