@@ -17,8 +17,10 @@ serve it; calls alternate. Printed:
    unsafe writes) and a harmless comment (written), each timed;
 5. project diagnostics: each call until every server is complete (goal: within 3 calls),
    counts per server, what each checked, time, and the servers' CPU over the 5 s after
-   each answer (goal: idle); the direct server's workspace pull streamed to the end, its
-   error count, time and CPU after;
+   each answer (goal: idle); the daemon's first call done directly (the files in its order,
+   each opened and pulled in turn for the same time, the one under way given the same
+   grace, then cancelled) and the direct server's CPU after it; the direct server's
+   workspace pull streamed to the end, its error count, time and CPU after;
 6. the servers' memory once idle (each server's process group), the direct one's;
 7. the daemon's memory at start (loaded: `tools/list` answered) and after the session
    closed and its servers exited (goal <= 1.2x).
@@ -45,10 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from common import Daemon, DaemonClient, RpcFailed, cpu_seconds, wait_gone  # bench/
-from lsp import DirectClient  # bench/
+from large_direct import Direct  # bench/
 
+from codeward.daemon.config import LspConfig
 from codeward.daemon.lsp.process import group_rss
 from tests.large_project import generate, group_cpu
 
@@ -122,69 +124,6 @@ def checkout(base: Path, source: Path) -> Target:
         edit="sympy/core/symbol.py",
         others=[f"sympy/core/{name}" for name in core if name != "symbol.py"][:OPEN],
     )
-
-
-class Direct(DirectClient):
-    """bench/lsp.py's direct client, keeping the reports of a workspace pull too."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
-        self.pull_token = ""
-        self.reports: dict[str, list[Any]] = {}
-
-    def _handle(self, frame: bytes) -> dict[str, Any] | None:
-        message = msgspec.json.decode(frame)
-        if message.get("method") == "$/progress" and self.pull_token:
-            params = message["params"]
-            if params.get("token") == self.pull_token:
-                for report in (params.get("value") or {}).get("items", []):
-                    self.reports[report["uri"]] = report.get("items", [])
-                return None
-        return super()._handle(frame)
-
-    def open(self, path: str) -> None:
-        text = (self.root / path).read_text()
-        document = {"uri": self.uri(path), "languageId": "python", "version": 1, "text": text}
-        self.notify("textDocument/didOpen", {"textDocument": document})
-
-    def project_diagnostics(self, expected: set[str], timeout: float) -> tuple[float, bool]:
-        """A workspace pull streamed until every file of `expected` (uris) was reported and
-        no progress is active for 1 s: (seconds, complete)."""
-        self.pull_token = "bench-pull"
-        self.reports.clear()
-        pull_id = next(self.ids)
-        begin = time.perf_counter()
-        params = {"previousResultIds": [], "partialResultToken": self.pull_token}
-        self._write({"id": pull_id, "method": "workspace/diagnostic", "params": params})
-        deadline = begin + timeout
-        complete = False
-        while time.perf_counter() < deadline:
-            frame = self._next(1.0)
-            if frame is None:
-                if not self.progress and expected <= set(self.reports):
-                    complete = True
-                    break
-                continue
-            message = self._handle(frame)
-            if message is not None and message.get("id") == pull_id:
-                complete = True  # answered: over
-                break
-        took = time.perf_counter() - begin - (1.0 if complete else 0.0)
-        self.notify("$/cancelRequest", {"id": pull_id})
-        self.pull_token = ""
-        return took, complete
-
-    def drain(self, seconds: float) -> None:
-        """Read what the server says for `seconds` (a server blocked on a full pipe would
-        look idle)."""
-        end = time.perf_counter() + seconds
-        while (left := end - time.perf_counter()) > 0:
-            frame = self._next(left)
-            if frame is not None:
-                self._handle(frame)
-
-    def errors(self) -> int:
-        return sum(1 for items in self.reports.values() for d in items if d.get("severity") == 1)
 
 
 def first_symbols(direct: Direct, query: str) -> list[Any]:
@@ -423,6 +362,18 @@ def run(target: Target, tmp: Path, rounds: int, parts: frozenset[str] = frozense
                 if not answer.get("partial"):
                     break
             expected = python_files(root)
+            # the daemon's first call, directly: its order, time and grace, then cancelled
+            lsp = LspConfig()
+            seconds, grace = lsp.folder_diagnostics_seconds, lsp.settle_timeout
+            begin = time.perf_counter()
+            answered = direct.cut_pulls(sorted(expected), seconds, grace)
+            took = time.perf_counter() - begin
+            before = group_cpu(direct.proc.pid)
+            direct.drain(IDLE_WINDOW)
+            idle = group_cpu(direct.proc.pid) - before
+            print(f"  direct, the daemon's way (files opened and pulled in turn for {seconds:g} s, "
+                  f"the one under way {grace:g} s more, then cancelled): {took:.1f} s, {answered} "
+                  f"files; CPU over {IDLE_WINDOW:g} s after: {idle:.2f} s")  # fmt: skip
             took, complete = direct.project_diagnostics(expected, 900.0)
             before = group_cpu(direct.proc.pid)
             direct.drain(IDLE_WINDOW)

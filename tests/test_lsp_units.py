@@ -15,6 +15,7 @@ from codeward.daemon.intel.symbols import find_word
 from codeward.daemon.lsp import texts
 from codeward.daemon.lsp.capabilities import Capabilities
 from codeward.daemon.lsp.defaults import (
+    HEAP_SHARE,
     command_available,
     default_servers,
     effective_languages,
@@ -335,6 +336,21 @@ def test_defaults_and_languages(tmp_path: Path) -> None:
     assert language_of(Path("/other/docs/a.md"), tmp_path, nested) is None
     assert command_available(["sh"]) and not command_available(["no-such-xyz"])
     assert not command_available([])
+
+
+def test_a_node_servers_heap_is_sized_to_its_memory_cap() -> None:
+    """basedpyright's V8 heap is limited to a share of its cap (it empties its type cache
+    at 90% of its heap, below the share of the cap where it stops being asked), after the
+    NODE_OPTIONS an entry gives; a user's cap sizes it too; an entry can turn it off."""
+    built_in = effective_servers(Config())["basedpyright"]
+    assert built_in.env["NODE_OPTIONS"] == f"--max-old-space-size={int(4096 * HEAP_SHARE)}"
+    command = default_servers()["basedpyright"].command
+    mine = ServerConfig(command=command, max_rss_mb=1000, env={"NODE_OPTIONS": "--trace-gc"})
+    theirs = effective_servers(Config(servers={"basedpyright": mine}))["basedpyright"]
+    assert theirs.env["NODE_OPTIONS"] == "--trace-gc --max-old-space-size=600"
+    off = ServerConfig(command=command, node_heap=False)
+    assert effective_servers(Config(servers={"basedpyright": off}))["basedpyright"].env == {}
+    assert "NODE_OPTIONS" not in effective_servers(Config())["ruff"].env
 
 
 def test_uris() -> None:

@@ -15,7 +15,7 @@ import msgspec
 import trio
 
 from codeward.daemon.config import Config, LanguageConfig, LspConfig
-from codeward.daemon.lsp.defaults import default_servers
+from codeward.daemon.lsp.defaults import HEAP_SHARE, default_servers
 from tests.large_project import generate, group_cpu
 from tests.lsp_support import needs, real_config, running
 
@@ -81,6 +81,10 @@ async def test_project_diagnostics_include_the_type_checker_and_finish_within_ca
             assert manager.pool.servers[name].open_documents() == ()
         pid = manager.pool.servers["basedpyright"].pid
         assert pid is not None
+        # node runs it with its heap sized to its cap: it empties its type cache below it
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        heap = int(4096 * HEAP_SHARE)
+        assert f"NODE_OPTIONS=--max-old-space-size={heap}".encode() in environ
         before = group_cpu(pid)
         await trio.sleep(IDLE_WINDOW)  # a measurement window, not a wait for an event
         assert group_cpu(pid) - before < IDLE_WINDOW / 4  # no analysis left running

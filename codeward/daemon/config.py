@@ -148,6 +148,13 @@ class ServerConfig(Struct, forbid_unknown_fields=True, kw_only=True):
     # says (else True). basedpyright: False (each pull marks every file dirty, so its
     # analysis starts over, and a cancelled one runs on to the end of the project).
     workspace_pull: bool | None = None
+    # Whether it runs on node with its V8 heap limited to `HEAP_SHARE` of its memory cap
+    # (`--max-old-space-size` added to its NODE_OPTIONS): a server that empties its caches
+    # as its heap fills (basedpyright: its type cache at 90% of the heap) then stays below
+    # the share of its cap where codeward stops asking it (80%) and goes on, instead of
+    # growing until it is restarted at the cap. None: as the built-in entry of the same
+    # name says (else False).
+    node_heap: bool | None = None
 
 
 class LanguageConfig(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -13,8 +13,8 @@ counts against that time, the one for a server's work-done progress to end inclu
 type checker's analysis that never seemed to end held a call on sympy for 20 s more): a
 call lasts at most the longer of the two, and one settle timeout more. At that deadline a
 batch stops (`Pulls`): the pulls waiting their turn are cancelled, the file the server is
-checking has one settle timeout more (a type checker cancelled in the middle of a file
-throws away what it inferred), and what the batch answered is kept: a fast server that
+checking has one settle timeout more (basedpyright checks a file to its end whatever is
+sent, after the answer if need be), and what the batch answered is kept: a fast server that
 reports only open files (ruff) checks a whole project in one call, a slow one what the
 time allows.
 Each batch holds the session's gate on its own: a preview waiting for the servers (a safe
@@ -246,10 +246,13 @@ class Pulls:
     """The pulls of one batch, in the order they were sent (a server takes them in turn).
     Stopped (at the call's deadline, or for a preview), those not sent yet are not, and
     those waiting behind the first are cancelled; the first, the file the server is
-    checking now, has `grace` seconds more to answer: a type checker cancelled in the
-    middle of its evaluation may throw away what it inferred (basedpyright then drops its
-    whole type cache, and on sympy each call began again from nothing), while one cancelled
-    before its turn loses nothing."""
+    checking now, has `grace` seconds more to answer, while one cancelled before its turn
+    loses nothing. A type checker may not stop in the middle of a file: basedpyright (run
+    without file-based cancellation) reads a `$/cancelRequest` only between two files, so
+    the file under way is checked to its end whatever is sent, and its result kept (the
+    next call's pull of it answers at once). Its answer within the grace leaves the server
+    idle at the call's answer; a file that takes longer (sympy's `__init__.py`: 31 s of
+    CPU) goes on being checked after it, for that file alone."""
 
     def __init__(self, grace: float) -> None:
         self.grace = grace
