@@ -22,6 +22,7 @@ import pytest
 
 from codeward.client import autostart
 from codeward.client.connection import DaemonUnreachable
+from codeward.protocol.socket_path import ALLOCATOR_ENV, DAEMON_ALLOCATOR
 from tests.test_client_connection import private_socket
 
 
@@ -92,6 +93,16 @@ def test_state_dir_and_daemon_argv() -> None:
     ]
 
 
+def test_the_daemon_is_started_on_the_c_allocator_unless_one_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    assert DAEMON_ALLOCATOR.items() <= autostart._daemon_env(5, None).items()
+    monkeypatch.setenv("PYTHONMALLOC", "pymalloc")  # the user's own stands
+    env = autostart._daemon_env(5, None)
+    assert env["PYTHONMALLOC"] == "pymalloc" and ALLOCATOR_ENV not in env
+
+
 @pytest.fixture
 def slow_polling(monkeypatch: pytest.MonkeyPatch) -> None:
     """Waits between connection attempts longer than the tests' ready timeout: a client
@@ -114,12 +125,15 @@ def test_the_real_daemon_wakes_the_client_and_hides_the_pipe_from_children(
     sock_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
     sock = autostart.connect(sock_path, log_path=tmp_path / "log", ready_timeout=30)
     with sock, sock.makefile("rb") as replies:
         sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n')
         pid = json.loads(replies.readline())["result"]["pid"]
         environ = Path(f"/proc/{pid}/environ").read_bytes()  # as it was at exec
         assert b"CODEWARD_READY_FD=" in environ
+        # on the C allocator from its start (the client set it), which its children do not get
+        assert b"\0PYTHONMALLOC=malloc\0" in b"\0" + environ
         sock.sendall(b'{"jsonrpc":"2.0","id":2,"method":"session/list"}\n')  # once loaded
         assert json.loads(replies.readline())["result"] == {"sessions": []}
         proc = Path(f"/proc/{pid}/task")
@@ -127,7 +141,9 @@ def test_the_real_daemon_wakes_the_client_and_hides_the_pipe_from_children(
         children = [child for task in tasks for child in task.read_text().split()]
         assert children  # the guardian
         for child in children:
-            assert b"CODEWARD_READY_FD=" not in Path(f"/proc/{child}/environ").read_bytes()
+            child_environ = Path(f"/proc/{child}/environ").read_bytes()
+            assert b"CODEWARD_READY_FD=" not in child_environ
+            assert b"PYTHONMALLOC=" not in child_environ
         sock.sendall(b'{"jsonrpc":"2.0","id":3,"method":"daemon/shutdown"}\n')
         assert json.loads(replies.readline())["result"] == {}
     with contextlib.suppress(ChildProcessError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import os
 import subprocess
+import sys
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +16,14 @@ import msgspec
 import pytest
 import trio
 import trio.testing
+from lsprotocol import types as lsp
 
 from codeward.daemon import caches
 from codeward.daemon.config import Config, DaemonConfig
+from codeward.daemon.lsp.coverage import Checked, Kept
+from codeward.daemon.lsp.diagnostics import found
+from codeward.daemon.lsp.positions import LineIndex
+from codeward.daemon.outbox import Outbox
 from codeward.daemon.server import Daemon
 from tests.conftest import OpenClient
 from tests.lsp_support import fake_config, fake_server
@@ -162,3 +168,59 @@ def test_trim_gives_freed_memory_back() -> None:
     caches.trim()
     assert _rss() < held - 32 * 1024 * 1024
     assert kept.endswith(b"kept")
+
+
+async def test_a_written_frame_is_not_held_by_the_outbox() -> None:
+    """The writer task lets go of a frame once it is written: a project's diagnostics
+    answer (megabytes) stayed in the daemon as long as its connection lasted."""
+    sent, received = trio.testing.memory_stream_pair()  # (no descriptor: queued, then written)
+    outbox = Outbox(sent, lambda: None)
+    frame = b"x" * (1 << 20) + b"\n"
+    alone = sys.getrefcount(frame)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(outbox.run)
+        outbox.put(frame)
+        assert sys.getrefcount(frame) > alone  # queued
+        got = b""
+        while len(got) < len(frame):
+            got += await received.receive_some()
+        await outbox.flush()
+        await trio.testing.wait_all_tasks_blocked()  # the writer waits for the next frame
+        assert sys.getrefcount(frame) == alone
+        outbox.close()
+    assert got == frame
+
+
+def test_checked_files_keep_their_diagnostics_as_one_small_object_each() -> None:
+    """What folders' diagnostics checked is kept for later calls as `Kept` (no `data`: ruff
+    sends its fixes there, many small objects a diagnostic), codes and sources shared, and
+    answers the same as the server's diagnostic did."""
+
+    def diagnostic(line: int) -> lsp.Diagnostic:
+        return lsp.Diagnostic(
+            range=lsp.Range(lsp.Position(line, 4), lsp.Position(line, 9)),
+            message=f"`os.path.join` imported but unused ({line})",
+            severity=lsp.DiagnosticSeverity.Warning,
+            code="F401",
+            source="Ruff",
+            data={"edits": [{"range": {}, "newText": ""}], "noqa_row": line},
+        )
+
+    checked = Checked()
+    served = [diagnostic(0), diagnostic(1)]
+    checked["file:///r/a.py"] = served
+    checked.update({"file:///r/b.py": [diagnostic(2)], "file:///r/c.py": []})
+    kept = [*checked["file:///r/a.py"], *checked["file:///r/b.py"]]
+    assert all(type(d) is Kept for d in kept) and checked["file:///r/c.py"] == ()
+    assert not any(gc.is_tracked(d) for d in kept)
+    assert len({id(d.code) for d in kept}) == 1 and len({id(d.source) for d in kept}) == 1
+    assert sorted(checked) == ["file:///r/a.py", "file:///r/b.py", "file:///r/c.py"]
+    del checked["file:///r/c.py"]
+    assert len(checked) == 2 and "file:///r/c.py" not in checked
+    index = LineIndex("import os\nfrom os.path import join\n")
+    for server, mine in zip(served, kept[:2], strict=True):
+        assert found("a.py", mine, index, "utf-16", Path("/r"), "ruff") == found(
+            "a.py", server, index, "utf-16", Path("/r"), "ruff"
+        )
+    checked["file:///r/a.py"] = kept[:1]  # kept again as it is
+    assert checked["file:///r/a.py"][0] is kept[0]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from codeward.protocol.socket_path import DAEMON_ALLOCATOR
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -28,6 +30,10 @@ def test_units_describe_socket_activation_and_notify() -> None:
     service = units(ROOT / "systemd" / "codeward.service")
     assert service["Service"]["Type"] == "notify"
     assert service["Service"]["ExecStart"] == "@EXEC@ daemon"
+    # the daemon's allocator, as an autostarting client sets it (no second start)
+    assert service["Service"]["Environment"].split() == [
+        f"{name}={value}" for name, value in DAEMON_ALLOCATOR.items()
+    ]
     assert "WatchdogSec" in service["Service"]
     # SIGTERM to the daemon alone (it stops its servers, git writes finish), then SIGKILL to
     # whatever is left in the unit's cgroup.

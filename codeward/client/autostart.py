@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from codeward.client.reach import DaemonUnreachable, connect_socket
-from codeward.protocol.socket_path import EARLY_ROOT_ENV, READY_FD_ENV
+from codeward.protocol.socket_path import DAEMON_ALLOCATOR, EARLY_ROOT_ENV, READY_FD_ENV
 
 TYPE_CHECKING = False  # (typing is not imported on `codeward mcp`'s path)
 if TYPE_CHECKING:
@@ -227,6 +227,8 @@ def _start(
 
 def _daemon_env(ready_fd: int, root: Path | None) -> dict[str, str]:
     env = {**os.environ, READY_FD_ENV: str(ready_fd)}
+    if "PYTHONMALLOC" not in env:  # (one the user chose stands)
+        env.update(DAEMON_ALLOCATOR)
     env.pop(EARLY_ROOT_ENV, None)
     if root is not None:
         env[EARLY_ROOT_ENV] = os.fsdecode(root)

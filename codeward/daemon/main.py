@@ -13,7 +13,12 @@ import sys
 from pathlib import Path
 
 from codeward.daemon.config import Config, ConfigError, load_config
-from codeward.protocol.socket_path import EARLY_ROOT_ENV, socket_path
+from codeward.protocol.socket_path import (
+    ALLOCATOR_ENV,
+    DAEMON_ALLOCATOR,
+    EARLY_ROOT_ENV,
+    socket_path,
+)
 
 TYPE_CHECKING = False  # (typing is not imported before the servers start)
 if TYPE_CHECKING:
@@ -43,6 +48,7 @@ def setup_logging(level: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    on_c_allocator()
     try:
         config = load_config(args.config)
     except ConfigError as exc:
@@ -66,6 +72,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def on_c_allocator() -> None:
+    """Make sure the daemon runs on the C allocator (`socket_path.DAEMON_ALLOCATOR`): a
+    daemon started without it (by hand, by a service manager) executes itself again with it
+    (the same process: its descriptors and pid stay); an allocator the user chose stands.
+    Set by codeward, it leaves the environment, so the servers run on their own default."""
+    if os.environ.pop(ALLOCATOR_ENV, None) is not None:
+        os.environ.pop("PYTHONMALLOC", None)
+        return
+    if "PYTHONMALLOC" in os.environ or sys.flags.ignore_environment:
+        return  # (under -E or -I, Python would not read it: it would start again and again)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    env = {**os.environ, **DAEMON_ALLOCATOR}
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
 
 
 def start_early(config: Config) -> tuple[Path, list[Spawned]] | None:

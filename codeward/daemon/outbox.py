@@ -92,6 +92,9 @@ class Outbox:
                 return
             self._frames.popleft()
             self.queued_bytes -= len(frame)
+            # (not held while the writer waits for the next frame: a large answer's bytes
+            # would stay in the daemon as long as the connection lasts)
+            del frame
             self._on_written()
 
     async def flush(self) -> None:

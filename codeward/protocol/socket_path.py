@@ -21,6 +21,13 @@ READY_FD_ENV = "CODEWARD_READY_FD"
 # The project root an autostarting `codeward mcp` passes the daemon it starts: the daemon
 # starts that root's main language servers first thing, before it loads anything else.
 EARLY_ROOT_ENV = "CODEWARD_EARLY_ROOT"
+# The daemon runs on the C allocator (`PYTHONMALLOC=malloc`, read by Python at start): the
+# memory a closed session freed goes back to the system page by page (`malloc_trim`), where
+# Python's own allocator keeps each 1 MiB arena that one long-lived object still uses. Its
+# starter sets it (an autostarting client; else the daemon executes itself again with it),
+# with ALLOCATOR_ENV beside: set by codeward, it is left out of the servers' environment.
+DAEMON_ALLOCATOR = {"PYTHONMALLOC": "malloc", "CODEWARD_ALLOCATOR": "1"}
+ALLOCATOR_ENV = "CODEWARD_ALLOCATOR"
 
 
 def socket_file(explicit: str | None = None, env: "Mapping[str, str] | None" = None) -> str:

@@ -5,11 +5,13 @@ project too large for one call is complete within a bounded number of calls."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lsprotocol.types import Diagnostic
+from msgspec import Struct
+
+from codeward.daemon.lsp.types import DiagnosticLike, Position, Range
 
 
 def content_state(paths: Sequence[Path]) -> int:
@@ -27,12 +29,71 @@ def content_state(paths: Sequence[Path]) -> int:
     return hash(tuple(stats))
 
 
+class Kept(Struct, gc=False):
+    """A checked diagnostic, kept for later calls as their answers show it: its range, its
+    severity, message, code and source, one object (no `data`, related information or
+    tags: a server's own, such as ruff's fixes, are many small objects a diagnostic)."""
+
+    start_line: int
+    start_character: int
+    end_line: int
+    end_character: int
+    severity: int | None
+    message: str
+    code: int | str | None
+    source: str | None
+
+    @property
+    def range(self) -> Range:
+        return Range(
+            Position(self.start_line, self.start_character),
+            Position(self.end_line, self.end_character),
+        )
+
+
+class Checked(MutableMapping[str, Sequence[DiagnosticLike]]):
+    """uri -> the diagnostics of a checked file, each a `Kept`, codes and sources shared: a
+    session holds them from call to call, and the servers' diagnostics as they came (ruff's
+    fixes in `data`: a dozen small objects each) left the memory they took, once the
+    session closed, in pieces among the objects the daemon keeps, too small to go back."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[Kept, ...]] = {}
+        self._codes: dict[int | str, int | str] = {}  # each code, once
+        self._sources: dict[str, str] = {}  # each source, once
+
+    def __getitem__(self, uri: str) -> Sequence[DiagnosticLike]:
+        return self._files[uri]
+
+    def __setitem__(self, uri: str, items: Sequence[DiagnosticLike]) -> None:
+        self._files[uri] = tuple(self._kept(d) for d in items)
+
+    def __delitem__(self, uri: str) -> None:
+        del self._files[uri]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def _kept(self, d: DiagnosticLike) -> Kept:
+        if isinstance(d, Kept):
+            return d
+        start, end = d.range.start, d.range.end
+        code = d.code if d.code is None else self._codes.setdefault(d.code, d.code)
+        source = d.source if d.source is None else self._sources.setdefault(d.source, d.source)
+        severity = None if d.severity is None else int(d.severity)
+        return Kept(start.line, start.character, end.line, end.character, severity,
+                    d.message, code, source)  # fmt: skip
+
+
 @dataclass
 class Covered:
     """One server's checked files (uri -> their diagnostics), in one content state."""
 
     state: int
-    checked: dict[str, Sequence[Diagnostic]] = field(default_factory=dict)
+    checked: Checked = field(default_factory=Checked)
 
 
 @dataclass

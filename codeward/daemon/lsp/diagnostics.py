@@ -27,6 +27,7 @@ from codeward.daemon.lsp.positions import Encoding, LineIndex
 from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.routing import Languages, in_routing_order
 from codeward.daemon.lsp.texts import Texts
+from codeward.daemon.lsp.types import DiagnosticLike
 from codeward.daemon.paths import scrub
 from codeward.protocol.errors import ErrorKind, ToolError
 
@@ -89,7 +90,7 @@ class FileDiagnostics:
 
 
 def found(
-    file: str, d: Diagnostic, index: LineIndex, encoding: Encoding, root: Path, server: str = ""
+    file: str, d: DiagnosticLike, index: LineIndex, encoding: Encoding, root: Path, server: str = ""
 ) -> Found:
     """`d` in client terms: 1-based code points in `file`, paths in its text root-relative."""
     line, column = index.to_client(d.range.start.line, d.range.start.character, encoding)

@@ -50,6 +50,7 @@ from codeward.daemon.lsp.routing import Languages, in_routing_order
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.server_watch import NEAR_CAP
 from codeward.daemon.lsp.texts import Texts
+from codeward.daemon.lsp.types import DiagnosticLike
 from codeward.daemon.lsp.uris import path_to_uri, uri_to_path
 from codeward.protocol.errors import ToolError
 
@@ -365,7 +366,7 @@ class Folders:
             languages = sorted(files)
         names = self.parts.languages.servers_of(languages)
         errors: list[ToolError] = []
-        by_uri: dict[tuple[str, str], Sequence[Diagnostic]] = {}
+        by_uri: dict[tuple[str, str], Sequence[DiagnosticLike]] = {}
         encodings: dict[str, Encoding] = {}
         partial = not whole
         unchecked = 0

@@ -28,6 +28,22 @@ class RangeLike(Protocol):
 
 # Locations come by the thousand (references): untracked by the garbage collector (they
 # hold no containers, so no cycles), they decode about ten times faster.
+class DiagnosticLike(Protocol):
+    """A diagnostic as the answers show it: an lsprotocol `Diagnostic`, or one kept for
+    later calls (`coverage.Kept`)."""
+
+    @property
+    def range(self) -> RangeLike: ...
+    @property
+    def severity(self) -> int | None: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def code(self) -> int | str | None: ...
+    @property
+    def source(self) -> str | None: ...
+
+
 class Position(Struct, gc=False):
     line: int
     character: int
