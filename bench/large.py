@@ -368,19 +368,15 @@ def run(target: Target, tmp: Path, rounds: int, parts: frozenset[str] = frozense
             begin = time.perf_counter()
             answered = direct.cut_pulls(sorted(expected), seconds, grace)
             took = time.perf_counter() - begin
-            before = group_cpu(direct.proc.pid)
-            direct.drain(IDLE_WINDOW)
-            idle = group_cpu(direct.proc.pid) - before
+            idle = cpu_after({"direct": direct.proc.pid}, direct)["direct"]
             print(f"  direct, the daemon's way (files opened and pulled in turn for {seconds:g} s, "
                   f"the one under way {grace:g} s more, then cancelled): {took:.1f} s, {answered} "
-                  f"files; CPU over {IDLE_WINDOW:g} s after: {idle:.2f} s")  # fmt: skip
+                  f"files; CPU over {IDLE_WINDOW:g} s after: {idle}")  # fmt: skip
             took, complete = direct.project_diagnostics(expected, 900.0)
-            before = group_cpu(direct.proc.pid)
-            direct.drain(IDLE_WINDOW)
-            idle = group_cpu(direct.proc.pid) - before
+            idle = cpu_after({"direct": direct.proc.pid}, direct)["direct"]
             print(f"  direct workspace pull: {took:.1f} s, complete {complete}, "
                   f"{len(direct.reports):,} files reported, {direct.errors():,} errors; CPU over "
-                  f"{IDLE_WINDOW:g} s after: {idle:.2f} s")  # fmt: skip
+                  f"{IDLE_WINDOW:g} s after: {idle}")  # fmt: skip
 
         # 6. idle memory
         if "memory" in parts:
