@@ -330,8 +330,7 @@ class Connection(RequestRunner):
 
     def send_body(self, body: bytes) -> None:
         """Queue one encoded message (the MCP dialect's replies and notifications)."""
-        if self.peer.framing is not None:
-            self.outbox.put(self.peer.frame(body))
+        self._queue(body)
 
     def _queue(self, body: bytes) -> None:
         if self.peer.framing is not None:
