@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import sys
+import time
 from pathlib import Path
 
 import msgspec
@@ -18,6 +19,7 @@ import trio.testing
 from codeward.daemon.config import Config, DaemonConfig, ServerConfig
 from codeward.daemon.lsp import server_watch, supervisor
 from codeward.daemon.lsp.budget import ServerBudget
+from codeward.daemon.lsp.process import GroupUsage
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.supervisor import ServerState
@@ -116,7 +118,11 @@ async def test_a_server_near_its_cap_closes_the_documents_opened_for_the_daemon(
     tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rss = {"mb": 10}  # what the server's process group uses, as the supervisor reads it
-    monkeypatch.setattr(server_watch, "group_rss", lambda pid: rss["mb"] * 1024 * 1024)
+    monkeypatch.setattr(
+        server_watch,
+        "group_usage",
+        lambda pid, age: GroupUsage(rss["mb"] * 1024 * 1024, 0.0, time.monotonic()),
+    )
     own = [tmp_path / f"f{i}.fake" for i in range(3)]
     for path in own:
         path.write_text("bad\n")
