@@ -1,5 +1,6 @@
 """A language-server process: its own process group, pipes, a bounded stderr ring, and a stop
-that leaves nothing behind (SIGTERM to the group, then SIGKILL, then wait for every member)."""
+that leaves nothing behind (SIGTERM to the group, then SIGKILL, then wait for every member);
+what a group uses, from one walk of /proc shared by every server's watch (`group_usage`)."""
 
 from __future__ import annotations
 
@@ -177,7 +178,8 @@ class ProcessTable:
 def _walk() -> dict[int, tuple[int, int]]:
     """(resident pages, utime + stime ticks) by process group, zombies left out, from each
     /proc/PID/stat read once ({} without /proc). The stat's rss is the kernel's per-CPU
-    approximation (statm's is exact on recent kernels): a few hundred KiB either way."""
+    approximation (statm's is exact on recent kernels): off by a few counter batches a CPU,
+    small beside a cap of gigabytes."""
     try:
         names = os.listdir("/proc")
     except OSError:
