@@ -145,7 +145,8 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 # How old a walk of /proc may be and still answer (`group_usage`): half the default
 # `lsp.check_interval`, so the daemon walks /proc at most once a second however many servers
-# it watches, while each server's checks, 2 s apart, still see walks of their own.
+# it watches, while each server's checks, 2 s apart, see walks of their own at least a
+# second apart (the window its CPU share is measured over, 1% of it a clock tick).
 SNAPSHOT_AGE = 1.0
 
 

@@ -59,7 +59,8 @@ class ServerWatch:
         over_since: float | None = None
         shed = False  # told to drop what it can since it last was below NEAR_CAP
         cpu: tuple[float, float] | None = None  # (its CPU seconds, when) while it owes one
-        # the walk of /proc shared with the other servers' watches, newer than the last check
+        # the walk of /proc shared with the other servers' watches: one newer than its last
+        # check's by at least half an interval (`process.SNAPSHOT_AGE`)
         fresh = min(SNAPSHOT_AGE, self.lsp.check_interval / 2)
         while not conn.closed.is_set():
             await trio.sleep(self.lsp.check_interval)
