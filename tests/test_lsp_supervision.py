@@ -4,10 +4,12 @@ missing or failed servers that must not hide behind another server's answer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import sys
+import time
 from pathlib import Path
 
 import msgspec
@@ -18,6 +20,7 @@ import trio.testing
 from codeward.daemon.config import Config, DaemonConfig, ServerConfig
 from codeward.daemon.lsp import server_watch, supervisor
 from codeward.daemon.lsp.budget import ServerBudget
+from codeward.daemon.lsp.process import GroupUsage
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.service import LanguageService
 from codeward.daemon.lsp.supervisor import ServerState
@@ -116,7 +119,11 @@ async def test_a_server_near_its_cap_closes_the_documents_opened_for_the_daemon(
     tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rss = {"mb": 10}  # what the server's process group uses, as the supervisor reads it
-    monkeypatch.setattr(server_watch, "group_rss", lambda pid: rss["mb"] * 1024 * 1024)
+    monkeypatch.setattr(
+        server_watch,
+        "group_usage",
+        lambda pid, age: GroupUsage(rss["mb"] * 1024 * 1024, 0.0, time.monotonic()),
+    )
     own = [tmp_path / f"f{i}.fake" for i in range(3)]
     for path in own:
         path.write_text("bad\n")
@@ -137,6 +144,43 @@ async def test_a_server_near_its_cap_closes_the_documents_opened_for_the_daemon(
         rss["mb"] = 120
         await restarted(server)
         assert {d.path for d in server.open_documents()} == {doc, own[0]}
+
+
+async def test_the_watches_of_several_servers_share_walks_of_proc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four servers checked every 0.4 s: their watches read their groups from walks of /proc
+    at least 0.2 s apart (half the interval), not from a walk each."""
+    config = fake_config({"fake": fake_server("ok")}, check_interval=0.4)
+    walks: list[float] = []
+    checked: list[int] = []
+    listdir, usage = os.listdir, server_watch.group_usage
+
+    def walk(path: str) -> list[str]:
+        if path == "/proc":
+            walks.append(time.monotonic())
+        return listdir(path)
+
+    def check(pgid: int, max_age: float) -> GroupUsage:
+        checked.append(pgid)
+        return usage(pgid, max_age)
+
+    async with contextlib.AsyncExitStack() as stack:
+        pids = set()
+        for root in roots(tmp_path, 4):
+            manager, _ = await stack.enter_async_context(running(root, config))
+            server = manager.pool.server_for("fake")
+            await server.connection()
+            pids.add(server.pid)
+        monkeypatch.setattr(os, "listdir", walk)
+        monkeypatch.setattr(server_watch, "group_usage", check)
+        started = time.monotonic()
+        await trio.sleep(2.0)  # a window of five checks of each, not a wait for an event
+        took = time.monotonic() - started
+        monkeypatch.undo()
+    assert all(checked.count(pid) >= 2 for pid in pids)
+    # a walk at most every half interval (0.2 s), however many servers: fewer than checks
+    assert 0 < len(walks) <= took / 0.2 + 1 and len(walks) < len(checked)
 
 
 # -- requests never answered, hung servers -----------------------------------------------------

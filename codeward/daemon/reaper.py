@@ -31,12 +31,17 @@ INITIAL_SLOTS = 256
 
 def stat_fields(pid: int) -> list[bytes]:
     """The fields of /proc/PID/stat after the command name (state first); [] when gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            # the command name may hold spaces and parentheses: split after the last ')'
-            return f.read().rsplit(b")", 1)[-1].split()
+    try:  # os.read, not a file object: a walk of /proc reads every process's
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
         return []
+    try:
+        # the command name may hold spaces and parentheses: split after the last ')'
+        return os.read(fd, 4096).rsplit(b")", 1)[-1].split()
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
 
 
 def start_time(pid: int) -> int:

@@ -1,5 +1,6 @@
 """A language-server process: its own process group, pipes, a bounded stderr ring, and a stop
-that leaves nothing behind (SIGTERM to the group, then SIGKILL, then wait for every member)."""
+that leaves nothing behind (SIGTERM to the group, then SIGKILL, then wait for every member);
+what a group uses, from one walk of /proc shared by every server's watch (`group_usage`)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,20 @@ import collections
 import contextlib
 import fcntl
 import logging
+import math
 import os
 import subprocess
+import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 
 from codeward.daemon import guardian
 from codeward.daemon.child_path import with_clean_path
 from codeward.daemon.lsp import early_process
-from codeward.daemon.process_groups import group_members, signal_group, stop_group
+from codeward.daemon.process_groups import signal_group, stop_group
 from codeward.daemon.reads import receive_some
 from codeward.daemon.reaper import stat_fields
 
@@ -137,28 +141,73 @@ def is_stopped(pid: int) -> bool:
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
+# How old a walk of /proc may be and still answer (`group_usage`): half the default
+# `lsp.check_interval`, so the daemon walks /proc at most once a second however many servers
+# it watches, while each server's checks, 2 s apart, see walks of their own at least a
+# second apart (the window its CPU share is measured over, 1% of it a clock tick).
+SNAPSHOT_AGE = 1.0
 
-def group_cpu(pgid: int) -> float:
-    """CPU seconds used so far by the live members of group `pgid` (0 without /proc)."""
-    ticks = 0
-    for pid in group_members(pgid):
-        fields = stat_fields(pid)
-        if len(fields) > 12:  # state first; utime and stime are the 12th and 13th after it
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / _TICKS
+
+class GroupUsage(NamedTuple):
+    """What a process group's live members use, from the walk of /proc taken at `taken`."""
+
+    rss: int  # resident bytes
+    cpu: float  # CPU seconds used so far
+    taken: float  # `time.monotonic()` when the walk began
+
+
+class ProcessTable:
+    """Resident pages and CPU ticks of every process group on the machine, from one walk of
+    /proc shared by every caller while it is younger than their `max_age`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # one walk at a time; the callers waiting reuse it
+        self._taken = -math.inf
+        self._groups: dict[int, tuple[int, int]] = {}
+
+    def usage(self, pgid: int, max_age: float) -> GroupUsage:
+        with self._lock:
+            if time.monotonic() - self._taken >= max_age:
+                self._taken = time.monotonic()
+                self._groups = _walk()
+            pages, ticks = self._groups.get(pgid, (0, 0))
+            return GroupUsage(pages * _PAGE, ticks / _TICKS, self._taken)
+
+
+def _walk() -> dict[int, tuple[int, int]]:
+    """(resident pages, utime + stime ticks) by process group, zombies left out, from each
+    /proc/PID/stat read once ({} without /proc). The stat's rss is the kernel's per-CPU
+    approximation (statm's is exact on recent kernels): off by a few counter batches a CPU,
+    small beside a cap of gigabytes."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return {}
+    groups: dict[int, tuple[int, int]] = {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        # state first: pgrp is 2, utime and stime 11 and 12, rss 21 (man 5 proc, less 3)
+        fields = stat_fields(int(name))
+        if len(fields) < 22 or fields[0] in (b"Z", b"X"):
+            continue
+        pgid = int(fields[2])
+        pages, ticks = groups.get(pgid, (0, 0))
+        groups[pgid] = (pages + int(fields[21]), ticks + int(fields[11]) + int(fields[12]))
+    return groups
+
+
+_table = ProcessTable()
+
+
+def group_usage(pgid: int, max_age: float = SNAPSHOT_AGE) -> GroupUsage:
+    """What the live members of group `pgid` use, from a walk of /proc at most `max_age`
+    seconds old (blocking when it walks: call it in a thread). Zeros without /proc."""
+    return _table.usage(pgid, max_age)
 
 
 def group_rss(pgid: int) -> int:
-    """The resident memory, in bytes, of every live member of group `pgid` (0 without /proc)."""
-    total = 0
-    for pid in group_members(pgid):
-        try:
-            with open(f"/proc/{pid}/statm", "rb") as f:
-                total += int(f.read().split()[1]) * _PAGE
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
+    """The resident memory, in bytes, of every live member of group `pgid` (`group_usage`)."""
+    return group_usage(pgid).rss

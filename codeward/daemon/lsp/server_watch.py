@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from codeward.daemon.lsp.process import group_cpu, group_rss
+from codeward.daemon.lsp.process import SNAPSHOT_AGE, group_usage
 from codeward.daemon.lsp.server_state import ServerState
 
 if TYPE_CHECKING:
@@ -59,6 +59,9 @@ class ServerWatch:
         over_since: float | None = None
         shed = False  # told to drop what it can since it last was below NEAR_CAP
         cpu: tuple[float, float] | None = None  # (its CPU seconds, when) while it owes one
+        # the walk of /proc shared with the other servers' watches: one newer than its last
+        # check's by at least half an interval (`process.SNAPSHOT_AGE`)
+        fresh = min(SNAPSHOT_AGE, self.lsp.check_interval / 2)
         while not conn.closed.is_set():
             await trio.sleep(self.lsp.check_interval)
             if self.state is not ServerState.RUNNING:
@@ -70,12 +73,13 @@ class ServerWatch:
                     park=True,
                 )
                 return
+            usage = await trio.to_thread.run_sync(group_usage, process.pid, fresh)
             overdue = conn.oldest_abandoned()
             working = False
             if overdue is None:
                 cpu = None
             else:  # it owes an answer to a cancelled request: is it working or hung?
-                now = (await trio.to_thread.run_sync(group_cpu, process.pid), trio.current_time())
+                now = (usage.cpu, usage.taken)  # over the walks' own times
                 if cpu is not None and now[1] > cpu[1]:
                     working = (now[0] - cpu[0]) >= WORKING_SHARE * (now[1] - cpu[1])
                 working = working or self._working()
@@ -89,7 +93,7 @@ class ServerWatch:
                     graceful=False,
                 )
                 return
-            rss = await trio.to_thread.run_sync(group_rss, process.pid)
+            rss = usage.rss
             if rss <= cap * NEAR_CAP * 1024 * 1024:
                 shed = False
             elif not shed:  # near its cap: told once to drop what it can
