@@ -62,6 +62,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -372,8 +373,13 @@ def start_leg(
     batch = cases()
     for client in sides.values():
         client.start(OPEN)
+
+    def warm(client: DirectClient) -> None:
         for case in batch:
             answered(client, case)
+
+    with ThreadPoolExecutor(len(sides)) as pool:  # the servers' first analyses at once
+        list(pool.map(warm, sides.values()))
     measure(sides, batch, warmup, daemons)
     for each in watched:  # their servers, made sure to be gone when the leg ends
         agent = DaemonClient(each.socket)
