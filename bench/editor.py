@@ -8,10 +8,25 @@ pump) with a real daemon already running on a private socket, which serves it fr
 root's shared servers. Calls alternate (codeward, direct, then direct, codeward) so that
 machine load hits both alike.
 
+Part 1 runs in legs, each with fresh processes on both sides: a new direct basedpyright, a
+new daemon (which starts its own basedpyright) and a new `codeward lsp`, warmed alike (each
+request answered once, then a few rounds not kept), then N rounds; the leg's processes are
+stopped before the next one starts. Why legs: each basedpyright process has a bias of its
+own (its JIT and GC state settle differently), so one process answers a completion about
+1 ms faster or slower than another throughout, two daemons of one source tree included.
+With one process per side, the "added" figure is that random bias (in either direction)
+plus codeward's relay, and a goal of <= 1 ms cannot be read from it. Each leg's added
+figure (its median through codeward minus its median direct) carries a new draw of both
+sides' biases; the median over legs removes a bias that falls either way, favouring
+neither side (it is no condition that suits codeward: a leg where the direct server drew
+the slow process counts as much as one where the daemon's did), and the legs' spread shows
+its size. The pooled figure (every round of every leg, as one run) is printed beside it.
+
 Prints:
-1. hover, definition and completion: medians over N rounds, direct against through
-   `codeward lsp`, the milliseconds added per call (goals: <= 0.5 ms hover and
-   definition, <= 1 ms completion), and the daemon's CPU per call (/proc schedstat);
+1. hover, definition and completion: the milliseconds added per call through `codeward
+   lsp` (goals: <= 0.5 ms hover and definition, <= 1 ms completion) as the median over legs
+   of each leg's added figure, each leg's figure, the pooled medians direct and through
+   codeward and their difference, and the daemon's CPU per call (/proc schedstat);
 2. `codeward lsp` spawned to its `initialize` answered, with the daemon running (goal
    <= 50 ms), beside the bare start of the same Python (`python -c pass`) and the pump's
    CPU beyond that start: in this venv, whose editable install's .pth finder runs at every
@@ -22,18 +37,21 @@ Prints:
    (RSS, each server with its descendants) when the editor joins the daemon's servers
    through `codeward lsp`, against two separate sets (the daemon's for the agents, and
    the editor's own basedpyright: a lower bound, as an editor would often run ruff too).
+Parts 2 and 3 run once, on the last leg's daemon and direct basedpyright.
 
 With `--before TREE` (a checkout of an earlier commit, e.g. `git worktree add /tmp/base
-COMMIT`), part 1 runs a second daemon from TREE and a third client through its `codeward
-lsp`, the three sides' order rotated every round: the figures before and after a change,
-under the same load.
+COMMIT`), each leg of part 1 also starts a daemon from TREE and a third client through its
+`codeward lsp`, the three sides' order rotated every round: the figures before and after a
+change, under the same load.
 
-Run: .venv/bin/python bench/editor.py [--rounds N] [--spawns N] [--before TREE]
+Run: .venv/bin/python bench/editor.py [--legs N] [--rounds N] [--warmup N] [--spawns N]
+     [--before TREE]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import resource
@@ -44,6 +62,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,11 +123,19 @@ def close(client: DirectClient) -> None:
         stop_group(client.proc, grace=5.0)
 
 
+def quit_editor(client: DirectClient) -> None:
+    """close(client), or, if it is gone already, its process group reaped all the same."""
+    try:
+        close(client)
+    except (OSError, SystemExit, RpcFailed):
+        stop_group(client.proc, grace=1.0)
+
+
 @dataclass
 class Case:
     label: str
     ask: Callable[[DirectClient], Any]
-    times: dict[str, list[float]] = field(default_factory=dict)  # by side
+    times: dict[str, list[list[float]]] = field(default_factory=dict)  # by side, by leg
     cpu: dict[str, list[float]] = field(default_factory=dict)  # by side through a daemon
 
 
@@ -138,6 +165,9 @@ def measure(
     its pid by side), the daemon's CPU per call too (/proc schedstat), a figure the
     machine's load disturbs less than wall time."""
     ways = list(sides)
+    for case in batch:  # this leg's times
+        for way in ways:
+            case.times.setdefault(way, []).append([])
     for round_ in range(rounds):
         order = ways[round_ % len(ways) :] + ways[: round_ % len(ways)]
         first = round_ // len(ways) % len(batch)  # each request follows each of the others
@@ -147,7 +177,7 @@ def measure(
                 cpu = cpu_seconds(daemon) if daemon is not None else 0.0
                 begin = time.perf_counter()
                 case.ask(sides[way])
-                case.times.setdefault(way, []).append(time.perf_counter() - begin)
+                case.times[way][-1].append(time.perf_counter() - begin)
                 if daemon is not None:
                     case.cpu.setdefault(way, []).append(cpu_seconds(daemon) - cpu)
 
@@ -156,23 +186,53 @@ def ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
-def report(batch: list[Case], rounds: int) -> None:
+def added(case: Case, way: str) -> tuple[float, list[float], float]:
+    """The ms `way` adds to `case` over direct: the median over legs of each leg's (median
+    through `way` - median direct), each leg's figure, and the pooled figure (every round
+    of every leg as one run)."""
+    legs = [
+        ms(through) - ms(direct)
+        for through, direct in zip(case.times[way], case.times["direct"], strict=True)
+    ]
+    pooled = ms(flat(case.times[way])) - ms(flat(case.times["direct"]))
+    return statistics.median(legs), legs, pooled
+
+
+def flat(legs: list[list[float]]) -> list[float]:
+    return [value for leg in legs for value in leg]
+
+
+def report(batch: list[Case], legs: int, rounds: int, warmup: int) -> None:
     through = [way for way in batch[0].times if way != "direct"]
-    print(f"1. median of {rounds} rounds, the sides' and requests' orders rotated,")
-    print("   the same client on each;")
-    print("   the daemon's CPU per call through codeward (mean, /proc schedstat)")
+    print(
+        f"1. {legs} legs, each with fresh processes on both sides: a direct basedpyright; a new\n"
+        "   daemon, with its own basedpyright, and `codeward lsp`. Each leg warmed alike (each\n"
+        f"   request answered, then {warmup} rounds not kept), then {rounds} rounds, the sides'\n"
+        "   and requests' orders rotated, the same client on each.\n"
+        "   added: the median over legs of each leg's (median through codeward - median direct).\n"
+        "   Each basedpyright process has a bias of its own (either way, about 1 ms on a\n"
+        "   completion), so one leg's figure is codeward's cost plus that random draw; the legs'\n"
+        "   median removes it, and each leg's figure shows its spread.\n"
+        f"   direct, codeward: medians of all {legs * rounds} rounds pooled as one run; pooled:"
+        " their difference.\n"
+        "   daemon CPU: the daemon's CPU per call through codeward (mean, /proc schedstat)."
+    )
     for way in through:
         if len(through) > 1:
             print(f"   {way}:")
         print(
-            f"{'request':12} {'direct ms':>9} {'codeward ms':>11} {'added ms':>8} {'goal':>8}"
-            f" {'daemon CPU ms':>13}"
+            f"{'request':12} {'added ms':>8} {'goal':>8} {'direct ms':>9} {'codeward ms':>11}"
+            f" {'pooled ms':>9} {'daemon CPU ms':>13}  each leg's added ms"
         )
         for case in batch:
-            d, c = ms(case.times["direct"]), ms(case.times[way])
+            median, each, pooled = added(case, way)
+            d, c = ms(flat(case.times["direct"])), ms(flat(case.times[way]))
             goal = f"<= {GOALS[case.label]}"
             cpu = statistics.fmean(case.cpu[way]) * 1000
-            print(f"{case.label:12} {d:9.3f} {c:11.3f} {c - d:8.3f} {goal:>8} {cpu:13.3f}")
+            print(
+                f"{case.label:12} {median:8.3f} {goal:>8} {d:9.3f} {c:11.3f} {pooled:9.3f}"
+                f" {cpu:13.3f}  {' '.join(f'{leg:+.3f}' for leg in each)}"
+            )
 
 
 def spawned(root: Path, command: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -284,48 +344,79 @@ def one_set(daemon: Daemon, root: Path, direct: DirectClient) -> None:
             agent.close()
 
 
+def start_leg(
+    leg: contextlib.ExitStack, tmp: Path, root: Path, before: Path | None, warmup: int
+) -> tuple[dict[str, DirectClient], dict[str, int], Daemon]:
+    """A leg's fresh processes, stopped when `leg` closes, warmed alike: each request
+    answered once on each side, then `warmup` rounds as measured ones but not kept (a new
+    server's first completions are several times slower, which a leg's median would feel).
+    Returns the editors (by side), the daemons' pids (by side through one), and the daemon
+    of this benchmark's tree."""
+    tmp.mkdir()
+    daemon = Daemon(tmp)
+    leg.callback(daemon.stop)  # after the clients closed (an ExitStack unwinds backwards)
+    sides = {"direct": DirectClient(root)}
+    leg.callback(quit_editor, sides["direct"])
+    through = "after" if before is not None else "codeward"
+    sides[through] = DirectClient(root, *codeward_lsp(daemon.socket))
+    leg.callback(quit_editor, sides[through])
+    daemons = {through: daemon.proc.pid}
+    watched = [daemon]
+    if before is not None:
+        (tmp / "before").mkdir()
+        other = Daemon(tmp / "before", source=before)
+        leg.callback(other.stop)
+        sides["before"] = DirectClient(root, *codeward_lsp(other.socket, tree=before))
+        leg.callback(quit_editor, sides["before"])
+        daemons["before"] = other.proc.pid
+        watched.append(other)
+    batch = cases()
+    for client in sides.values():
+        client.start(OPEN)
+
+    def warm(client: DirectClient) -> None:
+        for case in batch:
+            answered(client, case)
+
+    with ThreadPoolExecutor(len(sides)) as pool:  # the servers' first analyses at once
+        list(pool.map(warm, sides.values()))
+    measure(sides, batch, warmup, daemons)
+    for each in watched:  # their servers, made sure to be gone when the leg ends
+        agent = DaemonClient(each.socket)
+        try:
+            each.note_servers(agent)
+        finally:
+            agent.close()
+    return sides, daemons, daemon
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--legs", type=int, default=5, help="fresh processes for each leg")
+    parser.add_argument("--rounds", type=int, default=100, help="rounds per leg")
+    parser.add_argument("--warmup", type=int, default=10, help="rounds not kept, per leg")
     parser.add_argument("--spawns", type=int, default=10)
     parser.add_argument("--before", type=Path, help="a source tree to compare with, side by side")
     args = parser.parse_args()
+    if args.legs < 1 or args.rounds < 1 or args.warmup < 0:
+        parser.error("--legs and --rounds must be at least 1, --warmup at least 0")
+    before = args.before.resolve() if args.before is not None else None
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-editor-"))
-    daemon: Daemon | None = None
-    before: Daemon | None = None
-    sides: dict[str, DirectClient] = {}
     try:
         root = make_project(tmp)
-        daemon = Daemon(tmp)
-        sides["direct"] = DirectClient(root)
-        through = "after" if args.before is not None else "codeward"
-        sides[through] = DirectClient(root, *codeward_lsp(daemon.socket))
-        daemons = {through: daemon.proc.pid}
-        if args.before is not None:
-            tree = args.before.resolve()
-            (tmp / "before").mkdir()
-            before = Daemon(tmp / "before", source=tree)
-            sides["before"] = DirectClient(root, *codeward_lsp(before.socket, tree=tree))
-            daemons["before"] = before.proc.pid
         batch = cases()
-        for client in sides.values():
-            client.start(OPEN)
-            for case in batch:
-                answered(client, case)
-        measure(sides, batch, args.rounds, daemons)
-        report(batch, args.rounds)
-        spawn_to_initialize(root, daemon.socket, args.spawns, tmp)
-        one_set(daemon, root, sides["direct"])
+        for index in range(args.legs):
+            with contextlib.ExitStack() as leg:
+                sides, daemons, daemon = start_leg(
+                    leg, tmp / f"leg-{index}", root, before, args.warmup
+                )
+                measure(sides, batch, args.rounds, daemons)
+                if index == args.legs - 1:
+                    report(batch, args.legs, args.rounds, args.warmup)
+                    spawn_to_initialize(root, daemon.socket, args.spawns, tmp)
+                    one_set(daemon, root, sides["direct"])
         print(f"\nload average: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
     finally:
-        for client in sides.values():
-            try:
-                close(client)
-            except (OSError, SystemExit, RpcFailed):  # gone already: reaped all the same
-                stop_group(client.proc, grace=1.0)
-        for each in (daemon, before):
-            if each is not None:
-                each.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
