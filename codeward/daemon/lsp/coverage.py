@@ -105,6 +105,11 @@ class ServerCoverage:
     files_total: int
     complete: bool
     stopped: str | None = None  # why files were left: "time" or "memory" (near its cap)
+    # files its configuration leaves out (`pyright_scope`): not asked about, not counted
+    files_excluded: int | None = None  # outside its `include`, or excluded
+    files_ignored: int | None = None  # in its `ignore`: their diagnostics suppressed
+    config: str | None = None  # the configuration that says so (when files were left out)
+    config_error: str | None = None  # why it could not be read (the whole root taken)
 
 
 class Coverage:
