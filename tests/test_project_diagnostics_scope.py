@@ -17,6 +17,7 @@ import trio
 
 from codeward.daemon.lsp.diagnostics import FolderDiagnostics
 from codeward.daemon.lsp.pyright_scope import Scope, glob_pattern, matches, pyright_scope
+from codeward.protocol.render.edits import left_out
 from codeward.protocol.render.notes import notes
 from tests.lsp_support import needs, real_config, running
 
@@ -27,6 +28,9 @@ FILES = {
     "src/gen/generated.py": WRONG,
     "src/vendor/lib.py": WRONG,
     "tools/script.py": WRONG,
+    "src/.hidden/h.py": WRONG,  # excluded by default (`**/.*`)
+    "src/myenv/lib/v.py": WRONG,  # in a virtual environment
+    "src/myenv/pyvenv.cfg": "home = /usr/bin\n",
 }
 PYPROJECT = """\
 [project]
@@ -39,6 +43,7 @@ exclude = ["src/gen"]
 ignore = ["src/vendor"]
 """
 EVERY = {"src/pkg/core.py", "src/gen/generated.py", "src/vendor/lib.py", "tools/script.py"}
+WALKED = {*EVERY, "src/.hidden/h.py", "src/myenv/lib/v.py"}  # every file with errors
 
 
 def project(root: Path, files: dict[str, str]) -> Path:
@@ -48,15 +53,18 @@ def project(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-async def cli_errors(root: Path) -> set[str]:
-    """The files with errors the basedpyright CLI reports for the project at `root`."""
+async def cli_errors(root: Path) -> tuple[set[str], int]:
+    """The files with errors the basedpyright CLI reports for the project at `root`, and
+    how many files it analysed."""
     program = Path(sys.executable).with_name("basedpyright")
     done = await trio.run_process(
         [str(program), "--outputjson"], cwd=root, capture_stdout=True, capture_stderr=True,
         check=False, env={**os.environ, "NO_COLOR": "1"},
     )  # fmt: skip
-    found = json.loads(done.stdout)["generalDiagnostics"]
-    return {Path(d["file"]).relative_to(root).as_posix() for d in found if d["severity"] == "error"}
+    report = json.loads(done.stdout)
+    found = report["generalDiagnostics"]
+    wrong = {d["file"] for d in found if d["severity"] == "error"}
+    return {Path(f).relative_to(root).as_posix() for f in wrong}, report["summary"]["filesAnalyzed"]
 
 
 def errors_of(answer: FolderDiagnostics, server: str) -> set[str]:
@@ -87,6 +95,8 @@ def test_the_scope_as_the_configuration_says(tmp_path: Path) -> None:
     assert (scope.config, scope.include, scope.exclude, scope.ignore) == (
         "pyrightconfig.json", ("lib", "tests/typing"), (), ()
     )  # fmt: skip
+    (root / "pyrightconfig.json").write_text('{"exclude": ["a//b/*", "/*c*/"], // x\n}')
+    assert pyright_scope(root).exclude == ("a/b/*", "/*c*")  # comments only outside strings
     (root / "pyrightconfig.json").write_text('{"include": ["src"')
     bad = pyright_scope(root)  # the server reads it no better: the whole root
     assert bad.config == "pyrightconfig.json" and not bad.narrowed and bad.problem
@@ -111,7 +121,8 @@ def test_the_scope_as_the_configuration_says(tmp_path: Path) -> None:
 
 def test_default_excludes_and_virtual_environments(tmp_path: Path) -> None:
     root = tmp_path
-    names = ["a.py", ".hidden/h.py", "x/node_modules/n.py", "env1/lib/v.py", "gen/g.py"]
+    names = ["a.py", ".hidden/h.py", "x/node_modules/n.py", "env1/lib/v.py", "gen/g.py",
+             "__editable__.p.py"]  # fmt: skip
     (root / "env1").mkdir()
     (root / "env1" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     paths = [root / n for n in names]
@@ -120,16 +131,29 @@ def test_default_excludes_and_virtual_environments(tmp_path: Path) -> None:
     assert analysed == ["a.py"]  # basedpyright: the defaults besides its own `exclude`
     pyright = Scope("pyright", "pyproject.toml", exclude=("gen",))
     analysed = [p.relative_to(root).as_posix() for p in pyright.split(root, paths).analysed]
-    assert analysed == ["a.py", ".hidden/h.py", "x/node_modules/n.py", "env1/lib/v.py"]
+    assert analysed == ["a.py", ".hidden/h.py", "x/node_modules/n.py", "env1/lib/v.py",
+                        "__editable__.p.py"]  # fmt: skip
     defaults = Scope("pyright").split(root, paths)  # pyright with no `exclude`: the defaults
-    assert [p.relative_to(root).as_posix() for p in defaults.analysed] == ["a.py", "gen/g.py"]
+    assert [p.relative_to(root).as_posix() for p in defaults.analysed] == [
+        "a.py", "gen/g.py", "__editable__.p.py"
+    ]  # fmt: skip
+
+
+def test_a_write_names_the_exclude_of_what_it_left_out() -> None:
+    scope = {"server": "basedpyright", "include": ["src"], "exclude": ["src/gen"], "count": 1,
+             "files": ["src/gen/g.py"]}  # fmt: skip
+    assert left_out({"unanalysed": [scope]}) == [
+        "not analysed by basedpyright (include: src; exclude: src/gen): 1 file, neither "
+        "checked nor renamed in: src/gen/g.py"
+    ]
 
 
 @needs("basedpyright", "ruff")
 async def test_project_diagnostics_keep_to_the_configured_project(tmp_path: Path) -> None:
     root = project(tmp_path / "p", {"pyproject.toml": PYPROJECT})
-    expected = await cli_errors(root)
-    assert expected == {"src/pkg/core.py"}  # not the excluded, ignored or outside files
+    expected, analysed = await cli_errors(root)
+    # not the excluded, ignored or outside files; the ignored one is analysed, not reported
+    assert expected == {"src/pkg/core.py"} and analysed == 3
     async with running(root, real_config()) as (manager, _):
         # a file asked about on its own is checked even if excluded, and its diagnostics
         # are published: the project's answer leaves them out still
@@ -140,21 +164,22 @@ async def test_project_diagnostics_keep_to_the_configured_project(tmp_path: Path
             answer = await manager.workspace_diagnostics(["python"])
         assert errors_of(answer, "basedpyright") == expected
         assert errors_of(answer, "ruff") == set()  # ruff's unused imports are warnings
-        assert {d.file for d in answer.diagnostics if d.source == "Ruff"} == EVERY
-        assert coverage(answer) == {"basedpyright": (2, 2, 2, 1), "ruff": (5, 5, None, None)}
+        assert {d.file for d in answer.diagnostics if d.source == "Ruff"} == WALKED
+        assert coverage(answer) == {"basedpyright": (2, 2, 4, 1), "ruff": (7, 7, None, None)}
         [based] = [s for s in answer.servers if s.name == "basedpyright"]
         assert based.complete and based.config == "pyproject.toml" and not answer.partial
+        assert based.files_checked + (based.files_ignored or 0) == analysed  # the CLI's files
         assert answer.unchecked == 0
         with trio.fail_after(60):
             src = await manager.workspace_diagnostics(["python"], root / "src")
         assert errors_of(src, "basedpyright") == expected
-        assert coverage(src)["basedpyright"] == (2, 2, 1, 1)
+        assert coverage(src)["basedpyright"] == (2, 2, 3, 1)
         shown = {"servers": [{"name": "basedpyright", "files_checked": 2, "files_total": 2,
-                 "complete": True, "files_excluded": 2, "files_ignored": 1,
-                 "config": "pyproject.toml"}, {"name": "ruff", "files_checked": 5,
-                 "files_total": 5, "complete": True}], "count": 5}  # fmt: skip
+                 "complete": True, "files_excluded": 4, "files_ignored": 1,
+                 "config": "pyproject.toml"}, {"name": "ruff", "files_checked": 7,
+                 "files_total": 7, "complete": True}], "count": 7}  # fmt: skip
         assert (
-            "checked: basedpyright: all (2 files excluded, 1 ignored by pyproject.toml); ruff: all"
+            "checked: basedpyright: all (4 files excluded, 1 ignored by pyproject.toml); ruff: all"
         ) in notes("diagnostics", shown)
 
 
@@ -162,33 +187,35 @@ async def test_project_diagnostics_keep_to_the_configured_project(tmp_path: Path
 async def test_pyrightconfig_json_wins_over_pyproject(tmp_path: Path) -> None:
     files = {"pyproject.toml": PYPROJECT, "pyrightconfig.json": '{"include": ["tools"]}'}
     root = project(tmp_path / "p", files)
-    expected = await cli_errors(root)
-    assert expected == {"tools/script.py"}
+    expected, analysed = await cli_errors(root)
+    assert expected == {"tools/script.py"} and analysed == 1
     async with running(root, real_config()) as (manager, _):
         with trio.fail_after(60):
             answer = await manager.workspace_diagnostics(["python"])
         assert errors_of(answer, "basedpyright") == expected
         [based] = [s for s in answer.servers if s.name == "basedpyright"]
-        assert (based.files_checked, based.files_excluded, based.files_ignored) == (1, 4, None)
-        assert based.config == "pyrightconfig.json"
+        assert (based.files_checked, based.files_excluded, based.files_ignored) == (1, 6, None)
+        assert based.config == "pyrightconfig.json" and based.files_checked == analysed
 
 
 @needs("basedpyright")
 async def test_a_configuration_that_cannot_be_read_leaves_the_whole_root(tmp_path: Path) -> None:
     files = {"pyproject.toml": PYPROJECT, "pyrightconfig.json": '{"include": ["src"'}
     root = project(tmp_path / "p", files)
-    expected = await cli_errors(root)
-    assert expected == EVERY  # the CLI reports the error and checks the whole root
+    expected, analysed = await cli_errors(root)
+    assert expected == EVERY and analysed == 5  # the CLI reports the error, takes the root
     async with running(root, real_config()) as (manager, _):
         with trio.fail_after(60):
             answer = await manager.workspace_diagnostics(["python"])
         assert errors_of(answer, "basedpyright") == expected
         [based] = [s for s in answer.servers if s.name == "basedpyright"]
-        assert (based.files_checked, based.files_total, based.files_excluded) == (5, 5, None)
+        # the server's default excludes stand
+        assert (based.files_checked, based.files_total, based.files_excluded) == (analysed, 5, 2)
         assert based.config == "pyrightconfig.json" and based.config_error is not None
         assert based.config_error.startswith("pyrightconfig.json could not be read (")
         shown = {"servers": [{"name": "basedpyright", "files_checked": 5, "files_total": 5,
-                 "complete": True, "config": "pyrightconfig.json",
+                 "complete": True, "files_excluded": 2, "config": "pyrightconfig.json",
                  "config_error": based.config_error}]}  # fmt: skip
         [checked] = [n for n in notes("diagnostics", shown) if n.startswith("checked:")]
-        assert checked == f"checked: basedpyright: all ({based.config_error}: the whole root taken)"
+        said = f"2 files excluded, {based.config_error}: the whole root taken"
+        assert checked == f"checked: basedpyright: all ({said})"

@@ -4,8 +4,9 @@ at the root says: `pyrightconfig.json` (JSON with comments), else the `[tool.bas
 the root), `exclude` and `ignore` entries are globs relative to the root, matched as the
 server matches them: `**` any number of folders, `*` and `?` within one name, and an entry
 that names a folder covers what is below it. Excluded besides: `**/node_modules`,
-`**/__pycache__`, `**/.*` and the folders of virtual environments (always for basedpyright;
-for pyright only when the configuration names no `exclude`). A configuration that cannot be
+`**/__pycache__`, `**/.*` and the folders of virtual environments (always for basedpyright,
+with `**/__editable__.*`, as basedpyright 1.40 does whatever `exclude` says; for pyright
+only when the configuration names no `exclude`). A configuration that cannot be
 read leaves the server the whole root, as the server does (it reports the error itself)."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ SCOPED_SERVERS = ("basedpyright", "pyright")
 CONFIG_FILE = "pyrightconfig.json"
 PYPROJECT = "pyproject.toml"
 DEFAULT_EXCLUDES = ("**/node_modules", "**/__pycache__", "**/.*")
+BASED_EXCLUDES = (*DEFAULT_EXCLUDES, "**/__editable__.*")  # basedpyright's (its --verbose)
 # a folder holding one of these is a virtual environment's
 VENV_MARKERS = (("bin", "activate"), ("Scripts", "activate"), ("pyvenv.cfg",), ("conda-meta",))
 
@@ -90,8 +92,10 @@ class Scope:
         """`paths` (under `root`) as analysed, excluded or ignored. Blocking: it looks for
         virtual environments' markers (run in a thread)."""
         include = _patterns(self.include or (".",), root)
-        defaults = self.server == "basedpyright" or not self.exclude
-        exclude = _patterns((*self.exclude, *(DEFAULT_EXCLUDES if defaults else ())), root)
+        based = self.server == "basedpyright"
+        defaults = based or not self.exclude
+        implied = (BASED_EXCLUDES if based else DEFAULT_EXCLUDES) if defaults else ()
+        exclude = _patterns((*self.exclude, *implied), root)
         ignore = _patterns(self.ignore, root)
         venvs = _Venvs(root) if defaults else None
         split = Split()

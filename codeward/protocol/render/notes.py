@@ -48,15 +48,16 @@ def _checked(servers: Any) -> str | None:
 
 def _left_out(server: dict[str, Any]) -> str:
     """` (12 files excluded, 3 ignored by pyproject.toml)`: what a server's configuration
-    leaves out of its project."""
+    leaves out of its project (a configuration it could not read: its defaults)."""
     said: list[str] = []
     excluded, ignored = as_int(server.get("files_excluded")), as_int(server.get("files_ignored"))
     if excluded:
         said.append(f"{excluded:,} file{'s' if excluded != 1 else ''} excluded")
     if ignored:
         said.append(f"{ignored:,}{'' if said else ' file' + ('s' if ignored != 1 else '')} ignored")
-    by = f" by {server['config']}" if server.get("config") and said else ""
-    if server.get("config_error"):
+    error = server.get("config_error")
+    by = f" by {server['config']}" if server.get("config") and said and not error else ""
+    if error:
         said.append(f"{server['config_error']}: the whole root taken")
     return f" ({', '.join(said)}{by})" if said else ""
 
