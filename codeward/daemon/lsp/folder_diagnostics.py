@@ -4,7 +4,9 @@ entry says `workspace_pull = false`: basedpyright); the files a server has not c
 are asked in batches (`FolderBatches`): each batch's documents opened at once
 (`FOLDER_CONCURRENCY` asked together), its answers taken, then closed again, so the
 server's open documents stay bounded. What each server checked is kept (`coverage`)
-while the root's files stay as they are, so the next call goes on from there.
+while the root's files stay as they are, so the next call goes on from there. basedpyright
+and pyright are asked only about the files of the project their configuration says
+(`pyright_scope`), as their own CLI checks it.
 
 Batches of `lsp.folder_diagnostics_files` go on while the call is within
 `lsp.folder_diagnostics_seconds` (the first batch runs until one `lsp.settle_timeout` from
@@ -46,7 +48,7 @@ from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.process import group_rss
 from codeward.daemon.lsp.project import project_files
-from codeward.daemon.lsp.pyright_scope import SCOPED_SERVERS, Scope, Split, pyright_scope
+from codeward.daemon.lsp.pyright_scope import SCOPED_SERVERS, project_split
 from codeward.daemon.lsp.routing import Languages, in_routing_order
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.server_watch import NEAR_CAP
@@ -383,12 +385,16 @@ class Folders:
             nonlocal partial, unchecked
             served = [lang for lang in languages if name in self.parts.languages.servers(lang)]
             mine = [(lang, path) for lang in served for path in files.get(lang, ())]
-            scoped = await self._scoped(name, mine)
+            scoped = None
+            if name in SCOPED_SERVERS:  # a blocking read of its configuration, and stats
+                paths = [path for _, path in mine]
+                scoped = await trio.to_thread.run_sync(project_split, self.parts.root, name, paths)
+            left_out: set[str] = set()
             if scoped is not None:  # only the files of its project are asked about
                 kept = set(scoped[1].analysed)
                 mine = [(lang, path) for lang, path in mine if path in kept]
+                left_out = {path_to_uri(path) for path in scoped[1].left_out}
             uris = [path_to_uri(path) for _, path in mine]
-            left_out = set() if scoped is None else scoped[2]
             covered = self.coverage.of(name, state)
             server: LanguageServer | None = None
             try:
@@ -435,7 +441,7 @@ class Folders:
             stopped = None if complete else batched.stopped
             report[name] = ServerCoverage(name, checked, len(uris), complete, stopped)
             if scoped is not None:
-                self._left_out(report[name], *scoped[:2])
+                report[name].leaving_out(*scoped)
             partial = partial or not report[name].complete
 
         async with trio.open_nursery() as nursery:
@@ -456,32 +462,6 @@ class Folders:
         errors = in_routing_order(errors, names)
         servers = [report[name] for name in names if name in report]
         return FolderDiagnostics(shown, errors, partial or bool(errors), unchecked, servers)
-
-    async def _scoped(
-        self, name: str, mine: Sequence[tuple[str, Path]]
-    ) -> tuple[Scope, Split, set[str]] | None:
-        """For a server whose project its pyright configuration says (`pyright_scope`): its
-        scope, `mine`'s paths as it sorts them, and the uris of those it leaves
-        out (excluded or ignored); None for another server."""
-        if name not in SCOPED_SERVERS:
-            return None
-        root = self.parts.root
-        scope = await trio.to_thread.run_sync(pyright_scope, root, name)
-        split = await trio.to_thread.run_sync(scope.split, root, [path for _, path in mine])
-        left_out = {path_to_uri(path) for path in (*split.excluded, *split.ignored)}
-        return scope, split, left_out
-
-    @staticmethod
-    def _left_out(coverage: ServerCoverage, scope: Scope, split: Split) -> None:
-        """What `split` left out, and a configuration that could not be read, said in
-        `coverage`."""
-        if split.excluded:
-            coverage.files_excluded = len(split.excluded)
-        if split.ignored:
-            coverage.files_ignored = len(split.ignored)
-        if split.excluded or split.ignored or scope.problem:
-            coverage.config = scope.config
-            coverage.config_error = scope.problem
 
     def _state(self, files: Mapping[str, Sequence[Path]], folder: Path | None) -> int:
         """The content state of the root's files (a folder's answer stands for the

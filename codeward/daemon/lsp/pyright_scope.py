@@ -71,6 +71,11 @@ class Split:
     excluded: list[Path] = field(default_factory=list)  # outside `include`, or excluded
     ignored: list[Path] = field(default_factory=list)  # in its project, diagnostics suppressed
 
+    @property
+    def left_out(self) -> list[Path]:
+        """The files not asked about: excluded or ignored."""
+        return [*self.excluded, *self.ignored]
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -136,6 +141,15 @@ class _Venvs:
             here = self.root / folder
             known = self.known[folder] = any(here.joinpath(*m).exists() for m in VENV_MARKERS)
         return known
+
+
+def project_split(root: Path, server: str, paths: Sequence[Path]) -> tuple[Scope, Split] | None:
+    """For a server whose project its pyright configuration says: that scope, and `paths` as
+    it sorts them; None for another server. Blocking (run in a thread)."""
+    if server not in SCOPED_SERVERS:
+        return None
+    scope = pyright_scope(root, server)
+    return scope, scope.split(root, paths)
 
 
 def pyright_scope(root: Path, server: str = "basedpyright") -> Scope:
