@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import trio
 
-from codeward.daemon.edits.left_out import inside, pyright_scope
 from codeward.daemon.server import Daemon
 from tests.conftest import OpenClient
 from tests.intel_support import write
@@ -34,19 +33,6 @@ def test_wrap() -> None:
     assert wrap_text(" a ") == "a"
 """
 DOCS = "# API\n\n`wrap_text(text)` strips the text.\n"
-
-
-def test_the_include_scope(tmp_path: Path) -> None:
-    assert pyright_scope(tmp_path) is None
-    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
-    assert pyright_scope(tmp_path) == ["src"]
-    (tmp_path / "pyrightconfig.json").write_text('{"include": ["./lib/", "tests/typing"]}')
-    assert pyright_scope(tmp_path) == ["lib", "tests/typing"]  # it wins over pyproject
-    (tmp_path / "pyrightconfig.json").write_text('{"include": ["."]}')
-    assert pyright_scope(tmp_path) is None  # the whole root
-    assert inside("src/pkg/a.py", ["src"]) and not inside("srcx/a.py", ["src"])
-    assert inside("tests/typing/t.py", ["tests/typing"]) and not inside("tests/t.py", ["src"])
-    assert inside("pkg/sub/m.py", ["pkg/**"]) and inside("a/b.py", ["*/b.py"])
 
 
 @pytest.fixture

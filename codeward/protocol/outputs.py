@@ -62,7 +62,10 @@ FILE_DELTA = obj(
 # A server that analyses only part of the project: its scope, and the files outside it.
 UNANALYSED = {
     "unanalysed": array(
-        obj({"server": STR, "include": array(STR), "count": INT, "files": array(STR)})
+        obj(
+            {"server": STR, "include": array(STR), "count": INT, "files": array(STR)},
+            {"exclude": array(STR)},
+        )
     )
 }
 AFTER = {"diagnostics_after": array(FILE_DELTA), **UNANALYSED}
@@ -134,7 +137,13 @@ OUTPUT_SCHEMAS: dict[str, Schema] = {
             "servers": array(
                 obj(
                     {"name": STR, "files_checked": INT, "files_total": INT, "complete": BOOL},
-                    {"stopped": STR},
+                    {
+                        "stopped": STR,
+                        "files_excluded": INT,
+                        "files_ignored": INT,
+                        "config": STR,
+                        "config_error": STR,
+                    },
                 )
             ),
             "since": STR,

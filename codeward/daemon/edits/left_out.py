@@ -1,18 +1,15 @@
 """What a write's checks left out, said beside `diagnostics_after`:
 
 - `unanalysed`: for a language whose server analyses only part of the project (basedpyright
-  or pyright with an `include` in `pyrightconfig.json` or `[tool.basedpyright]` /
-  `[tool.pyright]` of `pyproject.toml`), that scope and the project files of the language
-  outside it, which no diagnostic covers and no rename reaches;
+  or pyright with an `include` or `exclude` in `pyrightconfig.json` or `[tool.basedpyright]`
+  / `[tool.pyright]` of `pyproject.toml`: `lsp.pyright_scope`), that scope and the project
+  files of the language outside it, which no diagnostic covers and no rename reaches;
 - `unanalysed_mentions`: for a rename, the lines of tracked text files that still hold the old
   name as a word outside what the server edited (`git grep -w`, bounded).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import json
-import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from codeward.daemon.git import run_git
+from codeward.daemon.lsp.pyright_scope import SCOPED_SERVERS, pyright_scope
 from codeward.protocol.errors import ToolError
 
 if TYPE_CHECKING:
@@ -28,47 +26,6 @@ if TYPE_CHECKING:
 SHOWN_FILES = 20  # files outside a scope named (the count says how many in all)
 MENTIONS = 50  # lines of `unanalysed_mentions`
 MENTION_CHARS = 200  # a mention's text is cut there
-SCOPED_SERVERS = ("basedpyright", "pyright")
-
-
-def pyright_scope(root: Path) -> list[str] | None:
-    """The `include` entries of the root's pyright configuration (None: the whole root)."""
-    config = root / "pyrightconfig.json"
-    try:
-        if config.is_file():
-            data = json.loads(config.read_text(encoding="utf-8"))
-            include = data.get("include") if isinstance(data, dict) else None
-            return _entries(include)
-        pyproject = root / "pyproject.toml"
-        if pyproject.is_file():
-            tool = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {})
-            for key in SCOPED_SERVERS:
-                section = tool.get(key) if isinstance(tool, dict) else None
-                if isinstance(section, dict) and "include" in section:
-                    return _entries(section["include"])
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None  # unreadable: the server reads it no better; nothing to say
-    return None
-
-
-def _entries(include: Any) -> list[str] | None:
-    if not isinstance(include, list) or not include:
-        return None
-    entries = [str(e).strip().removeprefix("./").rstrip("/") for e in include if str(e).strip()]
-    return None if not entries or "" in entries or "." in entries else entries
-
-
-def inside(path: str, entries: Iterable[str]) -> bool:
-    """Whether root-relative `path` is under one of the include `entries` (folders, files or
-    globs with `*` and `**`)."""
-    for entry in entries:
-        if any(c in entry for c in "*?["):
-            parts = path.split("/")
-            if any(fnmatch.fnmatch("/".join(parts[:n]), entry) for n in range(1, len(parts) + 1)):
-                return True
-        elif path == entry or path.startswith(entry + "/"):
-            return True
-    return False
 
 
 async def unanalysed(session: Session, paths: Sequence[Path]) -> list[dict[str, Any]]:
@@ -84,16 +41,19 @@ async def unanalysed(session: Session, paths: Sequence[Path]) -> list[dict[str, 
     ]
     if not scoped:
         return []
-    scope = await trio.to_thread.run_sync(pyright_scope, manager.root)
-    if scope is None:
-        return []
     listing, _ = await trio.to_thread.run_sync(manager.project_files)
     shown: list[dict[str, Any]] = []
     for language, server in scoped:
-        files = [p.relative_to(manager.root).as_posix() for p in listing.get(language, [])]
-        outside = [f for f in files if not inside(f, scope)]
+        scope = await trio.to_thread.run_sync(pyright_scope, manager.root, server)
+        if not scope.narrowed:
+            continue
+        split = await trio.to_thread.run_sync(scope.split, manager.root, listing.get(language, []))
+        outside = [p.relative_to(manager.root).as_posix() for p in split.excluded]
         if outside:
-            shown.append({"server": server, "include": scope, "count": len(outside),
+            said = {"include": list(scope.include or (".",))}
+            if scope.exclude:
+                said["exclude"] = list(scope.exclude)
+            shown.append({"server": server, **said, "count": len(outside),
                           "files": outside[:SHOWN_FILES]})  # fmt: skip
     return shown
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from msgspec import Struct
 
+from codeward.daemon.lsp.pyright_scope import Scope, Split
 from codeward.daemon.lsp.types import DiagnosticLike, Position, Range
 
 
@@ -105,6 +106,21 @@ class ServerCoverage:
     files_total: int
     complete: bool
     stopped: str | None = None  # why files were left: "time" or "memory" (near its cap)
+    # files its configuration leaves out (`pyright_scope`): not asked about, not counted
+    files_excluded: int | None = None  # outside its `include`, or excluded
+    files_ignored: int | None = None  # in its `ignore`: their diagnostics suppressed
+    config: str | None = None  # the configuration that says so (when files were left out)
+    config_error: str | None = None  # why it could not be read (the whole root taken)
+
+    def leaving_out(self, scope: Scope, split: Split) -> None:
+        """Says what `split` left out, and a configuration that could not be read."""
+        if split.excluded:
+            self.files_excluded = len(split.excluded)
+        if split.ignored:
+            self.files_ignored = len(split.ignored)
+        if split.excluded or split.ignored or scope.problem:
+            self.config = scope.config
+            self.config_error = scope.problem
 
 
 class Coverage:

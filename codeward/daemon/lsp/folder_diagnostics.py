@@ -4,7 +4,9 @@ entry says `workspace_pull = false`: basedpyright); the files a server has not c
 are asked in batches (`FolderBatches`): each batch's documents opened at once
 (`FOLDER_CONCURRENCY` asked together), its answers taken, then closed again, so the
 server's open documents stay bounded. What each server checked is kept (`coverage`)
-while the root's files stay as they are, so the next call goes on from there.
+while the root's files stay as they are, so the next call goes on from there. basedpyright
+and pyright are asked only about the files of the project their configuration says
+(`pyright_scope`), as their own CLI checks it.
 
 Batches of `lsp.folder_diagnostics_files` go on while the call is within
 `lsp.folder_diagnostics_seconds` (the first batch runs until one `lsp.settle_timeout` from
@@ -46,6 +48,7 @@ from codeward.daemon.lsp.positions import Encoding
 from codeward.daemon.lsp.preview import Gate
 from codeward.daemon.lsp.process import group_rss
 from codeward.daemon.lsp.project import project_files
+from codeward.daemon.lsp.pyright_scope import SCOPED_SERVERS, project_split
 from codeward.daemon.lsp.routing import Languages, in_routing_order
 from codeward.daemon.lsp.server import LanguageServer
 from codeward.daemon.lsp.server_watch import NEAR_CAP
@@ -382,6 +385,15 @@ class Folders:
             nonlocal partial, unchecked
             served = [lang for lang in languages if name in self.parts.languages.servers(lang)]
             mine = [(lang, path) for lang in served for path in files.get(lang, ())]
+            scoped = None
+            if name in SCOPED_SERVERS:  # a blocking read of its configuration, and stats
+                paths = [path for _, path in mine]
+                scoped = await trio.to_thread.run_sync(project_split, self.parts.root, name, paths)
+            left_out: set[str] = set()
+            if scoped is not None:  # only the files of its project are asked about
+                kept = set(scoped[1].analysed)
+                mine = [(lang, path) for lang, path in mine if path in kept]
+                left_out = {path_to_uri(path) for path in scoped[1].left_out}
             uris = [path_to_uri(path) for _, path in mine]
             covered = self.coverage.of(name, state)
             server: LanguageServer | None = None
@@ -398,7 +410,8 @@ class Folders:
                                 offered = await server.offers("workspace/diagnostic")
                         encodings[name] = server.encoding
                         for uri, published in server.published.items():
-                            by_uri[(name, uri)] = published.diagnostics
+                            if uri not in left_out:
+                                by_uri[(name, uri)] = published.diagnostics
                         if offered:
                             pulled = await self._pull(server, mine, uris, whole, cut)
                             covered.checked.update(pulled)
@@ -427,6 +440,8 @@ class Folders:
             complete = whole and checked == len(uris)
             stopped = None if complete else batched.stopped
             report[name] = ServerCoverage(name, checked, len(uris), complete, stopped)
+            if scoped is not None:
+                report[name].leaving_out(*scoped)
             partial = partial or not report[name].complete
 
         async with trio.open_nursery() as nursery:

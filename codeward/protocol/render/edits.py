@@ -26,6 +26,8 @@ def left_out(result: dict[str, Any]) -> list[str]:
     for scope in result.get("unanalysed") or []:
         if isinstance(scope, dict):
             include = ", ".join(str(e) for e in scope.get("include") or [])
+            if scope.get("exclude"):
+                include += "; exclude: " + ", ".join(str(e) for e in scope["exclude"])
             files = ", ".join(str(f) for f in scope.get("files") or [])
             count = as_int(scope.get("count")) or 0
             lines.append(

@@ -36,13 +36,30 @@ def _checked(servers: Any) -> str | None:
             continue
         checked, total = as_int(server.get("files_checked")), as_int(server.get("files_total"))
         if server.get("complete"):
-            parts.append(f"{server.get('name')}: all")
+            part = f"{server.get('name')}: all"
         else:
             rest = True
             why = _STOPPED.get(str(server.get("stopped")), "")
-            parts.append(f"{server.get('name')}: {checked or 0:,} of {total or 0:,} files{why}")
+            part = f"{server.get('name')}: {checked or 0:,} of {total or 0:,} files{why}"
+        parts.append(part + _left_out(server))
     again = " (ask again to check the rest)" if rest else ""
     return "checked: " + "; ".join(parts) + again if parts else None
+
+
+def _left_out(server: dict[str, Any]) -> str:
+    """` (12 files excluded, 3 ignored by pyproject.toml)`: what a server's configuration
+    leaves out of its project (a configuration it could not read: its defaults)."""
+    said: list[str] = []
+    excluded, ignored = as_int(server.get("files_excluded")), as_int(server.get("files_ignored"))
+    if excluded:
+        said.append(f"{excluded:,} file{'s' if excluded != 1 else ''} excluded")
+    if ignored:
+        said.append(f"{ignored:,}{'' if said else ' file' + ('s' if ignored != 1 else '')} ignored")
+    error = server.get("config_error")
+    by = f" by {server['config']}" if server.get("config") and said and not error else ""
+    if error:
+        said.append(f"{server['config_error']}: the whole root taken")
+    return f" ({', '.join(said)}{by})" if said else ""
 
 
 _BY = {
