@@ -106,6 +106,17 @@ def send(message: dict[str, Any]) -> None:
         stdout.flush()
 
 
+def write_frame(body: bytes) -> None:
+    with _writing:
+        stdout.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        stdout.flush()
+
+
+def write_compact(message: dict[str, Any]) -> None:
+    """`message` as vscode-jsonrpc writes one (no spaces, keys in this order)."""
+    write_frame(json.dumps(message, separators=(",", ":")).encode())
+
+
 def write_batch() -> None:
     global _batch
     frames, _batch = _batch or [], None
@@ -676,8 +687,16 @@ def main() -> None:
                 stdout.write(b"this is not LSP at all\r\n\r\n")
                 stdout.flush()
                 continue
-            if MODE == "huge":
-                send({"id": msg_id, "result": {"contents": "x" * (2 * 1024 * 1024)}})
+            if MODE == "huge":  # written as vscode-jsonrpc writes: compact, the id first
+                result = {"contents": "x" * (2 * 1024 * 1024)}
+                write_compact({"jsonrpc": "2.0", "id": msg_id, "result": result})
+                continue
+            if MODE == "huge-broken":  # a large answer that is not JSON (a trailing comma)
+                body = b'{"jsonrpc":"2.0","id":%d,"result":{"contents":"%s",}}' % (
+                    msg_id,
+                    b"x" * (64 * 1024),
+                )
+                write_frame(body)
                 continue
             if MODE == "close-stdout":
                 stdout.close()

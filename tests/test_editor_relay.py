@@ -17,6 +17,7 @@ from codeward.daemon.config import Config, DaemonConfig
 from codeward.daemon.connection import Connection
 from codeward.daemon.server import Daemon
 from codeward.daemon.session import Session
+from codeward.protocol.errors import ErrorCode
 from codeward.protocol.framing import Framing
 from tests.editors import LIB, MAIN
 from tests.lsp_support import fake_config, fake_server, needs
@@ -34,6 +35,7 @@ MODES = {  # the scripted server's mode, by test
         "crash-on-hover"
     ),
     "test_an_editor_that_stops_reading_holds_its_relayed_requests": "huge",
+    "test_a_large_answer_that_is_not_json_is_an_error_to_the_editor": "huge-broken",
 }
 NO_TIMEOUT = {"test_an_editor_leaving_gives_up_its_relayed_requests"}
 
@@ -245,6 +247,31 @@ async def test_an_editor_that_stops_reading_holds_its_relayed_requests(
     assert all(len(r["result"]["contents"]) == 2 * 1024 * 1024 for r in replies)
     await trio.testing.wait_all_tasks_blocked()
     assert not conn.paused
+    nothing_pending(conn, daemon)
+    wire.close()
+
+
+async def test_a_large_answer_that_is_not_json_is_an_error_to_the_editor(
+    daemon: Daemon, project: Path
+) -> None:
+    """A large answer is relayed as the server wrote it, unparsed, unless it must be
+    changed for the editor (here a hover's markup made plain text for an editor that reads
+    no markdown): then one that is not JSON is an error reply that says so (not the editor's
+    params blamed), and the relay goes on."""
+    path = project / "a.fake"
+    path.write_text("alpha\nbeta\n")
+    plain = {"textDocument": {"hover": {"contentFormat": ["plaintext"]}}}
+    wire = await editor(daemon, project, plain)
+    await opened(wire, path)
+    await held(daemon, path)
+    conn = await connection_of(daemon)
+    for msg_id in (2, 3):
+        await wire.send(hover(msg_id, path))
+        with trio.fail_after(10):
+            reply = await answer(wire)
+        assert reply["id"] == msg_id and reply["error"]["code"] == ErrorCode.REQUEST_FAILED, reply
+        assert "answered with what is not JSON" in reply["error"]["message"], reply
+    await trio.testing.wait_all_tasks_blocked()
     nothing_pending(conn, daemon)
     wire.close()
 

@@ -137,6 +137,24 @@ async def test_broken_output_fails_the_request_and_the_server_restarts(
         assert manager.pool.servers["fake"].restarts == 1
 
 
+async def test_a_large_answer_that_is_not_json_fails_that_request_alone(
+    tmp_path: Path, doc: Path
+) -> None:
+    """A large answer is taken by its head (`protocol.messages`): one that is not JSON
+    fails where it is read, that request alone; the server goes on, not restarted."""
+    config = fake_config({"fake": fake_server("huge-broken")})
+    async with running(tmp_path, config) as (manager, _):
+        for _ in range(2):
+            with trio.fail_after(5), pytest.raises(ToolError) as info:
+                await hover(manager, doc)
+            assert info.value.kind is ErrorKind.LSP_ERROR
+            assert "does not have the LSP shape" in info.value.message
+        with trio.fail_after(5):
+            found = await manager.diagnostics(doc)
+        assert [d.message for d in found.diagnostics] == ["bad line 2"]
+        assert manager.pool.servers["fake"].restarts == 0
+
+
 async def test_timeout_and_cancellation_send_cancel_request(tmp_path: Path, doc: Path) -> None:
     log = tmp_path / "log"
     config = fake_config(

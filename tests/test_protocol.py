@@ -21,6 +21,8 @@ from codeward.protocol.framing import (
     make_decoder,
 )
 from codeward.protocol.messages import (
+    CODEC,
+    LARGE_RESPONSE_BYTES,
     Notification,
     Request,
     Response,
@@ -100,6 +102,74 @@ def test_null_result_and_zero_id_survive() -> None:
     assert json.loads(body) == {"jsonrpc": "2.0", "id": 0, "result": None}
     decoded = decode_message(body)
     assert decoded.kind == "response" and decoded.id == 0
+
+
+LARGE = {"items": [{"label": f"name_{i}", "detail": "d" * 40} for i in range(600)]}
+
+
+@pytest.mark.parametrize("msg_id", [0, 17, -3, 2**52, "req-1"])
+def test_a_large_response_as_libraries_write_it_is_taken_by_its_head(msg_id: int | str) -> None:
+    """`{"jsonrpc":"2.0","id":..,"result":..}` with no spaces (vscode-jsonrpc's, msgspec's):
+    the result is the bytes up to the closing brace, not parsed, the same as a parse gives."""
+    body = encode(Response(id=msg_id, result=LARGE))
+    assert len(body) >= LARGE_RESPONSE_BYTES and body.startswith(b'{"jsonrpc":"2.0","id":')
+    for decoded in (decode_message(body), CODEC.decode(body)[0][0], decode_message(body + b"\r\n")):
+        assert decoded.kind == "response" and decoded.id == msg_id  # type: ignore[union-attr]
+        assert decoded.decode() == LARGE  # type: ignore[union-attr]
+    (in_batch, other), is_batch = decode_batch(b"[" + body + b',{"method":"n"}]')
+    assert is_batch and in_batch.decode() == LARGE and other.kind == "notification"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"jsonrpc": "2.0", "id": 5, "result": %s}',  # spaces: parsed
+        b'{"jsonrpc":"2.0","result":%s,"id":5}',  # the id last (Go's order): parsed
+        b'{"id":5,"jsonrpc":"2.0","result":%s}',
+        b'{"jsonrpc":"2.0","id":5,"result":%s}',  # (the same, taken by its head)
+    ],
+)
+def test_a_large_response_in_any_order_decodes_alike(body: bytes) -> None:
+    result = msgspec.json.encode(LARGE)
+    decoded = decode_message(body % result)
+    assert decoded.kind == "response" and decoded.id == 5 and decoded.decode() == LARGE
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b'{"jsonrpc":"2.0","id":05,"result":',  # a leading zero: not JSON
+        b'{"jsonrpc":"2.0","id":1.5,"result":',  # not an id
+    ],
+)
+def test_a_large_response_whose_head_is_not_plain_is_parsed(head: bytes) -> None:
+    """A head the fast way does not take goes through the parse, errors and all."""
+    with pytest.raises(RpcError) as info:
+        decode_message(head + msgspec.json.encode(LARGE) + b"}")
+    assert info.value.code in (ErrorCode.PARSE_ERROR, ErrorCode.INVALID_REQUEST)
+    escaped = b'{"jsonrpc":"2.0","id":"a\\"b","result":' + msgspec.json.encode(LARGE) + b"}"
+    assert decode_message(escaped).id == 'a"b'  # (parsed: the fast way takes no escapes)
+
+
+def test_a_large_result_that_is_not_json_fails_where_it_is_read() -> None:
+    """Taken by its head, a result that is not JSON is found out by whoever reads it:
+    `decode` raises `msgspec.DecodeError`, as for any payload; the frame stays a response.
+    A small one is refused with the frame, as before; bytes that are not UTF-8 always are."""
+    broken = b'{"jsonrpc":"2.0","id":3,"result":{"a":"' + b"x" * LARGE_RESPONSE_BYTES + b'",}}'
+    decoded = decode_message(broken)
+    assert decoded.kind == "response" and decoded.id == 3
+    with pytest.raises(msgspec.DecodeError):
+        decoded.decode()
+    with pytest.raises(RpcError) as info:
+        decode_message(b'{"jsonrpc":"2.0","id":3,"result":{"a":1,}}')
+    assert info.value.code == ErrorCode.PARSE_ERROR
+    not_utf8 = broken.replace(b"xx", b"\xff", 1)
+    with pytest.raises(RpcError) as info:
+        CODEC.decode(not_utf8)
+    assert info.value.code == ErrorCode.PARSE_ERROR
+    for unended in (broken[:-2], broken[:-1] + b"]"):  # no closing brace: parsed, refused
+        with pytest.raises(RpcError):
+            decode_message(unended)
 
 
 def test_error_response_shape() -> None:

@@ -297,9 +297,12 @@ class EditorDialect:
             if event.method == "textDocument/diagnostic":
                 result = await self._pull(uri_of(event.params))
             else:
-                result = self.markup(
-                    event.method, await self.forwarder.request(event.method, event.params)
-                )
+                answer = await self.forwarder.request(event.method, event.params)
+                try:
+                    result = self.markup(event.method, answer)
+                except msgspec.DecodeError as exc:  # (a large answer is read only here)
+                    return self.machine.error_message(event.id, ErrorCode.REQUEST_FAILED,
+                        f"The language server answered with what is not JSON: {exc}.")  # fmt: skip
             return self.machine.result_message(event.id, result)
         except ToolError as exc:
             return self._error(event.id, exc)

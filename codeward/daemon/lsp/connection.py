@@ -452,7 +452,7 @@ class LspConnection:
             error = message.error
             pending.error = ResponseError(error.code, error.message, error.data or None)
         elif pending.result_type is msgspec.Raw and message.payload:
-            pending.result = message.payload  # as it came (the frame's decode checked it)
+            pending.result = message.payload  # as it came (a large one unparsed: `messages`)
         else:
             try:  # straight from the frame's bytes (a Raw is a view: no copy)
                 pending.result = _decoder(pending.result_type).decode(message.payload or b"null")
