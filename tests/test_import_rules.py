@@ -38,6 +38,8 @@ PUBLIC: dict[str, frozenset[str] | None] = {
     # the daemon starts a root's main servers' processes while its sessions still load
     f"{LSP}.early": frozenset({"Spawned", "canonical_root", "discard", "spawn"}),
     f"{LSP}.early_process": frozenset({"keep", "start_servers"}),
+    # a write's note of what the type checker's own project leaves out (`edits.left_out`)
+    f"{LSP}.pyright_scope": frozenset({"SCOPED_SERVERS", "pyright_scope"}),
 }
 
 
