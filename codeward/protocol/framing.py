@@ -9,8 +9,8 @@ from __future__ import annotations
 from enum import StrEnum
 
 DEFAULT_MAX_HEADER = 8 * 1024
-_LENGTH = b"Content-Length: "
 DEFAULT_MAX_MESSAGE = 16 * 1024 * 1024
+_LENGTH = b"Content-Length: "  # a frame's first header, when it is its only one
 
 
 class Framing(StrEnum):

@@ -26,8 +26,8 @@ EARLY_ROOT_ENV = "CODEWARD_EARLY_ROOT"
 # Python's own allocator keeps each 1 MiB arena that one long-lived object still uses. Its
 # starter sets it (an autostarting client; else the daemon executes itself again with it),
 # with ALLOCATOR_ENV beside: set by codeward, it is left out of the servers' environment.
-DAEMON_ALLOCATOR = {"PYTHONMALLOC": "malloc", "CODEWARD_ALLOCATOR": "1"}
 ALLOCATOR_ENV = "CODEWARD_ALLOCATOR"
+DAEMON_ALLOCATOR = {"PYTHONMALLOC": "malloc", ALLOCATOR_ENV: "1"}
 
 
 def socket_file(explicit: str | None = None, env: "Mapping[str, str] | None" = None) -> str:

@@ -169,9 +169,9 @@ class ProcessTable:
 
     def usage(self, pgid: int, max_age: float) -> GroupUsage:
         with self._lock:
-            if time.monotonic() - self._taken >= max_age:
-                self._taken = time.monotonic()
-                self._groups = _walk()
+            now = time.monotonic()
+            if now - self._taken >= max_age:
+                self._taken, self._groups = now, _walk()
             pages, ticks = self._groups.get(pgid, (0, 0))
             return GroupUsage(pages * _PAGE, ticks / _TICKS, self._taken)
 

@@ -26,8 +26,6 @@ class RangeLike(Protocol):
     def end(self) -> PositionLike: ...
 
 
-# Locations come by the thousand (references): untracked by the garbage collector (they
-# hold no containers, so no cycles), they decode about ten times faster.
 class DiagnosticLike(Protocol):
     """A diagnostic as the answers show it: an lsprotocol `Diagnostic`, or one kept for
     later calls (`coverage.Kept`)."""
@@ -44,6 +42,8 @@ class DiagnosticLike(Protocol):
     def source(self) -> str | None: ...
 
 
+# Locations come by the thousand (references): untracked by the garbage collector (they
+# hold no containers, so no cycles), they decode about ten times faster.
 class Position(Struct, gc=False):
     line: int
     character: int
