@@ -233,6 +233,43 @@ async def test_a_server_working_on_a_cancelled_request_is_not_restarted(
         )
 
 
+async def test_a_working_server_is_judged_over_windows_not_single_checks(
+    tmp_path: Path, doc: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/proc counts CPU in ticks: over one short check a server working on a loaded machine
+    can show none. Here its CPU reading moves only every `WORK_WINDOW` seconds (0.1 s of CPU
+    each time, a fifth of a core): checked every 0.05 s, the silent server that owes a
+    cancelled hover is working by every window, so it is not restarted; once the reading
+    stops moving it is idle, and restarted."""
+    config = fast(
+        {"fake": fake_server("silent-hover")},
+        method_timeouts={"textDocument/hover": 0.1},
+        cancel_grace=0.2,
+    )
+    usage = server_watch.group_usage
+    began = time.monotonic()
+    stopped: list[float] = []  # when the scripted work stops
+
+    def scripted(pgid: int, max_age: float) -> GroupUsage:
+        real = usage(pgid, max_age)
+        until = stopped[0] if stopped else real.taken
+        steps = (until - began) // server_watch.WORK_WINDOW
+        return GroupUsage(real.rss, 0.1 * steps, real.taken)
+
+    monkeypatch.setattr(server_watch, "group_usage", scripted)
+    async with running(tmp_path, config) as (manager, _):
+        with trio.fail_after(5), pytest.raises(ToolError):
+            await hover(manager, doc)
+        server = manager.pool.servers["fake"]
+        await trio.sleep(1.5)  # a window of thirty checks, within ten graces (HUNG_AFTER)
+        assert server.restarts == 0 and manager.status()[0]["state"] == "unresponsive"
+        stopped.append(time.monotonic())
+        await restarted(server)  # no work any more, still silent: hung, so restarted
+        assert server.status()["restart_reason"].startswith(
+            "it left a cancelled textDocument/hover unanswered for"
+        )
+
+
 async def test_a_hung_server_does_not_slow_other_sessions(tmp_path: Path) -> None:
     hung_root, other_root = roots(tmp_path, 2)
     config = fast(

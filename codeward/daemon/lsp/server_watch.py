@@ -25,7 +25,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("codeward.lsp")
 
 NEAR_CAP = 0.8  # of max_rss_mb: the server is told to drop what it can
-WORKING_SHARE = 0.1  # of a core over a check: a server using this much is working, not hung
+WORKING_SHARE = 0.1  # of a core over a window: a server using this much is working, not hung
+# Seconds at least between the two readings a CPU share is taken from (or one check, when
+# longer): /proc counts CPU time in ticks of 10 ms, so over a short check a busy server on
+# a loaded machine can show none and look hung.
+WORK_WINDOW = 0.5
 HUNG_AFTER = 10  # times lsp.cancel_grace: a request this long unanswered restarts it anyway
 
 
@@ -50,7 +54,8 @@ class ServerWatch:
         when its process group uses more memory than its cap (once no request is in flight,
         or after one request timeout), or when a request it was told to cancel stays
         unanswered for `lsp.cancel_grace` seconds while it shows no work (no work-done
-        progress active, and under `WORKING_SHARE` of a core since the last check:
+        progress active, and under `WORKING_SHARE` of a core over the last `WORK_WINDOW`
+        measured since the request was given up on: never judged before one was;
         basedpyright busy with a large project answers a cancelled request only once its
         analysis gets there, minutes on sympy), or `HUNG_AFTER` times as long. Past
         `NEAR_CAP` of its cap it is first told to drop what it can (the documents opened
@@ -58,7 +63,10 @@ class ServerWatch:
         cap = self.config.max_rss_mb or self.lsp.max_rss_mb
         over_since: float | None = None
         shed = False  # told to drop what it can since it last was below NEAR_CAP
-        cpu: tuple[float, float] | None = None  # (its CPU seconds, when) while it owes one
+        # while it owes an answer: (its CPU seconds, when) the window being measured began,
+        # and whether it worked over the last whole one (None: none measured yet)
+        began: tuple[float, float] | None = None
+        worked: bool | None = None
         # the walk of /proc shared with the other servers' watches: one newer than its last
         # check's by at least half an interval (`process.SNAPSHOT_AGE`)
         fresh = min(SNAPSHOT_AGE, self.lsp.check_interval / 2)
@@ -75,18 +83,20 @@ class ServerWatch:
                 return
             usage = await trio.to_thread.run_sync(group_usage, process.pid, fresh)
             overdue = conn.oldest_abandoned()
-            working = False
+            hung = False
             if overdue is None:
-                cpu = None
+                began, worked = None, None
             else:  # it owes an answer to a cancelled request: is it working or hung?
                 now = (usage.cpu, usage.taken)  # over the walks' own times
-                if cpu is not None and now[1] > cpu[1]:
-                    working = (now[0] - cpu[0]) >= WORKING_SHARE * (now[1] - cpu[1])
-                working = working or self._working()
-                cpu = now
+                if began is None:
+                    began = now
+                elif now[1] - began[1] >= WORK_WINDOW:
+                    worked = (now[0] - began[0]) >= WORKING_SHARE * (now[1] - began[1])
+                    began = now
+                hung = worked is False and not self._working()
             grace = self.lsp.cancel_grace
             if overdue is not None and (
-                (overdue[1] >= grace and not working) or overdue[1] >= grace * HUNG_AFTER
+                (overdue[1] >= grace and hung) or overdue[1] >= grace * HUNG_AFTER
             ):
                 self.halt(
                     f"it left a cancelled {overdue[0]} unanswered for {overdue[1]:.0f} s",
