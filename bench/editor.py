@@ -22,11 +22,17 @@ neither side (it is no condition that suits codeward: a leg where the direct ser
 the slow process counts as much as one where the daemon's did), and the legs' spread shows
 its size. The pooled figure (every round of every leg, as one run) is printed beside it.
 
+Each leg also runs a third side: bench/byte_relay.py in front of a basedpyright of its own,
+a process that only copies bytes both ways with the daemon's way of I/O. What it adds is
+the floor of any relay on this machine (one more process on the way: two more wake-ups per
+request), which `codeward lsp` pays before any work of its own.
+
 Prints:
 1. hover, definition and completion: the milliseconds added per call through `codeward
    lsp` (goals: <= 0.5 ms hover and definition, <= 1 ms completion) as the median over legs
    of each leg's added figure, each leg's figure, the pooled medians direct and through
-   codeward and their difference, and the daemon's CPU per call (/proc schedstat);
+   codeward and their difference, the daemon's CPU per call (/proc schedstat), and what
+   the byte relay adds (the same median over legs);
 2. `codeward lsp` spawned to its `initialize` answered, with the daemon running (goal
    <= 50 ms), beside the bare start of the same Python (`python -c pass`) and the pump's
    CPU beyond that start: in this venv, whose editable install's .pth finder runs at every
@@ -70,7 +76,11 @@ from typing import Any
 from common import Daemon, DaemonClient, RpcFailed, cpu_seconds, stop_group  # bench/
 from lsp import START_TIMEOUT, DirectClient, make_project  # bench/
 
+from codeward.daemon.lsp.defaults import default_servers
+
 LAUNCH = "import sys; from codeward.client.entry import main; sys.exit(main())"
+RELAY = "byte relay"  # the side that only copies bytes (bench/byte_relay.py)
+SERVER = default_servers()["basedpyright"]  # as bench/lsp.py's DirectClient starts it
 OPEN = ["lib.py", "use_0.py"]
 GOALS = {"hover": 0.5, "definition": 0.5, "completion": 1.0}  # ms added, at most
 SPAWN_GOAL = 50.0  # ms from spawn to initialize answered
@@ -203,7 +213,7 @@ def flat(legs: list[list[float]]) -> list[float]:
 
 
 def report(batch: list[Case], legs: int, rounds: int, warmup: int) -> None:
-    through = [way for way in batch[0].times if way != "direct"]
+    through = [way for way in batch[0].times if way not in ("direct", RELAY)]
     print(
         f"1. {legs} legs, each with fresh processes on both sides: a direct basedpyright; a new\n"
         "   daemon, with its own basedpyright, and `codeward lsp`. Each leg warmed alike (each\n"
@@ -215,23 +225,26 @@ def report(batch: list[Case], legs: int, rounds: int, warmup: int) -> None:
         "   median removes it, and each leg's figure shows its spread.\n"
         f"   direct, codeward: medians of all {legs * rounds} rounds pooled as one run; pooled:"
         " their difference.\n"
-        "   daemon CPU: the daemon's CPU per call through codeward (mean, /proc schedstat)."
+        "   daemon CPU: the daemon's CPU per call through codeward (mean, /proc schedstat).\n"
+        "   relay floor: what a process that only copies bytes adds (bench/byte_relay.py, its\n"
+        "   own basedpyright; the same median over legs): one more process on the way."
     )
     for way in through:
         if len(through) > 1:
             print(f"   {way}:")
         print(
             f"{'request':12} {'added ms':>8} {'goal':>8} {'direct ms':>9} {'codeward ms':>11}"
-            f" {'pooled ms':>9} {'daemon CPU ms':>13}  each leg's added ms"
+            f" {'pooled ms':>9} {'daemon CPU ms':>13} {'relay floor':>11}  each leg's added ms"
         )
         for case in batch:
             median, each, pooled = added(case, way)
             d, c = ms(flat(case.times["direct"])), ms(flat(case.times[way]))
             goal = f"<= {GOALS[case.label]}"
             cpu = statistics.fmean(case.cpu[way]) * 1000
+            floor = added(case, RELAY)[0]
             print(
                 f"{case.label:12} {median:8.3f} {goal:>8} {d:9.3f} {c:11.3f} {pooled:9.3f}"
-                f" {cpu:13.3f}  {' '.join(f'{leg:+.3f}' for leg in each)}"
+                f" {cpu:13.3f} {floor:11.3f}  {' '.join(f'{leg:+.3f}' for leg in each)}"
             )
 
 
@@ -357,6 +370,9 @@ def start_leg(
     leg.callback(daemon.stop)  # after the clients closed (an ExitStack unwinds backwards)
     sides = {"direct": DirectClient(root)}
     leg.callback(quit_editor, sides["direct"])
+    relay = [sys.executable, str(Path(__file__).with_name("byte_relay.py")), *SERVER.command]
+    sides[RELAY] = DirectClient(root, relay)
+    leg.callback(quit_editor, sides[RELAY])
     through = "after" if before is not None else "codeward"
     sides[through] = DirectClient(root, *codeward_lsp(daemon.socket))
     leg.callback(quit_editor, sides[through])
