@@ -15,10 +15,12 @@ import sys
 
 import trio
 
+from codeward.daemon.reads import READ_SIZE
+
 
 async def copy(source: int, target: int, done: trio.CancelScope) -> None:
     """Copy `source` to `target` until `source` ends; then `done` is cancelled."""
-    buffer = bytearray(256 * 1024)  # what a server's stdout pipe holds, as the daemon reads
+    buffer = bytearray(READ_SIZE)  # as much as the daemon reads at once
     view = memoryview(buffer)
     while True:
         await trio.lowlevel.wait_readable(source)
