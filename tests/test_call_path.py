@@ -142,8 +142,8 @@ def written(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[list[str]]]:
     seen: dict[str, list[list[str]]] = {}
     put = Outbox.put
 
-    def spy(self: Outbox, frame: bytes) -> None:
-        if frame.startswith(b"Content-Length:"):  # to a language server (frames, one or more)
+    def spy(self: Outbox, frame: bytes | list[bytes | memoryview]) -> None:
+        if isinstance(frame, bytes) and frame.startswith(b"Content-Length:"):  # to a server
             for body in ContentLengthDecoder().feed(frame):
                 message: Any = msgspec.json.decode(body)
                 if "id" in message and "method" in message:

@@ -266,6 +266,29 @@ def test_content_length_body_over_many_reads() -> None:
     assert decoder.pending == 0
 
 
+def test_content_length_frames_then_a_body_that_goes_on_in_later_reads() -> None:
+    """Whole frames at the head of a read are split off it, and a body that goes on past
+    it is kept from where it starts: the same bodies as any other cut; bytes fed as a
+    bytearray that the reader then reuses are copied, never held as a view."""
+    body = b"[" + b"7," * 40_000 + b"8]"
+    wire = (b"Content-Length: 2\r\n\r\n{}" + b"Content-Length: %d\r\n\r\n" % len(body)
+            + body + b"Content-Length: 4\r\n\r\nnull")  # fmt: skip
+    cut = wire.index(b"[") + 1000
+    for kind in (bytes, bytearray):
+        decoder = ContentLengthDecoder()
+        first = kind(wire[:cut])
+        assert decoder.feed(first) == [b"{}"]
+        assert decoder.pending == 1000
+        if isinstance(first, bytearray):
+            first[:] = b"!" * len(first)  # (the reader's buffer, reused)
+        second = kind(wire[cut : cut + 50_000])
+        assert decoder.feed(second) == []
+        if isinstance(second, bytearray):
+            second[:] = b"!" * len(second)
+        assert decoder.feed(kind(wire[cut + 50_000 :])) == [body, b"null"]
+        assert decoder.pending == 0
+
+
 def test_content_length_ignores_other_headers() -> None:
     decoder = ContentLengthDecoder()
     frame = b"Content-Type: application/json\r\ncontent-length: 2\r\n\r\n{}"

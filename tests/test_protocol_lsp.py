@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
 from codeward.protocol import lsp
@@ -185,3 +186,22 @@ def test_the_ended_line() -> None:
     assert json.loads(lsp.LspMachine.ended_message(0)) == {
         "jsonrpc": "2.0", "method": lsp.ENDED_METHOD, "params": {"code": 0}
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("msg_id", [0, 2, -7, "codeward-9", 'a"b'])
+def test_a_raw_result_is_answered_in_parts_that_reuse_its_bytes(msg_id: Any) -> None:
+    """A result passed on as raw JSON is answered as parts (the head, the result's own
+    bytes, the closing brace): joined, they are `result_message`'s answer, and the id is
+    free again for the editor."""
+    machine = running()
+    request = body({"id": msg_id, "method": "textDocument/completion", "params": AT})
+    assert isinstance(machine.receive(request), lsp.Call)
+    frame = b'{"jsonrpc":"2.0","id":5,"result":{"items":[{"label":"x\\u00e9"}]}}'
+    result = msgspec.Raw(memoryview(frame)[frame.index(b"{", 1) : -1])
+    parts = machine.result_parts(msg_id, result)
+    assert isinstance(parts[1], memoryview) and parts[1].obj is result  # (not copied)
+    assert b"".join(parts) == lsp.LspMachine().result_message(msg_id, result)
+    assert json.loads(b"".join(parts)) == {
+        "jsonrpc": "2.0", "id": msg_id, "result": {"items": [{"label": "x\u00e9"}]}
+    }  # fmt: skip
+    assert isinstance(machine.receive(request), lsp.Call)  # the id is free again

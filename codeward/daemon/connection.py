@@ -332,6 +332,12 @@ class Connection(RequestRunner):
         """Queue one encoded message (the MCP dialect's replies and notifications)."""
         self._queue(body)
 
+    def send_parts(self, parts: list[bytes | memoryview]) -> None:
+        """`send_body` of the message that `parts` make in this order (`Outbox.put`: a
+        large answer passed on as it came, not copied into a new frame)."""
+        if self.peer.framing is not None:
+            self.outbox.put(self.peer.frame_parts(parts))
+
     def _queue(self, body: bytes) -> None:
         if self.peer.framing is not None:
             self.outbox.put(self.peer.frame(body))

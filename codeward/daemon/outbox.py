@@ -28,8 +28,11 @@ class Outbox:
         self.closed = False  # nothing more will be written: the other end is gone
         self.error = ""  # the failed write's exception class, when one closed the outbox
 
-    def put(self, frame: bytes) -> None:
-        """Send `frame` after every frame before it; dropped once the outbox is closed."""
+    def put(self, frame: bytes | list[bytes | memoryview]) -> None:
+        """Send `frame` after every frame before it; dropped once the outbox is closed. A
+        frame given as parts (a list, in order) is written as they are when the socket or
+        pipe takes it at once (one `writev`: a large answer is not copied into a frame
+        first), and joined only when some of it must wait for the writer."""
         if self.closed:
             return
         direct = self._direct
@@ -38,16 +41,22 @@ class Outbox:
             # Nothing waits to be written: write now (synchronously, so no cancellation can
             # cut a frame); what the socket cannot take yet goes to the writer, in order.
             try:
-                written = os.write(fd, frame)
+                written = os.writev(fd, frame) if isinstance(frame, list) else os.write(fd, frame)
             except BlockingIOError:
                 written = 0
             except OSError as exc:
                 self.error = exc.__class__.__name__
                 self.close()
                 return
-            if written == len(frame):
+            if isinstance(frame, list):
+                if written == sum(len(part) for part in frame):
+                    return
+                frame = b"".join(frame)
+            elif written == len(frame):
                 return
             frame = frame[written:]
+        elif isinstance(frame, list):
+            frame = b"".join(frame)
         self._frames.append(frame)
         self.queued_bytes += len(frame)
         self.peak_bytes = max(self.peak_bytes, self.queued_bytes)

@@ -79,30 +79,19 @@ class ContentLengthDecoder:
         self.max_header = max_header
         self._buffer = bytearray()  # headers, and what follows them until a body is split off
         self._length: int | None = None  # the length of the body being read, once known
-        self._parts: list[bytes | bytearray] = []  # the body so far, when it spans reads
+        self._parts: list[bytes | bytearray | memoryview] = []  # the body so far, if it spans reads
         self._have = 0  # bytes in `_parts`
 
     def feed(self, data: bytes | bytearray) -> list[bytes]:
-        if self._length is None and not self._buffer and data[:16] == _LENGTH:
-            # The common case: one whole frame, with Content-Length its only header (an
-            # editor's request, a server's reply); anything else takes the general way.
-            end = data.find(b"\r\n\r\n", 17, 40)
-            if end > 0 and data[16:end].isdigit() and len(data) - end - 4 == int(data[16:end]):
-                if len(data) - end - 4 > self.max_message:
-                    raise FrameError(f"Message over the {self.max_message}-byte limit.")
-                return [bytes(data[end + 4 :])]
         messages: list[bytes] = []
         if self._parts:  # a body that spans reads
-            assert self._length is not None
-            need = self._length - self._have
-            if len(data) < need:
-                self._parts.append(bytes(data))
-                self._have += len(data)
+            data = self._go_on(data, messages)
+            if self._parts or not data:
                 return messages
-            self._parts.append(data[:need])
-            messages.append(b"".join(self._parts))
-            self._parts, self._have, self._length = [], 0, None
-            data = data[need:]
+        if self._length is None and not self._buffer:
+            data = self._split_off(data, messages)
+            if not data:
+                return messages
         buffer = self._buffer
         buffer += data
         while True:
@@ -127,6 +116,44 @@ class ContentLengthDecoder:
             del buffer[: self._length]
             self._length = None
         return messages
+
+    def _go_on(self, data: bytes | bytearray, messages: list[bytes]) -> bytes | bytearray:
+        """Add `data` to the body that spans reads; the bytes after that body."""
+        assert self._length is not None
+        need = self._length - self._have
+        if len(data) < need:
+            self._parts.append(bytes(data))  # (no copy of bytes)
+            self._have += len(data)
+            return b""
+        self._parts.append(data[:need])
+        messages.append(b"".join(self._parts))
+        self._parts, self._have, self._length = [], 0, None
+        return data[need:]
+
+    def _split_off(self, data: bytes | bytearray, messages: list[bytes]) -> bytes | bytearray:
+        """The common case, with no copy into the buffer: frames that start where `data`
+        starts, Content-Length their only header (an editor's requests, a server's replies),
+        split off `data` itself; a body that goes on past `data` is kept from where it
+        starts (a view of `data`: a large reply is copied once, when it is whole). The bytes
+        from the first frame that is not so on, for the general way."""
+        start, size = 0, len(data)
+        while start < size and data[start : start + 16] == _LENGTH:
+            end = data.find(b"\r\n\r\n", start + 17, start + 40)
+            digits = data[start + 16 : end]
+            if end < 0 or not digits.isdigit():
+                break
+            length = int(digits)
+            if length > self.max_message:
+                raise FrameError(f"Message over the {self.max_message}-byte limit.")
+            body = end + 4
+            if size - body < length:
+                part = memoryview(data)[body:] if type(data) is bytes else bytes(data[body:])
+                self._parts.append(part)
+                self._have, self._length = size - body, length
+                return b""
+            messages.append(bytes(data[body : body + length]))
+            start = body + length
+        return data[start:] if start else data
 
     def _parse_headers(self, block: bytes) -> int:
         length: int | None = None
@@ -165,3 +192,11 @@ def encode_frame(framing: Framing, body: bytes) -> bytes:
     if framing is Framing.NDJSON:
         return body + b"\n"
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def frame_parts(framing: Framing, parts: list[bytes | memoryview]) -> list[bytes | memoryview]:
+    """`encode_frame` of the body `parts` make, as parts (to write with `writev`: a large
+    body is not copied to be framed)."""
+    if framing is Framing.NDJSON:
+        return [*parts, b"\n"]
+    return [b"Content-Length: %d\r\n\r\n" % sum(len(part) for part in parts), *parts]

@@ -273,6 +273,13 @@ class LspMachine:
         self.inbound.discard(msg_id)
         return encode(Response(id=msg_id, result=result))
 
+    def result_parts(self, msg_id: Id, result: Raw) -> list[bytes | memoryview]:
+        """`result_message` of a result passed on as raw JSON, as parts in order: the
+        result is not copied into a new message (`Outbox.put` writes the parts)."""
+        self.inbound.discard(msg_id)
+        head = b'{"jsonrpc":"2.0","id":%s,"result":' % msgspec.json.encode(msg_id)
+        return [head, memoryview(result), b"}"]
+
     def error_message(
         self, msg_id: Id, code: int, message: str, data: Any | UnsetType = UNSET
     ) -> bytes:

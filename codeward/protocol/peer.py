@@ -30,6 +30,7 @@ from codeward.protocol.framing import (
     Framing,
     detect_framing,
     encode_frame,
+    frame_parts,
     make_decoder,
 )
 
@@ -326,6 +327,10 @@ class Peer(Generic[M]):
     def frame(self, body: bytes) -> bytes:
         """`body` framed as this connection frames (NDJSON until the framing is known)."""
         return encode_frame(self.framing or Framing.NDJSON, body)
+
+    def frame_parts(self, parts: list[bytes | memoryview]) -> list[bytes | memoryview]:
+        """`frame` of the body `parts` make, as parts (`framing.frame_parts`)."""
+        return frame_parts(self.framing or Framing.NDJSON, parts)
 
     def batch(self, bodies: list[bytes]) -> bytes:
         """The frame of a batch's replies (bodies made with the codec)."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import trio
+from msgspec import Raw
 
 from codeward.daemon.editor.forward import DOCUMENT, MERGED, Forwarder, uri_of
 from codeward.daemon.editor.markup import Markup
@@ -44,6 +45,8 @@ class Link(Protocol):
     """The connection's side the relayed requests use (the dialect's `Link`, in part)."""
 
     def send_body(self, body: bytes) -> None: ...
+
+    def send_parts(self, parts: list[bytes | memoryview]) -> None: ...
 
     def request_started(self) -> None: ...
 
@@ -137,7 +140,7 @@ class Relays:
         call = self.calls.pop(msg_id, None)
         if call is None:
             return
-        body = b""
+        body: bytes | list[bytes | memoryview] = b""
         try:
             outcome = relay.outcome
             if isinstance(outcome, ToolError):
@@ -147,7 +150,10 @@ class Relays:
             else:
                 assert self.forwarder is not None
                 result = self.forwarder.relayed(call.event.method, call.root, relay, outcome)
-                body = self.machine.result_message(msg_id, result)
+                if isinstance(result, Raw):  # (passed on as it came: not copied)
+                    body = self.machine.result_parts(msg_id, result)
+                else:
+                    body = self.machine.result_message(msg_id, result)
         except Exception:  # (a bug: answered, the server's reader goes on)
             log.exception("internal error in a relayed %s", call.event.method)
             body = self.machine.error_message(
@@ -155,9 +161,11 @@ class Relays:
             )
         self._finish(call, body)
 
-    def _finish(self, call: _Call, body: bytes) -> None:
-        if body:
-            self.conn.send_body(body)  # (first: nothing below is on the reply's way)
+    def _finish(self, call: _Call, body: bytes | list[bytes | memoryview]) -> None:
+        if isinstance(body, list):
+            self.conn.send_parts(body)  # (first: nothing below is on the reply's way)
+        elif body:
+            self.conn.send_body(body)
         call.asking.__exit__(None, None, None)
         self.conn.request_finished()
         if not self.calls and self._idle is not None:
