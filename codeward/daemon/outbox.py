@@ -49,7 +49,7 @@ class Outbox:
                 self.close()
                 return
             if isinstance(frame, list):
-                if written == sum(len(part) for part in frame):
+                if written == sum(map(len, frame)):
                     return
                 frame = b"".join(frame)
             elif written == len(frame):
