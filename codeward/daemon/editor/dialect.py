@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import trio
-from msgspec import Struct
+from msgspec import Raw, Struct
 
 from codeward import __version__
 from codeward.daemon.editor import diagnostics, folders
@@ -281,14 +281,20 @@ class EditorDialect:
     async def _run(self, event: lsp.Call, scope: trio.CancelScope) -> None:
         try:
             with scope:
-                self.conn.send_body(await self._answer(event))
+                answer = await self._answer(event)
+                if isinstance(answer, list):
+                    self.conn.send_parts(answer)
+                else:
+                    self.conn.send_body(answer)
             if scope.cancelled_caught:
                 self.conn.send_body(self._cancelled(event.id))
         finally:
             self._calls.pop(event.id, None)
             self.conn.request_finished()
 
-    async def _answer(self, event: lsp.Call) -> bytes:
+    async def _answer(self, event: lsp.Call) -> bytes | list[bytes | memoryview]:
+        """The answer to `event`: a message, or one in parts when its result passes on as
+        its server gave it (`LspMachine.result_parts`: not copied)."""
         try:
             if not self._ready.is_set():
                 await self._ready.wait()
@@ -305,6 +311,8 @@ class EditorDialect:
                 except msgspec.DecodeError as exc:  # (a large answer is read only here)
                     return self.machine.error_message(event.id, ErrorCode.REQUEST_FAILED,
                         f"The language server answered with what is not JSON: {exc}.")  # fmt: skip
+            if isinstance(result, Raw):
+                return self.machine.result_parts(event.id, result)
             return self.machine.result_message(event.id, result)
         except ToolError as exc:
             return self._error(event.id, exc)
