@@ -198,10 +198,14 @@ def test_a_raw_result_is_answered_in_parts_that_reuse_its_bytes(msg_id: Any) -> 
     assert isinstance(machine.receive(request), lsp.Call)
     frame = b'{"jsonrpc":"2.0","id":5,"result":{"items":[{"label":"x\\u00e9"}]}}'
     result = msgspec.Raw(memoryview(frame)[frame.index(b"{", 1) : -1])
-    parts = machine.result_parts(msg_id, result)
+    parts = machine.answer(msg_id, result)
+    assert isinstance(parts, list)
     assert isinstance(parts[1], memoryview) and parts[1].obj is result  # (not copied)
     assert b"".join(parts) == lsp.LspMachine().result_message(msg_id, result)
     assert json.loads(b"".join(parts)) == {
         "jsonrpc": "2.0", "id": msg_id, "result": {"items": [{"label": "x\u00e9"}]}
     }  # fmt: skip
     assert isinstance(machine.receive(request), lsp.Call)  # the id is free again
+    data = {"items": []}  # any other result is encoded whole
+    assert machine.answer(msg_id, data) == lsp.LspMachine().result_message(msg_id, data)
+    assert isinstance(machine.receive(request), lsp.Call)

@@ -35,7 +35,7 @@ from codeward.daemon.reads import receive_some, receive_with_fds
 from codeward.daemon.requests import RequestRunner
 from codeward.daemon.turns import Turns
 from codeward.protocol.errors import ErrorCode
-from codeward.protocol.framing import FrameError, Framing
+from codeward.protocol.framing import FrameError, Framing, Parts
 from codeward.protocol.messages import CODEC, ErrorObject, Incoming, Response
 from codeward.protocol.methods import ClientCapabilities, ConfirmParams, ConfirmResult
 from codeward.protocol.peer import (
@@ -328,15 +328,14 @@ class Connection(RequestRunner):
         """Wait until every queued reply has been written (or the client is gone)."""
         await self.outbox.flush()
 
-    def send_body(self, body: bytes) -> None:
-        """Queue one encoded message (the MCP dialect's replies and notifications)."""
-        self._queue(body)
-
-    def send_parts(self, parts: list[bytes | memoryview]) -> None:
-        """`send_body` of the message that `parts` make in this order (`Outbox.put`: a
-        large answer passed on as it came, not copied into a new frame)."""
-        if self.peer.framing is not None:
-            self.outbox.put(self.peer.frame_parts(parts))
+    def send_body(self, body: bytes | Parts) -> None:
+        """Queue one encoded message (the dialects' replies and notifications), whole or in
+        parts (`LspMachine.answer`: written as they are, not copied into a frame)."""
+        if isinstance(body, list):
+            if self.peer.framing is not None:
+                self.outbox.put(self.peer.frame_parts(body))
+        else:
+            self._queue(body)
 
     def _queue(self, body: bytes) -> None:
         if self.peer.framing is not None:

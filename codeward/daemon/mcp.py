@@ -18,6 +18,7 @@ from codeward import __version__
 from codeward.daemon.tools.registry import REGISTRY, Tool, ToolContext
 from codeward.protocol import mcp
 from codeward.protocol.errors import ErrorCode, ErrorKind, ToolError, find_tool_error
+from codeward.protocol.framing import Parts
 from codeward.protocol.mcp_greeting import SERVER_NAME, instructions
 from codeward.protocol.messages import Id
 from codeward.protocol.tools import ToolFormat, render_tool
@@ -76,7 +77,7 @@ class Link(Protocol):
         """Ask the client `client/confirm` (see `tools.registry.Caller`)."""
         ...
 
-    def send_body(self, body: bytes) -> None: ...
+    def send_body(self, body: bytes | Parts) -> None: ...
 
     def request_started(self) -> None: ...
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import trio
 
+from codeward.protocol.framing import Parts
+
 
 class Outbox:
     """Frames on their way to one peer, in order."""
@@ -28,7 +30,7 @@ class Outbox:
         self.closed = False  # nothing more will be written: the other end is gone
         self.error = ""  # the failed write's exception class, when one closed the outbox
 
-    def put(self, frame: bytes | list[bytes | memoryview]) -> None:
+    def put(self, frame: bytes | Parts) -> None:
         """Send `frame` after every frame before it; dropped once the outbox is closed. A
         frame given as parts (a list, in order) is written as they are when the socket or
         pipe takes it at once (one `writev`: a large answer is not copied into a frame

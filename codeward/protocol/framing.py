@@ -11,6 +11,8 @@ from enum import StrEnum
 DEFAULT_MAX_HEADER = 8 * 1024
 DEFAULT_MAX_MESSAGE = 16 * 1024 * 1024
 _LENGTH = b"Content-Length: "  # a frame's first header, when it is its only one
+_HEAD = b"Content-Length: %d\r\n\r\n"
+Parts = list[bytes | memoryview]  # a message or frame in parts, in order (one `writev`)
 
 
 class Framing(StrEnum):
@@ -191,12 +193,12 @@ def make_decoder(
 def encode_frame(framing: Framing, body: bytes) -> bytes:
     if framing is Framing.NDJSON:
         return body + b"\n"
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return _HEAD % len(body) + body
 
 
-def frame_parts(framing: Framing, parts: list[bytes | memoryview]) -> list[bytes | memoryview]:
+def frame_parts(framing: Framing, parts: Parts) -> Parts:
     """`encode_frame` of the body `parts` make, as parts (to write with `writev`: a large
     body is not copied to be framed)."""
     if framing is Framing.NDJSON:
         return [*parts, b"\n"]
-    return [b"Content-Length: %d\r\n\r\n" % sum(map(len, parts)), *parts]
+    return [_HEAD % sum(map(len, parts)), *parts]

@@ -21,6 +21,7 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from codeward.protocol.errors import ErrorCode, RpcError
+from codeward.protocol.framing import Parts
 from codeward.protocol.messages import (
     ErrorObject,
     Id,
@@ -273,9 +274,13 @@ class LspMachine:
         self.inbound.discard(msg_id)
         return encode(Response(id=msg_id, result=result))
 
-    def result_parts(self, msg_id: Id, result: Raw) -> list[bytes | memoryview]:
-        """`result_message` of a result passed on as raw JSON, as parts in order: the
-        result is not copied into a new message (`Outbox.put` writes the parts)."""
+    def answer(self, msg_id: Id, result: Any) -> bytes | Parts:
+        """`result_message`, but a result passed on as raw JSON (a `msgspec.Raw`, a large
+        one a view of its server's frame) is not copied into a new message: the answer is
+        then in parts, in order (its head, the result's own bytes, the closing brace), for
+        the connection to write as they are (`Outbox.put`)."""
+        if not isinstance(result, Raw):
+            return self.result_message(msg_id, result)
         self.inbound.discard(msg_id)
         head = b'{"jsonrpc":"2.0","id":%s,"result":' % msgspec.json.encode(msg_id)
         return [head, memoryview(result), b"}"]

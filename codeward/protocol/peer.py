@@ -28,6 +28,7 @@ from codeward.protocol.framing import (
     DEFAULT_MAX_MESSAGE,
     FrameDecoder,
     Framing,
+    Parts,
     detect_framing,
     encode_frame,
     frame_parts,
@@ -328,7 +329,7 @@ class Peer(Generic[M]):
         """`body` framed as this connection frames (NDJSON until the framing is known)."""
         return encode_frame(self.framing or Framing.NDJSON, body)
 
-    def frame_parts(self, parts: list[bytes | memoryview]) -> list[bytes | memoryview]:
+    def frame_parts(self, parts: Parts) -> Parts:
         """`frame` of the body `parts` make, as parts (`framing.frame_parts`)."""
         return frame_parts(self.framing or Framing.NDJSON, parts)
 

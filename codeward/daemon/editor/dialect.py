@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import trio
-from msgspec import Raw, Struct
+from msgspec import Struct
 
 from codeward import __version__
 from codeward.daemon.editor import diagnostics, folders
@@ -35,6 +35,7 @@ from codeward.daemon.lsp.positions import Encoding, LineIndex, negotiated
 from codeward.daemon.lsp.shapes import unstructure
 from codeward.protocol import lsp
 from codeward.protocol.errors import ErrorCode, ErrorKind, ToolError, find_tool_error
+from codeward.protocol.framing import Parts
 from codeward.protocol.messages import Id
 
 if TYPE_CHECKING:
@@ -63,9 +64,7 @@ class Link(Protocol):
     @property
     def closed(self) -> bool: ...
 
-    def send_body(self, body: bytes) -> None: ...
-
-    def send_parts(self, parts: list[bytes | memoryview]) -> None: ...
+    def send_body(self, body: bytes | Parts) -> None: ...
 
     def request_started(self) -> None: ...
 
@@ -281,20 +280,14 @@ class EditorDialect:
     async def _run(self, event: lsp.Call, scope: trio.CancelScope) -> None:
         try:
             with scope:
-                answer = await self._answer(event)
-                if isinstance(answer, list):
-                    self.conn.send_parts(answer)
-                else:
-                    self.conn.send_body(answer)
+                self.conn.send_body(await self._answer(event))
             if scope.cancelled_caught:
                 self.conn.send_body(self._cancelled(event.id))
         finally:
             self._calls.pop(event.id, None)
             self.conn.request_finished()
 
-    async def _answer(self, event: lsp.Call) -> bytes | list[bytes | memoryview]:
-        """The answer to `event`: a message, or one in parts when its result passes on as
-        its server gave it (`LspMachine.result_parts`: not copied)."""
+    async def _answer(self, event: lsp.Call) -> bytes | Parts:
         try:
             if not self._ready.is_set():
                 await self._ready.wait()
@@ -311,9 +304,7 @@ class EditorDialect:
                 except msgspec.DecodeError as exc:  # (a large answer is read only here)
                     return self.machine.error_message(event.id, ErrorCode.REQUEST_FAILED,
                         f"The language server answered with what is not JSON: {exc}.")  # fmt: skip
-            if isinstance(result, Raw):
-                return self.machine.result_parts(event.id, result)
-            return self.machine.result_message(event.id, result)
+            return self.machine.answer(event.id, result)
         except ToolError as exc:
             return self._error(event.id, exc)
         except msgspec.DecodeError as exc:

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import trio
-from msgspec import Raw
 
 from codeward.daemon.editor.forward import DOCUMENT, MERGED, Forwarder, uri_of
 from codeward.daemon.editor.markup import Markup
 from codeward.daemon.editor.workspace import Root
 from codeward.protocol import lsp
 from codeward.protocol.errors import ErrorCode, ToolError
+from codeward.protocol.framing import Parts
 from codeward.protocol.messages import Id
 
 if TYPE_CHECKING:
@@ -44,9 +44,7 @@ RELAYED = DOCUMENT - MERGED  # a document's request one server answers
 class Link(Protocol):
     """The connection's side the relayed requests use (the dialect's `Link`, in part)."""
 
-    def send_body(self, body: bytes) -> None: ...
-
-    def send_parts(self, parts: list[bytes | memoryview]) -> None: ...
+    def send_body(self, body: bytes | Parts) -> None: ...
 
     def request_started(self) -> None: ...
 
@@ -140,7 +138,7 @@ class Relays:
         call = self.calls.pop(msg_id, None)
         if call is None:
             return
-        body: bytes | list[bytes | memoryview] = b""
+        body: bytes | Parts = b""
         try:
             outcome = relay.outcome
             if isinstance(outcome, ToolError):
@@ -150,10 +148,7 @@ class Relays:
             else:
                 assert self.forwarder is not None
                 result = self.forwarder.relayed(call.event.method, call.root, relay, outcome)
-                if isinstance(result, Raw):  # (passed on as it came: not copied)
-                    body = self.machine.result_parts(msg_id, result)
-                else:
-                    body = self.machine.result_message(msg_id, result)
+                body = self.machine.answer(msg_id, result)
         except Exception:  # (a bug: answered, the server's reader goes on)
             log.exception("internal error in a relayed %s", call.event.method)
             body = self.machine.error_message(
@@ -161,11 +156,9 @@ class Relays:
             )
         self._finish(call, body)
 
-    def _finish(self, call: _Call, body: bytes | list[bytes | memoryview]) -> None:
-        if isinstance(body, list):
-            self.conn.send_parts(body)  # (first: nothing below is on the reply's way)
-        elif body:
-            self.conn.send_body(body)
+    def _finish(self, call: _Call, body: bytes | Parts) -> None:
+        if body:
+            self.conn.send_body(body)  # (first: nothing below is on the reply's way)
         call.asking.__exit__(None, None, None)
         self.conn.request_finished()
         if not self.calls and self._idle is not None:
