@@ -8,6 +8,7 @@ import fcntl
 import os
 
 import trio
+import trio.testing
 
 from codeward.daemon.outbox import Outbox
 
@@ -80,3 +81,20 @@ async def test_parts_to_a_closed_pipe_close_the_outbox() -> None:
     outbox.put([b"more"])  # dropped
     assert outbox.queued_frames == 0
     await stream.aclose()
+
+
+async def test_parts_to_a_stream_with_no_descriptor_are_queued_joined() -> None:
+    """A stream the outbox cannot write to at once (no descriptor): the parts go to the
+    writer task as one frame, counted as queued until written."""
+    sent, received = trio.testing.memory_stream_pair()
+    outbox = Outbox(sent, lambda: None)
+    outbox.put([b"head:", memoryview(b"xbodyx")[1:5], b":tail"])
+    assert outbox.queued_frames == 1 and outbox.queued_bytes == len(b"head:body:tail")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(outbox.run)
+        got = b""
+        while len(got) < len(b"head:body:tail"):
+            got += await received.receive_some()
+        await outbox.flush()
+        nursery.cancel_scope.cancel()
+    assert got == b"head:body:tail" and outbox.queued_bytes == 0

@@ -331,15 +331,12 @@ class Connection(RequestRunner):
     def send_body(self, body: bytes | Parts) -> None:
         """Queue one encoded message (the dialects' replies and notifications), whole or in
         parts (`LspMachine.answer`: written as they are, not copied into a frame)."""
-        if isinstance(body, list):
-            if self.peer.framing is not None:
-                self.outbox.put(self.peer.frame_parts(body))
-        else:
-            self._queue(body)
+        self._queue(body)
 
-    def _queue(self, body: bytes) -> None:
-        if self.peer.framing is not None:
-            self.outbox.put(self.peer.frame(body))
+    def _queue(self, body: bytes | Parts) -> None:
+        peer = self.peer
+        if peer.framing is not None:
+            self.outbox.put(peer.frame_parts(body) if isinstance(body, list) else peer.frame(body))
 
     def _queue_frame(self, frame: bytes) -> None:
         if self.peer.framing is not None:
